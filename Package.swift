@@ -1,0 +1,29 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+// Transit depends on no package: only the toolchain's Foundation, Dispatch, Synchronization,
+// XCTest and Swift Testing. Peers used for comparison live in Benchmarks/Package.swift.
+let package = Package(
+    name: "Transit",
+    // `Synchronization` (Mutex) is the one lock every module uses; these are its minimum OS versions.
+    platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
+    products: [
+        .library(name: "Signals", targets: ["Signals"]),
+        .library(name: "Transit", targets: ["Transit"]),
+        .library(name: "TransitTesting", targets: ["TransitTesting"]),
+        .executable(name: "forum", targets: ["Forum"]),
+    ],
+    targets: [
+        .target(name: "Signals"),
+        .target(name: "Transit", dependencies: ["Signals"]),
+        .target(name: "TransitTesting", dependencies: ["Transit", "Signals"]),
+        .executableTarget(
+            name: "Forum",
+            dependencies: ["Transit", "TransitTesting", "Signals"],
+            path: "Examples/Forum"
+        ),
+        .testTarget(name: "SignalsTests", dependencies: ["Signals"]),
+        .testTarget(name: "TransitTests", dependencies: ["Transit", "TransitTesting", "Signals"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

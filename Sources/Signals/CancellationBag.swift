@@ -1,0 +1,53 @@
+import Synchronization
+
+/// Holds cancellables and cancels them all when it is emptied or released.
+///
+/// Give a view model (or any owner) a bag and store every request it starts in it: when the owner
+/// goes away, the bag goes with it and every request the owner started is cancelled.
+///
+/// ```swift
+/// final class PostsViewModel {
+///     private let bag = CancellationBag()
+///     func load() {
+///         service.posts.sink { [weak self] in self?.show($0) }.store(in: bag)
+///     }
+/// }
+/// ```
+///
+/// Thread safety: every method may be called from any thread. Cancellation runs outside the
+/// bag's lock.
+public final class CancellationBag: Sendable {
+    private let items = Mutex<[any Cancellable]?>([])
+
+    /// Creates an empty bag.
+    public init() {}
+
+    deinit {
+        cancelAll()
+    }
+
+    /// Adds `cancellable` to the bag. If the bag was already released (only possible while its
+    /// `deinit` runs), it is cancelled at once.
+    public func insert(_ cancellable: any Cancellable) {
+        let stored = items.withLock { items -> Bool in
+            guard items != nil else { return false }
+            items!.append(cancellable)
+            return true
+        }
+        if !stored { cancellable.cancel() }
+    }
+
+    /// The number of cancellables the bag holds.
+    public var count: Int {
+        items.withLock { $0?.count ?? 0 }
+    }
+
+    /// Cancels everything in the bag and empties it. The bag stays usable.
+    public func cancelAll() {
+        let taken = items.withLock { items -> [any Cancellable] in
+            defer { if items != nil { items = [] } }
+            return items ?? []
+        }
+        for cancellable in taken { cancellable.cancel() }
+    }
+}
