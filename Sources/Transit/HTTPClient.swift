@@ -1,0 +1,86 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Signals
+
+/// Observes every request an ``HTTPClient`` sends: for logging, metrics or an example's narration.
+///
+/// Methods are called on the transport's threads and must return quickly. Every method has an
+/// empty default implementation.
+public protocol HTTPEventMonitor: Sendable {
+    /// The request is about to be handed to the transport (after every modifier and default
+    /// header was applied). Called once per attempt.
+    func requestWillSend(_ request: URLRequest)
+    /// The transport delivered a response, whatever its status code.
+    func request(_ request: URLRequest, didReceive response: HTTPResponse)
+    /// The transport failed (connection refused, timed out, cancelled, …).
+    func request(_ request: URLRequest, didFailWith error: any Error)
+}
+
+extension HTTPEventMonitor {
+    public func requestWillSend(_ request: URLRequest) {}
+    public func request(_ request: URLRequest, didReceive response: HTTPResponse) {}
+    public func request(_ request: URLRequest, didFailWith error: any Error) {}
+}
+
+/// The application-level owner of networking: one per app or per backend.
+///
+/// It holds the transport, the default headers (a `User-Agent` among them) and the event
+/// monitors. Services conforming to ``RESTAPI`` send every request through their client.
+public final class HTTPClient: Sendable {
+    /// The client services use when they do not name one: a ``URLSessionTransport`` and a
+    /// `User-Agent` of `Transit`.
+    public static let shared = HTTPClient()
+
+    /// The transport requests are sent with.
+    public let transport: any HTTPTransport
+    /// Headers added to every request that does not set them itself.
+    public let defaultHeaders: [String: String]
+    /// Monitors told about every request.
+    public let monitors: [any HTTPEventMonitor]
+
+    /// Creates a client.
+    ///
+    /// - Parameters:
+    ///   - transport: where requests go; ``URLSessionTransport/shared`` by default.
+    ///   - defaultHeaders: headers added to every request that does not set them itself.
+    ///   - userAgent: the `User-Agent` header, unless `defaultHeaders` or the request sets one.
+    ///   - monitors: observers of every request and response.
+    public init(
+        transport: any HTTPTransport = URLSessionTransport.shared,
+        defaultHeaders: [String: String] = [:],
+        userAgent: String? = "Transit",
+        monitors: [any HTTPEventMonitor] = []
+    ) {
+        self.transport = transport
+        var headers = defaultHeaders
+        if let userAgent, !headers.keys.contains(where: { $0.caseInsensitiveCompare("User-Agent") == .orderedSame }) {
+            headers["User-Agent"] = userAgent
+        }
+        self.defaultHeaders = headers
+        self.monitors = monitors
+    }
+
+    /// A signal that sends `request` (with the default headers added) when subscribed, and
+    /// again on every subscription.
+    public func send(_ request: URLRequest) -> Signal<HTTPResponse, any Error> {
+        var prepared = request
+        for (field, value) in defaultHeaders where prepared.value(forHTTPHeaderField: field) == nil {
+            prepared.setValue(value, forHTTPHeaderField: field)
+        }
+        let sent = prepared
+        let response = transport.send(sent)
+        guard !monitors.isEmpty else { return response }
+        let monitors = self.monitors
+        return response.handleEvents(
+            receiveSubscription: { monitors.forEach { $0.requestWillSend(sent) } },
+            receiveValue: { value in monitors.forEach { $0.request(sent, didReceive: value) } },
+            receiveCompletion: { completion in
+                if case .failure(let error) = completion {
+                    monitors.forEach { $0.request(sent, didFailWith: error) }
+                }
+            }
+        )
+    }
+}

@@ -1,0 +1,53 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// A response whose status code is 400 or above, turned into an error by
+/// ``Signals/Signal/catchHTTPErrors()``.
+///
+/// ``HTTPClientError`` (4xx) and ``HTTPServerError`` (5xx) conform. The error keeps the response,
+/// so the caller can read the headers and the body the server sent with it.
+public protocol HTTPError: Error, Sendable, CustomStringConvertible, LocalizedError {
+    /// The HTTP status code, 400 or above.
+    var statusCode: Int { get }
+    /// The response that carried the status, when known.
+    var response: HTTPResponse? { get }
+    /// The standard name of the status code ("Not Found").
+    var reasonPhrase: String { get }
+}
+
+extension HTTPError {
+    /// The response body, if the response is known.
+    public var body: Data? { response?.data }
+
+    /// The response headers, if the response is known.
+    public var headers: [String: String] { response?.headers ?? [:] }
+
+    /// The value of a response header, matched case-insensitively.
+    public func value(forHTTPHeaderField field: String) -> String? {
+        response?.value(forHTTPHeaderField: field)
+    }
+
+    public var description: String {
+        var text = "HTTP \(statusCode) \(reasonPhrase)"
+        if let request = response?.request, let url = request.url {
+            text += " for \(request.httpMethod ?? "GET") \(url.absoluteString)"
+        }
+        if let body = response?.text, !body.isEmpty {
+            let excerpt = body.count > 200 ? String(body.prefix(200)) + "…" : body
+            text += ": \(excerpt)"
+        }
+        return text
+    }
+
+    public var errorDescription: String? { description }
+}
+
+/// Turns a status code of 400 or above into the matching ``HTTPError``; `nil` below 400.
+public func makeHTTPError(for response: HTTPResponse) -> (any HTTPError)? {
+    HTTPClientError(statusCode: response.statusCode, response: response)
+        ?? HTTPServerError(statusCode: response.statusCode, response: response)
+        ?? (response.statusCode >= 600 ? HTTPServerError.other(statusCode: response.statusCode, response: response) : nil)
+}
+

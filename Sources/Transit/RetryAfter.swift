@@ -1,0 +1,142 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Parses the `Retry-After` header (RFC 9110 §10.2.3).
+///
+/// Both forms are read: delay-seconds (fractional values such as `1.5`, which some servers send,
+/// are accepted) and HTTP-date in each of its three forms — IMF-fixdate
+/// (`Sun, 06 Nov 1994 08:49:37 GMT`), the obsolete RFC 850 form (`Sunday, 06-Nov-94 08:49:37 GMT`)
+/// and asctime (`Sun Nov  6 08:49:37 1994`). A negative delay or a date in the past means "now"
+/// (zero). Anything else — an empty value, garbage, an impossible date — means the header is
+/// absent (`nil`), never a crash.
+public enum RetryAfter {
+    /// The number of seconds to wait that `value` asks for, measured from `now`, or `nil` if the
+    /// value is missing or cannot be read.
+    public static func seconds(from value: String?, now: Date = Date()) -> TimeInterval? {
+        guard let value else { return nil }
+        let trimmed = value.trimmingCharacters(in: .whitespaces)
+        guard !trimmed.isEmpty else { return nil }
+        if let delay = delaySeconds(trimmed) { return max(0, delay) }
+        guard let date = httpDate(trimmed, now: now) else { return nil }
+        return max(0, date.timeIntervalSince(now))
+    }
+
+    /// The number of seconds the response's `Retry-After` header asks for, or `nil`.
+    public static func seconds(in response: HTTPResponse?, now: Date = Date()) -> TimeInterval? {
+        seconds(from: response?.value(forHTTPHeaderField: "Retry-After"), now: now)
+    }
+
+    /// Reads `[-]digits[.digits]`; nothing else (no exponent, no `inf`, no hex).
+    static func delaySeconds(_ text: String) -> TimeInterval? {
+        var scalars = Substring(text).unicodeScalars[...]
+        var negative = false
+        if scalars.first == "-" || scalars.first == "+" {
+            negative = scalars.first == "-"
+            scalars = scalars.dropFirst()
+        }
+        let isDigit: (Unicode.Scalar) -> Bool = { $0.value >= 48 && $0.value <= 57 }
+        let parts = scalars.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count <= 2, let whole = parts.first, !whole.isEmpty, whole.allSatisfy(isDigit) else {
+            return nil
+        }
+        if parts.count == 2 {
+            guard !parts[1].isEmpty, parts[1].allSatisfy(isDigit) else { return nil }
+        }
+        guard let magnitude = Double(String(String.UnicodeScalarView(scalars))), magnitude.isFinite else {
+            return nil
+        }
+        return negative ? -magnitude : magnitude
+    }
+
+    private static let months = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
+    private static let shortDays = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"]
+    private static let longDays = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
+
+    /// Reads an HTTP-date in any of its three forms, in UTC.
+    static func httpDate(_ text: String, now: Date) -> Date? {
+        let tokens = text.split(whereSeparator: { $0 == " " || $0 == "\t" }).map { $0.lowercased() }
+        switch tokens.count {
+        case 6 where tokens[0].hasSuffix(","):
+            // IMF-fixdate: Sun, 06 Nov 1994 08:49:37 GMT
+            guard shortDays.contains(String(tokens[0].dropLast())), tokens[5] == "gmt",
+                  tokens[1].count == 2, tokens[3].count == 4,
+                  let day = Int(tokens[1]), let month = month(tokens[2]), let year = Int(tokens[3])
+            else { return nil }
+            return date(year: year, month: month, day: day, time: tokens[4])
+        case 4 where tokens[0].hasSuffix(","):
+            // RFC 850: Sunday, 06-Nov-94 08:49:37 GMT
+            let parts = tokens[1].split(separator: "-", omittingEmptySubsequences: false)
+            guard longDays.contains(String(tokens[0].dropLast())), tokens[3] == "gmt", parts.count == 3,
+                  parts[0].count == 2, parts[2].count == 2,
+                  let day = Int(parts[0]), let month = month(String(parts[1])), let shortYear = Int(parts[2])
+            else { return nil }
+            return date(year: fullYear(shortYear, now: now), month: month, day: day, time: tokens[2])
+        case 5 where !tokens[0].hasSuffix(","):
+            // asctime: Sun Nov  6 08:49:37 1994
+            guard shortDays.contains(tokens[0]), tokens[2].count <= 2, tokens[4].count == 4,
+                  let month = month(tokens[1]), let day = Int(tokens[2]), let year = Int(tokens[4])
+            else { return nil }
+            return date(year: year, month: month, day: day, time: tokens[3])
+        default:
+            return nil
+        }
+    }
+
+    private static func month(_ name: String) -> Int? {
+        months.firstIndex(of: name).map { $0 + 1 }
+    }
+
+    /// RFC 9110: a two-digit year that looks more than 50 years in the future is in the past
+    /// century.
+    private static func fullYear(_ shortYear: Int, now: Date) -> Int {
+        let currentYear = civil(fromDays: Int((now.timeIntervalSince1970 / 86_400).rounded(.down))).year
+        var year = currentYear - currentYear % 100 + shortYear
+        if year > currentYear + 50 { year -= 100 }
+        return year
+    }
+
+    private static func date(year: Int, month: Int, day: Int, time: String) -> Date? {
+        let parts = time.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count == 3, parts.allSatisfy({ $0.count == 2 }),
+              let hour = Int(parts[0]), let minute = Int(parts[1]), let second = Int(parts[2]),
+              (0...23).contains(hour), (0...59).contains(minute), (0...60).contains(second),
+              (1...12).contains(month), (1...9999).contains(year),
+              (1...daysIn(month: month, year: year)).contains(day)
+        else { return nil }
+        let days = daysFromCivil(year: year, month: month, day: day)
+        let seconds = Double(days) * 86_400 + Double(hour * 3600 + minute * 60 + second)
+        return Date(timeIntervalSince1970: seconds)
+    }
+
+    private static func daysIn(month: Int, year: Int) -> Int {
+        switch month {
+        case 2: return (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
+        case 4, 6, 9, 11: return 30
+        default: return 31
+        }
+    }
+
+    /// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm).
+    private static func daysFromCivil(year: Int, month: Int, day: Int) -> Int {
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yearOfEra = y - era * 400
+        let dayOfYear = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        return era * 146_097 + dayOfEra - 719_468
+    }
+
+    private static func civil(fromDays days: Int) -> (year: Int, month: Int, day: Int) {
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let mp = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * mp + 2) / 5 + 1
+        let month = mp < 10 ? mp + 3 : mp - 9
+        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
+    }
+}

@@ -1,0 +1,189 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Signals
+import Synchronization
+import Transit
+
+/// A canned answer of a ``StubTransport``: a response (status, headers, body) or a transport
+/// error, delivered at once or after a delay on the transport's scheduler.
+public struct StubResponse: Sendable {
+    enum Outcome: Sendable {
+        case response(status: Int, headers: [String: String], body: Data)
+        case failure(any Error)
+    }
+
+    let outcome: Outcome
+    /// How long the transport waits, on its scheduler, before answering.
+    public var delay: Duration = .zero
+
+    /// A response with `status`, `headers` and `body`.
+    public static func status(_ status: Int, headers: [String: String] = [:], body: Data = Data()) -> StubResponse {
+        StubResponse(outcome: .response(status: status, headers: headers, body: body))
+    }
+
+    /// A response whose body is `text`, UTF-8 encoded.
+    public static func text(_ text: String, status: Int = 200, headers: [String: String] = [:]) -> StubResponse {
+        .status(status, headers: headers, body: Data(text.utf8))
+    }
+
+    /// A response whose body is `json` (a JSON document as text), with `Content-Type: application/json`.
+    public static func json(_ json: String, status: Int = 200, headers: [String: String] = [:]) -> StubResponse {
+        .status(status, headers: headers.merging(["Content-Type": "application/json"]) { mine, _ in mine }, body: Data(json.utf8))
+    }
+
+    /// A response whose body is `value` encoded as JSON.
+    public static func json<T: Encodable>(encoding value: T, status: Int = 200, headers: [String: String] = [:]) throws -> StubResponse {
+        .status(status, headers: headers.merging(["Content-Type": "application/json"]) { mine, _ in mine }, body: try JSONEncoder().encode(value))
+    }
+
+    /// A transport failure, such as `URLError(.timedOut)`.
+    public static func failure(_ error: any Error) -> StubResponse {
+        StubResponse(outcome: .failure(error))
+    }
+
+    /// The same answer, delivered after `delay` on the transport's scheduler.
+    public func delayed(by delay: Duration) -> StubResponse {
+        var copy = self
+        copy.delay = delay
+        return copy
+    }
+}
+
+/// An ``HTTPTransport`` for tests: canned answers per request matcher, every request recorded.
+///
+/// ```swift
+/// let transport = StubTransport(scheduler: scheduler)
+/// transport.stub(.get, path: "/posts")
+///     .thenRespond(.status(401))
+///     .thenRespond(.json(#"[{"id":1}]"#))
+/// ```
+///
+/// Each stub answers its matching requests with its responses in order, and repeats the last one
+/// once they are used up. Stubs are tried in the order they were added; the first that matches
+/// answers. A request that no stub matches fails with ``StubTransport/UnexpectedRequest``, whose
+/// message names the request, so a test fails clearly instead of hanging.
+///
+/// Like a real transport, nothing happens until the signal is subscribed, every subscription is
+/// a new request, and cancelling a delayed answer stops it from being delivered.
+///
+/// Thread safety: stubs and recorded requests are behind a `Mutex`; requests may be sent from
+/// any thread.
+public final class StubTransport: HTTPTransport {
+    /// The error for a request that no stub matches.
+    public struct UnexpectedRequest: Error, CustomStringConvertible, Sendable {
+        /// The request nobody expected.
+        public let request: URLRequest
+        public var description: String {
+            "StubTransport: unexpected request \(request.httpMethod ?? "GET") \(request.url?.absoluteString ?? "<no URL>"); add a stub for it"
+        }
+    }
+
+    /// A matcher and its answers. Add answers with ``thenRespond(_:)``.
+    public final class Stub: Sendable {
+        let matches: @Sendable (URLRequest) -> Bool
+        private let answers = Mutex<(list: [@Sendable (URLRequest) -> StubResponse], next: Int)>(([], 0))
+
+        init(matches: @escaping @Sendable (URLRequest) -> Bool) {
+            self.matches = matches
+        }
+
+        /// Adds `response` as the next answer.
+        @discardableResult
+        public func thenRespond(_ response: StubResponse) -> Stub {
+            thenRespond { _ in response }
+        }
+
+        /// Adds an answer computed from the request (to check a header, echo a body, …).
+        @discardableResult
+        public func thenRespond(_ answer: @escaping @Sendable (URLRequest) -> StubResponse) -> Stub {
+            answers.withLock { $0.list.append(answer) }
+            return self
+        }
+
+        func nextAnswer() -> (@Sendable (URLRequest) -> StubResponse)? {
+            answers.withLock { answers in
+                guard !answers.list.isEmpty else { return nil }
+                let index = min(answers.next, answers.list.count - 1)
+                answers.next += 1
+                return answers.list[index]
+            }
+        }
+    }
+
+    private let scheduler: any Scheduler
+    private let state = Mutex<(stubs: [Stub], requests: [URLRequest])>(([], []))
+
+    /// Creates a transport that delivers delayed answers on `scheduler` (a `TestScheduler` in
+    /// tests of time-based behaviour). Undelayed answers are delivered at once, on the
+    /// subscribing thread.
+    public init(scheduler: any Scheduler = ImmediateScheduler()) {
+        self.scheduler = scheduler
+    }
+
+    /// Adds a stub for the requests `matches` accepts.
+    @discardableResult
+    public func stub(matching matches: @escaping @Sendable (URLRequest) -> Bool) -> Stub {
+        let stub = Stub(matches: matches)
+        state.withLock { $0.stubs.append(stub) }
+        return stub
+    }
+
+    /// Adds a stub for requests with `method` whose URL path is `path` (any query), or any path
+    /// when `path` is `nil`.
+    @discardableResult
+    public func stub(_ method: HTTPMethod? = nil, path: String? = nil) -> Stub {
+        stub { request in
+            if let method, (request.httpMethod ?? "GET").uppercased() != method.rawValue { return false }
+            if let path, request.url?.path != path { return false }
+            return true
+        }
+    }
+
+    /// Every request sent so far, in order, including unexpected ones.
+    public var requests: [URLRequest] {
+        state.withLock { $0.requests }
+    }
+
+    /// Forgets the recorded requests; the stubs stay.
+    public func clearRequests() {
+        state.withLock { $0.requests = [] }
+    }
+
+    public func send(_ request: URLRequest) -> Signal<HTTPResponse, any Error> {
+        let scheduler = self.scheduler
+        return Signal { [self] observer in
+            let stub = state.withLock { state -> Stub? in
+                state.requests.append(request)
+                return state.stubs.first { $0.matches(request) }
+            }
+            guard let stub, let answer = stub.nextAnswer() else {
+                observer.fail(UnexpectedRequest(request: request))
+                return nil
+            }
+            let response = answer(request)
+            let deliver: @Sendable () -> Void = {
+                switch response.outcome {
+                case .failure(let error):
+                    observer.fail(error)
+                case .response(let status, let headers, let body):
+                    guard let url = request.url,
+                          let http = HTTPURLResponse(url: url, statusCode: status, httpVersion: "HTTP/1.1", headerFields: headers)
+                    else {
+                        observer.fail(URLError(.badServerResponse))
+                        return
+                    }
+                    observer.send(HTTPResponse(data: body, response: http, request: request))
+                    observer.finish()
+                }
+            }
+            guard response.delay > .zero else {
+                deliver()
+                return nil
+            }
+            let scheduled = scheduler.schedule(after: response.delay, deliver)
+            return { scheduled.cancel() }
+        }
+    }
+}
