@@ -70,9 +70,10 @@ public enum RetryAfter {
             let parts = tokens[1].split(separator: "-", omittingEmptySubsequences: false)
             guard let weekday = longDays.firstIndex(of: String(tokens[0].dropLast())), tokens[3] == "gmt", parts.count == 3,
                   parts[0].count == 2, parts[2].count == 2,
-                  let day = number(parts[0]), let month = month(String(parts[1])), let shortYear = number(parts[2])
+                  let day = number(parts[0]), let month = month(String(parts[1])), let shortYear = number(parts[2]),
+                  let year = fullYear(shortYear, now: now)
             else { return nil }
-            return date(year: fullYear(shortYear, now: now), month: month, day: day, time: tokens[2], weekday: weekday)
+            return date(year: year, month: month, day: day, time: tokens[2], weekday: weekday)
         case 5 where !tokens[0].hasSuffix(","):
             // asctime: Sun Nov  6 08:49:37 1994
             guard let weekday = shortDays.firstIndex(of: tokens[0]), tokens[2].count <= 2, tokens[4].count == 4,
@@ -96,8 +97,10 @@ public enum RetryAfter {
 
     /// RFC 9110: a two-digit year that looks more than 50 years in the future is in the past
     /// century.
-    private static func fullYear(_ shortYear: Int, now: Date) -> Int {
-        let currentYear = civil(fromDays: Int((now.timeIntervalSince1970 / 86_400).rounded(.down))).year
+    private static func fullYear(_ shortYear: Int, now: Date) -> Int? {
+        let daysSince1970 = (now.timeIntervalSince1970 / 86_400).rounded(.down)
+        guard daysSince1970.isFinite, abs(daysSince1970) < 1e8 else { return nil }
+        let currentYear = civil(fromDays: Int(daysSince1970)).year
         var year = currentYear - currentYear % 100 + shortYear
         if year > currentYear + 50 { year -= 100 }
         return year
