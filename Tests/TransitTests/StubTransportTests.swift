@@ -166,21 +166,4 @@ struct StubTransportTests {
         #expect(RequestProbe(transport.send(request("/b"))).isFinished)
         #expect(transport.requests.map { $0.url?.path } == ["/b"])
     }
-
-    @Test("requests sent from many threads are all recorded and answered")
-    func concurrentRequests() async {
-        let transport = StubTransport()
-        transport.stub().thenRespond(.text("ok"))
-        let finished = SharedValue(0)
-        await withTaskGroup(of: Void.self) { group in
-            for index in 0..<200 {
-                group.addTask {
-                    let probe = RequestProbe(transport.send(request("/\(index)")))
-                    if probe.isFinished { finished.update { $0 += 1 } }
-                }
-            }
-        }
-        #expect(finished.value == 200)
-        #expect(Set(transport.requests.compactMap { $0.url?.path }).count == 200)
-    }
 }
