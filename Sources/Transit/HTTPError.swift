@@ -43,7 +43,7 @@ extension HTTPError {
             text += " for \(request.httpMethod ?? "GET") \(url.absoluteString)"
         }
         if let retryAfter {
-            let seconds = retryAfter.rounded() == retryAfter && retryAfter < 1e15 ? "\(Int(retryAfter))" : "\(retryAfter)"
+            let seconds = retryAfter.rounded() == retryAfter && abs(retryAfter) < 1e15 ? "\(Int(retryAfter))" : "\(retryAfter)"
             text += " (retry after \(seconds) s)"
         }
         if let body = response?.text, !body.isEmpty {

@@ -202,6 +202,10 @@ struct HTTPErrorsTests {
         #expect(limited?.description == "HTTP 429 Too Many Requests for GET https://api.example.com/v1/things (retry after 5 s)")
         let unavailable = HTTPServerError.serviceUnavailable(retryAfter: 1.5)
         #expect(unavailable.description == "HTTP 503 Service Unavailable (retry after 1.5 s)")
+        // Values a parser never produces still describe without trapping.
+        #expect(HTTPServerError.serviceUnavailable(retryAfter: -1e20).description.hasPrefix("HTTP 503"))
+        #expect(HTTPClientError.tooManyRequests(retryAfter: .infinity).description.hasPrefix("HTTP 429"))
+        #expect(HTTPClientError.tooManyRequests(retryAfter: .nan).description.hasPrefix("HTTP 429"))
     }
 
     // MARK: Retry-After on the error
