@@ -64,10 +64,19 @@ public final class HTTPClient: Sendable {
 
     /// A signal that sends `request` (with the default headers added) when subscribed, and
     /// again on every subscription.
+    ///
+    /// A default header is added only when the request does not set that header itself (names
+    /// match case-insensitively), so a request can always override the client. A default header
+    /// with an invalid name or value fails the signal with ``URLRequestError`` and nothing is sent.
     public func send(_ request: URLRequest) -> Signal<HTTPResponse, any Error> {
         var prepared = request
-        for (field, value) in defaultHeaders where prepared.value(forHTTPHeaderField: field) == nil {
-            prepared.setValue(value, forHTTPHeaderField: field)
+        do {
+            for (field, value) in defaultHeaders.sorted(by: { $0.key < $1.key })
+            where prepared.value(forHTTPHeaderField: field) == nil {
+                prepared = try prepared.settingValue(value, forHTTPHeaderField: field)
+            }
+        } catch {
+            return Signal(error: error)
         }
         let sent = prepared
         let response = transport.send(sent)

@@ -200,6 +200,12 @@ public enum HTTPClientError: HTTPError, Hashable {
         }
     }
 
+    /// The parsed `Retry-After` of a 429; `nil` for every other case.
+    public var retryAfter: TimeInterval? {
+        if case .tooManyRequests(let retryAfter, _) = self { return retryAfter }
+        return nil
+    }
+
     public static func == (lhs: HTTPClientError, rhs: HTTPClientError) -> Bool {
         lhs.statusCode == rhs.statusCode
     }

@@ -15,9 +15,15 @@ public protocol HTTPError: Error, Sendable, CustomStringConvertible, LocalizedEr
     var response: HTTPResponse? { get }
     /// The standard name of the status code ("Not Found").
     var reasonPhrase: String { get }
+    /// The seconds the server asked the client to wait before retrying (its `Retry-After`
+    /// header), carried by 429 Too Many Requests and 503 Service Unavailable; `nil` for other
+    /// codes or when the header is absent or unreadable.
+    var retryAfter: TimeInterval? { get }
 }
 
 extension HTTPError {
+    public var retryAfter: TimeInterval? { nil }
+
     /// The response body, if the response is known.
     public var body: Data? { response?.data }
 
@@ -29,10 +35,16 @@ extension HTTPError {
         response?.value(forHTTPHeaderField: field)
     }
 
+    /// `HTTP <code> <reason> for <METHOD> <URL>`, then the Retry-After the server asked for and
+    /// the start of the body, when known: enough to tell what failed without a debugger.
     public var description: String {
         var text = "HTTP \(statusCode) \(reasonPhrase)"
         if let request = response?.request, let url = request.url {
             text += " for \(request.httpMethod ?? "GET") \(url.absoluteString)"
+        }
+        if let retryAfter {
+            let seconds = retryAfter.rounded() == retryAfter && abs(retryAfter) < 1e15 ? "\(Int(retryAfter))" : "\(retryAfter)"
+            text += " (retry after \(seconds) s)"
         }
         if let body = response?.text, !body.isEmpty {
             let excerpt = body.count > 200 ? String(body.prefix(200)) + "…" : body

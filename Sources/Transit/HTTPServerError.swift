@@ -104,6 +104,12 @@ public enum HTTPServerError: HTTPError, Hashable {
         }
     }
 
+    /// The parsed `Retry-After` of a 503; `nil` for every other case.
+    public var retryAfter: TimeInterval? {
+        if case .serviceUnavailable(let retryAfter, _) = self { return retryAfter }
+        return nil
+    }
+
     public static func == (lhs: HTTPServerError, rhs: HTTPServerError) -> Bool {
         lhs.statusCode == rhs.statusCode
     }

@@ -43,9 +43,16 @@ extension RESTAPI {
 
     /// A signal that sends a request with any method.
     ///
+    /// On every subscription it builds the URL, sets the method and the body, runs `modifier`,
+    /// and hands the result to ``client``. If the URL cannot be built (`URLError(.badURL)`), the
+    /// method is not a valid token (``URLRequestError/invalidMethod(_:)``) or the modifier
+    /// throws, the signal fails with that error and nothing is sent.
+    ///
     /// - Parameters:
     ///   - method: the HTTP method.
     ///   - endpoint: a path relative to ``baseURL``, which may carry a query (`posts?userId=1`).
+    ///     It must already be percent-encoded; add query values that need encoding with
+    ///     `URLRequest.addingQueryItem(name:value:)` in the modifier.
     ///   - body: the request body, if any.
     ///   - modifier: changes the request before every attempt.
     public func request(
@@ -54,14 +61,29 @@ extension RESTAPI {
         body: Data? = nil,
         modifier: @escaping RequestModifier = { $0 }
     ) -> Signal<HTTPResponse, any Error> {
-        let baseURL = self.baseURL
-        let client = self.client
-        return Signal(tryDeferred: {
-            var request = URLRequest(url: try URLBuilder.url(base: baseURL, endpoint: endpoint))
-            request.httpMethod = method.rawValue
+        send(method: method, endpoint: endpoint) { request in
+            var request = request
             request.httpBody = body
-            return client.send(try modifier(request))
-        })
+            return try modifier(request)
+        }
+    }
+
+    /// A signal that sends a request whose body is `json` encoded by `encoder`, with
+    /// `Content-Type: application/json`.
+    ///
+    /// The value is encoded inside the subscription, on every attempt, before `modifier` runs (so
+    /// the modifier may replace the body or the content type). An encoding error fails the
+    /// signal and nothing is sent. Otherwise as ``request(method:endpoint:body:modifier:)``.
+    public func request(
+        method: HTTPMethod,
+        endpoint: String,
+        json: some Encodable & Sendable,
+        encoder: JSONEncoder = JSONEncoder(),
+        modifier: @escaping RequestModifier = { $0 }
+    ) -> Signal<HTTPResponse, any Error> {
+        send(method: method, endpoint: endpoint) { request in
+            try modifier(request.sendingJSON(json, encoder: encoder))
+        }
     }
 
     /// A GET request. See ``request(method:endpoint:body:modifier:)``.
@@ -84,13 +106,62 @@ extension RESTAPI {
         request(method: .post, endpoint: endpoint, body: body, modifier: modifier)
     }
 
+    /// A POST request whose body is `json` encoded as JSON. See
+    /// ``request(method:endpoint:json:encoder:modifier:)``.
+    public func post(
+        endpoint: String,
+        json: some Encodable & Sendable,
+        encoder: JSONEncoder = JSONEncoder(),
+        modifier: @escaping RequestModifier = { $0 }
+    ) -> Signal<HTTPResponse, any Error> {
+        request(method: .post, endpoint: endpoint, json: json, encoder: encoder, modifier: modifier)
+    }
+
     /// A PUT request. See ``request(method:endpoint:body:modifier:)``.
     public func put(endpoint: String, body: Data? = nil, modifier: @escaping RequestModifier = { $0 }) -> Signal<HTTPResponse, any Error> {
         request(method: .put, endpoint: endpoint, body: body, modifier: modifier)
     }
 
+    /// A PUT request whose body is `json` encoded as JSON. See
+    /// ``request(method:endpoint:json:encoder:modifier:)``.
+    public func put(
+        endpoint: String,
+        json: some Encodable & Sendable,
+        encoder: JSONEncoder = JSONEncoder(),
+        modifier: @escaping RequestModifier = { $0 }
+    ) -> Signal<HTTPResponse, any Error> {
+        request(method: .put, endpoint: endpoint, json: json, encoder: encoder, modifier: modifier)
+    }
+
     /// A PATCH request. See ``request(method:endpoint:body:modifier:)``.
     public func patch(endpoint: String, body: Data? = nil, modifier: @escaping RequestModifier = { $0 }) -> Signal<HTTPResponse, any Error> {
         request(method: .patch, endpoint: endpoint, body: body, modifier: modifier)
+    }
+
+    /// A PATCH request whose body is `json` encoded as JSON. See
+    /// ``request(method:endpoint:json:encoder:modifier:)``.
+    public func patch(
+        endpoint: String,
+        json: some Encodable & Sendable,
+        encoder: JSONEncoder = JSONEncoder(),
+        modifier: @escaping RequestModifier = { $0 }
+    ) -> Signal<HTTPResponse, any Error> {
+        request(method: .patch, endpoint: endpoint, json: json, encoder: encoder, modifier: modifier)
+    }
+
+    /// The cold signal behind every verb: URL, method and `prepare` run inside the subscription.
+    private func send(
+        method: HTTPMethod,
+        endpoint: String,
+        prepare: @escaping RequestModifier
+    ) -> Signal<HTTPResponse, any Error> {
+        // `self` is read inside the subscription, so a computed `baseURL` or `client` is read
+        // again on every attempt.
+        let api = self
+        return Signal(tryDeferred: {
+            let url = try URLBuilder.url(base: api.baseURL, endpoint: endpoint)
+            let request = try URLRequest(url: url).withMethod(method)
+            return api.client.send(try prepare(request))
+        })
     }
 }

@@ -9,8 +9,8 @@ import FoundationNetworking
 /// are accepted) and HTTP-date in each of its three forms — IMF-fixdate
 /// (`Sun, 06 Nov 1994 08:49:37 GMT`), the obsolete RFC 850 form (`Sunday, 06-Nov-94 08:49:37 GMT`)
 /// and asctime (`Sun Nov  6 08:49:37 1994`). A negative delay or a date in the past means "now"
-/// (zero). Anything else — an empty value, garbage, an impossible date — means the header is
-/// absent (`nil`), never a crash.
+/// (zero). Anything else — an empty value, garbage, an impossible date, a weekday that does not
+/// match the date, a zone other than GMT — means the header is absent (`nil`), never a crash.
 public enum RetryAfter {
     /// The number of seconds to wait that `value` asks for, measured from `now`, or `nil` if the
     /// value is missing or cannot be read.
@@ -60,28 +60,35 @@ public enum RetryAfter {
         switch tokens.count {
         case 6 where tokens[0].hasSuffix(","):
             // IMF-fixdate: Sun, 06 Nov 1994 08:49:37 GMT
-            guard shortDays.contains(String(tokens[0].dropLast())), tokens[5] == "gmt",
+            guard let weekday = shortDays.firstIndex(of: String(tokens[0].dropLast())), tokens[5] == "gmt",
                   tokens[1].count == 2, tokens[3].count == 4,
-                  let day = Int(tokens[1]), let month = month(tokens[2]), let year = Int(tokens[3])
+                  let day = number(tokens[1]), let month = month(tokens[2]), let year = number(tokens[3])
             else { return nil }
-            return date(year: year, month: month, day: day, time: tokens[4])
+            return date(year: year, month: month, day: day, time: tokens[4], weekday: weekday)
         case 4 where tokens[0].hasSuffix(","):
             // RFC 850: Sunday, 06-Nov-94 08:49:37 GMT
             let parts = tokens[1].split(separator: "-", omittingEmptySubsequences: false)
-            guard longDays.contains(String(tokens[0].dropLast())), tokens[3] == "gmt", parts.count == 3,
+            guard let weekday = longDays.firstIndex(of: String(tokens[0].dropLast())), tokens[3] == "gmt", parts.count == 3,
                   parts[0].count == 2, parts[2].count == 2,
-                  let day = Int(parts[0]), let month = month(String(parts[1])), let shortYear = Int(parts[2])
+                  let day = number(parts[0]), let month = month(String(parts[1])), let shortYear = number(parts[2]),
+                  let year = fullYear(shortYear, now: now)
             else { return nil }
-            return date(year: fullYear(shortYear, now: now), month: month, day: day, time: tokens[2])
+            return date(year: year, month: month, day: day, time: tokens[2], weekday: weekday)
         case 5 where !tokens[0].hasSuffix(","):
             // asctime: Sun Nov  6 08:49:37 1994
-            guard shortDays.contains(tokens[0]), tokens[2].count <= 2, tokens[4].count == 4,
-                  let month = month(tokens[1]), let day = Int(tokens[2]), let year = Int(tokens[4])
+            guard let weekday = shortDays.firstIndex(of: tokens[0]), tokens[2].count <= 2, tokens[4].count == 4,
+                  let month = month(tokens[1]), let day = number(tokens[2]), let year = number(tokens[4])
             else { return nil }
-            return date(year: year, month: month, day: day, time: tokens[3])
+            return date(year: year, month: month, day: day, time: tokens[3], weekday: weekday)
         default:
             return nil
         }
+    }
+
+    /// The value of `text` if it is ASCII digits only (`Int("+5")` would accept a sign).
+    private static func number(_ text: some StringProtocol) -> Int? {
+        guard !text.isEmpty, text.count <= 9, text.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }) else { return nil }
+        return Int(text)
     }
 
     private static func month(_ name: String) -> Int? {
@@ -90,22 +97,28 @@ public enum RetryAfter {
 
     /// RFC 9110: a two-digit year that looks more than 50 years in the future is in the past
     /// century.
-    private static func fullYear(_ shortYear: Int, now: Date) -> Int {
-        let currentYear = civil(fromDays: Int((now.timeIntervalSince1970 / 86_400).rounded(.down))).year
+    private static func fullYear(_ shortYear: Int, now: Date) -> Int? {
+        let daysSince1970 = (now.timeIntervalSince1970 / 86_400).rounded(.down)
+        guard daysSince1970.isFinite, abs(daysSince1970) < 1e8 else { return nil }
+        let currentYear = civil(fromDays: Int(daysSince1970)).year
         var year = currentYear - currentYear % 100 + shortYear
         if year > currentYear + 50 { year -= 100 }
         return year
     }
 
-    private static func date(year: Int, month: Int, day: Int, time: String) -> Date? {
+    /// The date, or `nil` if any field is out of range or `weekday` (0 = Monday) is not the
+    /// date's day of the week: a date whose parts disagree is garbage, not a guess.
+    private static func date(year: Int, month: Int, day: Int, time: String, weekday: Int) -> Date? {
         let parts = time.split(separator: ":", omittingEmptySubsequences: false)
         guard parts.count == 3, parts.allSatisfy({ $0.count == 2 }),
-              let hour = Int(parts[0]), let minute = Int(parts[1]), let second = Int(parts[2]),
+              let hour = number(parts[0]), let minute = number(parts[1]), let second = number(parts[2]),
               (0...23).contains(hour), (0...59).contains(minute), (0...60).contains(second),
               (1...12).contains(month), (1...9999).contains(year),
               (1...daysIn(month: month, year: year)).contains(day)
         else { return nil }
         let days = daysFromCivil(year: year, month: month, day: day)
+        // 1970-01-01 was a Thursday (3 with Monday as 0).
+        guard ((days + 3) % 7 + 7) % 7 == weekday else { return nil }
         let seconds = Double(days) * 86_400 + Double(hour * 3600 + minute * 60 + second)
         return Date(timeIntervalSince1970: seconds)
     }

@@ -4,38 +4,82 @@ import FoundationNetworking
 #endif
 
 /// Joins a base URL and an endpoint into the URL a request is sent to.
+///
+/// The rules, checked byte by byte so that they hold on every platform (Linux Foundation
+/// percent-encodes spaces, control characters and broken escapes instead of rejecting them):
+/// - `base` is an absolute `http` or `https` URL with a host, and no query or fragment. It may
+///   have a port, user info and a path.
+/// - `endpoint` is a path relative to the base, optionally followed by `?query` and `#fragment`.
+///   It is not an absolute URL (no `://` anywhere: percent-encode a URL inside a query value, or
+///   add it with `URLRequest.addingQueryItem(name:value:)`).
+/// - Both are already percent-encoded: a space, a control character, a non-ASCII character, a
+///   character such as `|`, `{` or `"`, or a `%` not followed by two hex digits is an error, never
+///   silently encoded.
+/// - The base's path and the endpoint's path are joined with exactly one `/`, whatever slashes
+///   either side has. The endpoint's own trailing slash is kept. An empty endpoint path (``""``
+///   or `"?a=1"`) leaves the base's path exactly as written.
 enum URLBuilder {
-    /// `base` must be an absolute http(s) URL with a host; `endpoint` is appended to its path
-    /// with exactly one `/` between them and may carry a query string and a fragment.
+    /// The URL for `endpoint` under `base`.
     ///
-    /// - Throws: `URLError(.badURL)` when either part cannot form such a URL.
+    /// - Throws: `URLError(.badURL)`, with a description of what is wrong, when either part breaks
+    ///   the rules above.
     static func url(base: String, endpoint: String) throws -> URL {
-        guard let baseComponents = URLComponents(string: base.trimmingCharacters(in: .whitespaces)),
-              let scheme = baseComponents.scheme?.lowercased(), scheme == "http" || scheme == "https",
-              let host = baseComponents.host, !host.isEmpty,
-              baseComponents.query == nil, baseComponents.fragment == nil
+        if let problem = HTTPSyntax.uriProblem(in: base, allowing: ":/?#[]@") {
+            throw badURL("Invalid base URL \(base.debugDescription): \(problem).")
+        }
+        guard var components = URLComponents(string: base),
+              let scheme = components.scheme?.lowercased(), scheme == "http" || scheme == "https",
+              let host = components.host, !host.isEmpty
         else {
-            throw URLError(.badURL, userInfo: [NSLocalizedDescriptionKey: "Invalid base URL '\(base)': it needs an http or https scheme and a host, and no query."])
+            throw badURL("Invalid base URL \(base.debugDescription): it needs an http or https scheme and a host, such as https://api.example.com/v1.")
+        }
+        guard components.percentEncodedQuery == nil, components.percentEncodedFragment == nil else {
+            throw badURL("Invalid base URL \(base.debugDescription): a base URL has no query or fragment; put the query in the endpoint.")
+        }
+
+        if let problem = HTTPSyntax.uriProblem(in: endpoint, allowing: ":/?#@") {
+            throw badURL("Invalid endpoint \(endpoint.debugDescription): \(problem).")
         }
         guard !endpoint.contains("://") else {
-            throw URLError(.badURL, userInfo: [NSLocalizedDescriptionKey: "Invalid endpoint '\(endpoint)': endpoints are paths relative to the base URL."])
+            throw badURL("Invalid endpoint \(endpoint.debugDescription): an endpoint is a path relative to the base URL, not an absolute URL.")
         }
-        var path = baseComponents.percentEncodedPath
-        while path.hasSuffix("/") { path.removeLast() }
-        var tail = Substring(endpoint)
-        while tail.hasPrefix("/") { tail.removeFirst() }
-        var prefix = base.trimmingCharacters(in: .whitespaces)
-        // Rebuild from the parsed parts so that a trailing slash or query on the base cannot leak in.
-        prefix = "\(scheme)://\(baseComponents.percentEncodedHost ?? host)"
-        if let port = baseComponents.port { prefix += ":\(port)" }
-        if let user = baseComponents.percentEncodedUser {
-            let password = baseComponents.percentEncodedPassword.map { ":\($0)" } ?? ""
-            prefix = "\(scheme)://\(user)\(password)@" + prefix.dropFirst(scheme.count + 3)
+        let (endpointPath, query, fragment) = split(endpoint)
+        guard fragment?.contains("#") != true else {
+            throw badURL("Invalid endpoint \(endpoint.debugDescription): it has more than one '#'.")
         }
-        let joined = tail.isEmpty ? prefix + path : prefix + path + "/" + tail
-        guard let components = URLComponents(string: joined), let url = components.url, url.host != nil else {
-            throw URLError(.badURL, userInfo: [NSLocalizedDescriptionKey: "Invalid endpoint '\(endpoint)': '\(joined)' is not a valid URL."])
+
+        let tail = endpointPath.drop { $0 == "/" }
+        if !tail.isEmpty {
+            var path = Substring(components.percentEncodedPath)
+            while path.hasSuffix("/") { path.removeLast() }
+            components.percentEncodedPath = path + "/" + tail
+        }
+        components.percentEncodedQuery = query.map(String.init)
+        components.percentEncodedFragment = fragment.map(String.init)
+        guard let url = components.url, url.host?.isEmpty == false else {
+            throw badURL("Invalid endpoint \(endpoint.debugDescription): it does not form a valid URL with \(base.debugDescription).")
         }
         return url
+    }
+
+    /// Splits `endpoint` into its path, its query (after the first `?`) and its fragment (after
+    /// the first `#`).
+    private static func split(_ endpoint: String) -> (path: Substring, query: Substring?, fragment: Substring?) {
+        var rest = Substring(endpoint)
+        var fragment: Substring?
+        if let hash = rest.firstIndex(of: "#") {
+            fragment = rest[rest.index(after: hash)...]
+            rest = rest[..<hash]
+        }
+        var query: Substring?
+        if let mark = rest.firstIndex(of: "?") {
+            query = rest[rest.index(after: mark)...]
+            rest = rest[..<mark]
+        }
+        return (rest, query, fragment)
+    }
+
+    private static func badURL(_ message: String) -> URLError {
+        URLError(.badURL, userInfo: [NSLocalizedDescriptionKey: message])
     }
 }

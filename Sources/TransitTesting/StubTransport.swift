@@ -72,12 +72,20 @@ public struct StubResponse: Sendable {
 /// any thread.
 public final class StubTransport: HTTPTransport {
     /// The error for a request that no stub matches.
-    public struct UnexpectedRequest: Error, CustomStringConvertible, Sendable {
+    public struct UnexpectedRequest: Error, CustomStringConvertible, LocalizedError, Sendable {
         /// The request nobody expected.
         public let request: URLRequest
+        /// `true` if a stub matched the request but had no answer to give.
+        public let matchedStubWithoutAnswer: Bool
+
         public var description: String {
-            "StubTransport: unexpected request \(request.httpMethod ?? "GET") \(request.url?.absoluteString ?? "<no URL>"); add a stub for it"
+            let name = "\(request.httpMethod ?? "GET") \(request.url?.absoluteString ?? "<no URL>")"
+            return matchedStubWithoutAnswer
+                ? "StubTransport: the stub matching \(name) has no answer; add one with thenRespond(_:)"
+                : "StubTransport: unexpected request \(name); add a stub for it"
         }
+
+        public var errorDescription: String? { description }
     }
 
     /// A matcher and its answers. Add answers with ``thenRespond(_:)``.
@@ -159,7 +167,7 @@ public final class StubTransport: HTTPTransport {
                 return state.stubs.first { $0.matches(request) }
             }
             guard let stub, let answer = stub.nextAnswer() else {
-                observer.fail(UnexpectedRequest(request: request))
+                observer.fail(UnexpectedRequest(request: request, matchedStubWithoutAnswer: stub != nil))
                 return nil
             }
             let response = answer(request)

@@ -1,0 +1,100 @@
+/// The character rules of RFC 9110 and RFC 3986 that Transit checks before anything reaches a
+/// transport. Pure functions over UTF-8 bytes, so they behave the same on every platform
+/// (Linux Foundation silently percent-encodes or drops what Apple's rejects).
+enum HTTPSyntax {
+    /// `true` if `text` is an RFC 9110 token (a method or a header name): one or more of
+    /// ALPHA, DIGIT and ``!#$%&'*+-.^_`|~``.
+    static func isToken(_ text: String) -> Bool {
+        !text.isEmpty && text.utf8.allSatisfy(isTokenByte)
+    }
+
+    private static func isTokenByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+            return true
+        default:
+            return "!#$%&'*+-.^_`|~".utf8.contains(byte)
+        }
+    }
+
+    /// `true` if `text` can be sent as a header value: no control character other than a
+    /// horizontal tab (so no CR, LF or NUL, which would let a value inject headers or split the
+    /// request).
+    static func isFieldValue(_ text: String) -> Bool {
+        text.utf8.allSatisfy { $0 == 0x09 || ($0 >= 0x20 && $0 != 0x7F) }
+    }
+
+    /// `true` for the RFC 3986 unreserved characters, which never need percent-encoding.
+    static func isUnreserved(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+            return true
+        default:
+            return byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "~")
+        }
+    }
+
+    /// Percent-encodes every byte of `text`'s UTF-8 form that is not unreserved, so the result is
+    /// safe as a query item name or value: `+`, `&`, `=`, `#`, `/`, `?` and spaces are all encoded
+    /// (a `+` left bare would reach most servers as a space).
+    static func percentEncodeQueryComponent(_ text: String) -> String {
+        let hex = Array("0123456789ABCDEF".utf8)
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(text.utf8.count)
+        for byte in text.utf8 {
+            if isUnreserved(byte) {
+                bytes.append(byte)
+            } else {
+                bytes.append(UInt8(ascii: "%"))
+                bytes.append(hex[Int(byte >> 4)])
+                bytes.append(hex[Int(byte & 0x0F)])
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// The first problem that keeps `text` from being valid URI text, or `nil` if it is valid:
+    /// every character must be unreserved, a sub-delimiter, one of `extra`, or a `%` followed by
+    /// two hexadecimal digits.
+    static func uriProblem(in text: String, allowing extra: String) -> String? {
+        let bytes = Array(text.utf8)
+        let allowed = Array(("!$&'()*+,;=" + extra).utf8)
+        var index = 0
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "%") {
+                guard index + 2 < bytes.count, isHexDigit(bytes[index + 1]), isHexDigit(bytes[index + 2]) else {
+                    return "'%' must be followed by two hexadecimal digits (write '%25' for a literal '%')"
+                }
+                index += 3
+                continue
+            }
+            if !isUnreserved(byte) && !allowed.contains(byte) {
+                return "it contains \(describe(byte: byte, in: text, at: index)), which must be percent-encoded"
+            }
+            index += 1
+        }
+        return nil
+    }
+
+    private static func isHexDigit(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"), UInt8(ascii: "A")...UInt8(ascii: "F"):
+            return true
+        default:
+            return false
+        }
+    }
+
+    private static func describe(byte: UInt8, in text: String, at index: Int) -> String {
+        switch byte {
+        case UInt8(ascii: " "): return "a space"
+        case 0x0A: return "a line feed"
+        case 0x0D: return "a carriage return"
+        case 0x09: return "a tab"
+        case 0..<0x20, 0x7F: return "a control character (0x\(String(byte, radix: 16, uppercase: true)))"
+        case 0x80...: return "a non-ASCII character"
+        default: return "'\(Character(Unicode.Scalar(byte)))'"
+        }
+    }
+}

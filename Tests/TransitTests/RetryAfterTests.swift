@@ -1,0 +1,112 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Testing
+import Transit
+
+/// Sun, 06 Nov 1994 08:49:37 GMT, the example date of RFC 9110.
+private let rfcExampleDate = Date(timeIntervalSince1970: 784_111_777)
+
+@Suite("Retry-After parsing")
+struct RetryAfterTests {
+    @Test("delay-seconds: integers, fractions and surrounding spaces", arguments: [
+        ("0", 0.0), ("5", 5), ("120", 120), ("86400", 86_400), ("1.5", 1.5), ("0.25", 0.25),
+        (" 30 ", 30), ("\t7", 7), ("007", 7), ("99999999999", 99_999_999_999),
+    ])
+    func delaySeconds(value: String, expected: Double) {
+        #expect(RetryAfter.seconds(from: value, now: rfcExampleDate) == expected)
+    }
+
+    @Test("a negative delay means now", arguments: ["-5", "-1.5", "-0", "-86400"])
+    func negativeDelay(value: String) {
+        #expect(RetryAfter.seconds(from: value, now: rfcExampleDate) == 0)
+    }
+
+    @Test("HTTP-date in all three RFC 9110 forms, measured from now", arguments: [
+        "Sun, 06 Nov 1994 08:50:37 GMT",      // IMF-fixdate
+        "Sunday, 06-Nov-94 08:50:37 GMT",     // obsolete RFC 850
+        "Sun Nov  6 08:50:37 1994",           // asctime, with its double space
+        "Sun Nov 6 08:50:37 1994",            // asctime with a single space, as some servers send it
+        "Sun Nov 06 08:50:37 1994",           // asctime with a zero-padded day
+        "sun, 06 nov 1994 08:50:37 gmt",      // names in lower case
+    ])
+    func httpDates(value: String) {
+        #expect(RetryAfter.seconds(from: value, now: rfcExampleDate) == 60)
+    }
+
+    @Test("HTTP-dates over month, year and leap-day boundaries")
+    func dateArithmetic() {
+        let newYear2025 = Date(timeIntervalSince1970: 1_735_689_600) // Wed, 01 Jan 2025 00:00:00 GMT
+        #expect(RetryAfter.seconds(from: "Wed, 01 Jan 2025 01:00:00 GMT", now: newYear2025) == 3600)
+        #expect(RetryAfter.seconds(from: "Thu, 02 Jan 2025 00:00:00 GMT", now: newYear2025) == 86_400)
+        #expect(RetryAfter.seconds(from: "Thu, 29 Feb 2024 00:00:00 GMT", now: newYear2025) == 0)
+        let leapDay = Date(timeIntervalSince1970: 951_782_400) // Tue, 29 Feb 2000 00:00:00 GMT
+        #expect(RetryAfter.seconds(from: "Wed, 01 Mar 2000 00:00:00 GMT", now: leapDay) == 86_400)
+        #expect(RetryAfter.seconds(from: "Tue Feb 29 00:00:10 2000", now: leapDay) == 10)
+    }
+
+    @Test("RFC 850 two-digit years: more than 50 years ahead means the previous century")
+    func twoDigitYears() {
+        let newYear2025 = Date(timeIntervalSince1970: 1_735_689_600)
+        #expect(RetryAfter.seconds(from: "Wednesday, 01-Jan-25 00:01:00 GMT", now: newYear2025) == 60)
+        // 2074 is within 50 years: a future date.
+        #expect((RetryAfter.seconds(from: "Monday, 01-Jan-74 00:00:00 GMT", now: newYear2025) ?? 0) > 0)
+        // 2080 would be more than 50 years ahead: it is 1980, in the past.
+        #expect(RetryAfter.seconds(from: "Tuesday, 01-Jan-80 00:00:00 GMT", now: newYear2025) == 0)
+    }
+
+    @Test("a date in the past means now", arguments: [
+        "Sat, 05 Nov 1994 08:49:37 GMT", "Sun, 06 Nov 1994 08:49:36 GMT", "Thu, 01 Jan 1970 00:00:00 GMT",
+        "Saturday, 05-Nov-94 08:49:37 GMT", "Sat Nov  5 08:49:37 1994",
+    ])
+    func pastDates(value: String) {
+        #expect(RetryAfter.seconds(from: value, now: rfcExampleDate) == 0)
+    }
+
+    @Test("garbage means absent", arguments: [
+        "", " ", "\t", "soon", "1e3", "1E3", "0x10", "12abc", "abc12", "1.", ".5", "1.2.3", "--5", "+-5",
+        "1 000", "1,5", "inf", "nan", "Infinity", "\u{0663}", "5s", "five",
+        // dates that do not exist
+        "Thu, 30 Feb 1995 08:49:37 GMT", "Fri, 29 Feb 1995 08:49:37 GMT", "Sun, 31 Nov 1994 08:49:37 GMT",
+        "Sun, 00 Nov 1994 08:49:37 GMT", "Sun, 06 Nov 1994 24:00:00 GMT", "Sun, 06 Nov 1994 08:60:00 GMT",
+        "Sun, 06 Nov 1994 08:49:61 GMT", "Sun, 06 Nov 1994 8:49:37 GMT", "Sun, 06 Nov 1994 08:49 GMT",
+        "Sun, 06 Xyz 1994 08:49:37 GMT", "Sun, 6 Nov 1994 08:49:37 GMT", "Sun, 06 Nov 94 08:49:37 GMT",
+        "Sun, +6 Nov 1994 08:49:37 GMT", "Sun, 06 Nov 1994 +8:49:37 GMT",
+        // weekday names that are not weekdays, or not the date's weekday
+        "Fun, 06 Nov 1994 08:49:37 GMT", "Mon, 06 Nov 1994 08:49:37 GMT", "Sunday, 06 Nov 1994 08:49:37 GMT",
+        "Sun, 06-Nov-94 08:49:37 GMT", "Monday, 06-Nov-94 08:49:37 GMT", "Mon Nov  6 08:49:37 1994",
+        "06 Nov 1994 08:49:37 GMT",
+        // zones other than GMT
+        "Sun, 06 Nov 1994 08:49:37 UTC", "Sun, 06 Nov 1994 08:49:37 +0000", "Sun, 06 Nov 1994 08:49:37 PST",
+        "Sun, 06 Nov 1994 08:49:37", "Sunday, 06-Nov-94 08:49:37 EST", "Sun Nov  6 08:49:37 1994 GMT",
+        // wrong shapes of the obsolete forms
+        "Sunday, 06-Nov-1994 08:49:37 GMT", "Sunday, 06-Nov 08:49:37 GMT", "Sun Nov  6 08:49:37 94",
+        "Sun Nov 123 08:49:37 1994", "1994-11-06T08:49:37Z",
+    ])
+    func garbage(value: String) {
+        #expect(RetryAfter.seconds(from: value, now: rfcExampleDate) == nil)
+    }
+
+    @Test("a missing header means absent")
+    func missing() {
+        #expect(RetryAfter.seconds(from: nil) == nil)
+        #expect(RetryAfter.seconds(in: nil) == nil)
+        #expect(RetryAfter.seconds(in: makeResponse(status: 429)) == nil)
+    }
+
+    @Test("the response's Retry-After header is found case-insensitively")
+    func fromResponse() {
+        #expect(RetryAfter.seconds(in: makeResponse(status: 429, headers: ["retry-after": "42"])) == 42)
+        #expect(RetryAfter.seconds(in: makeResponse(status: 503, headers: ["RETRY-AFTER": "1.5"])) == 1.5)
+        let dated = makeResponse(status: 503, headers: ["Retry-After": "Sun, 06 Nov 1994 08:51:37 GMT"])
+        #expect(RetryAfter.seconds(in: dated, now: rfcExampleDate) == 120)
+    }
+
+    @Test("an absurd clock does not crash the RFC 850 century rule")
+    func absurdNow() {
+        #expect(RetryAfter.seconds(from: "Sunday, 06-Nov-94 08:49:37 GMT", now: Date(timeIntervalSince1970: .infinity)) == nil)
+        #expect(RetryAfter.seconds(from: "Sunday, 06-Nov-94 08:49:37 GMT", now: Date(timeIntervalSince1970: .nan)) == nil)
+        #expect(RetryAfter.seconds(from: "5", now: Date(timeIntervalSince1970: .nan)) == 5)
+    }
+}
