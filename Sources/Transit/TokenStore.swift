@@ -6,7 +6,10 @@ import Signals
 import Synchronization
 
 /// The credentials of one signed-in user: an access token, and what it takes to renew it.
-public struct AuthToken: Sendable, Hashable {
+///
+/// `Codable` with the keys `accessToken`, `refreshToken` and `expiresAt`, so it can be decoded
+/// from a token endpoint that uses them, or kept in a keychain.
+public struct AuthToken: Sendable, Hashable, Codable {
     /// The token sent as `Authorization: Bearer <accessToken>`.
     public var accessToken: String
     /// The token the refresh closure trades for a new access token, if the server issued one.
@@ -90,13 +93,17 @@ public final class TokenStore: Sendable {
     private struct Flight {
         var waiters: [UInt64: Observer<AuthToken, any Error>] = [:]
         var joined = 0
-        var subscription: CancellationToken?
+        /// Identifies the flight to the refresh's observer, which must not hold `subscription`
+        /// (that would be a cycle through the refresh's own subscription).
+        let id: UInt64
+        let subscription = CancellationToken()
     }
 
     private struct State {
         var current: AuthToken
         var flight: Flight?
         var nextWaiterID: UInt64 = 0
+        var nextFlightID: UInt64 = 0
     }
 
     private let state: Mutex<State>
@@ -163,7 +170,7 @@ public final class TokenStore: Sendable {
     /// Cancelling the subscription stops waiting and never cancels the refresh.
     public func freshToken(replacing staleAccessToken: String?) -> Signal<AuthToken, any Error> {
         Signal { [self] observer in
-            enum Decision { case current(AuthToken), start(CancellationToken), join(Int) }
+            enum Decision { case current(AuthToken), start(UInt64, CancellationToken), join(Int) }
             let (id, decision) = state.withLock { state -> (UInt64, Decision) in
                 if let staleAccessToken, staleAccessToken != state.current.accessToken {
                     return (0, .current(state.current))
@@ -175,9 +182,10 @@ public final class TokenStore: Sendable {
                     state.flight!.joined += 1
                     return (id, .join(state.flight!.joined))
                 }
-                let subscription = CancellationToken()
-                state.flight = Flight(waiters: [id: observer], joined: 1, subscription: subscription)
-                return (id, .start(subscription))
+                let flight = Flight(waiters: [id: observer], joined: 1, id: state.nextFlightID)
+                state.nextFlightID += 1
+                state.flight = flight
+                return (id, .start(flight.id, flight.subscription))
             }
             switch decision {
             case .current(let token):
@@ -187,11 +195,13 @@ public final class TokenStore: Sendable {
                 return nil
             case .join(let waiters):
                 onEvent?(.refreshJoined(waiters: waiters))
-            case .start(let subscription):
+            case .start(let flight, let subscription):
                 onEvent?(.refreshStarted)
-                startRefresh(in: subscription)
+                startRefresh(flight, in: subscription)
             }
-            return { [weak self] in self?.removeWaiter(id) }
+            // Strong on purpose: a waiter keeps the store (and so its refresh) alive. The cycle
+            // through the flight's waiters ends when the refresh ends or the waiter is cancelled.
+            return { self.removeWaiter(id) }
         }
     }
 
@@ -199,31 +209,30 @@ public final class TokenStore: Sendable {
         _ = state.withLock { state in state.flight?.waiters.removeValue(forKey: id) }
     }
 
-    /// Subscribes the refresh signal within `subscription`, which the store owns.
-    private func startRefresh(in subscription: CancellationToken) {
+    /// Subscribes the refresh signal within `subscription`, which only the store's flight holds:
+    /// releasing the store (when no waiter keeps it) releases and so cancels the refresh.
+    private func startRefresh(_ flight: UInt64, in subscription: CancellationToken) {
         let signal = refresh(current)
-        // The store keeps `subscription` (in the flight) until the refresh ends; the observer
-        // holds the store weakly so that a store released mid-refresh is not kept alive.
         signal.observe(Observer { [weak self] event in
             guard let self else { return }
             switch event {
-            case .value(let token): self.complete(subscription, with: .success(token))
-            case .finished: self.complete(subscription, with: .failure(RefreshError.noToken))
-            case .failed(let error): self.complete(subscription, with: .failure(error))
+            case .value(let token): self.complete(flight, with: .success(token))
+            case .finished: self.complete(flight, with: .failure(RefreshError.noToken))
+            case .failed(let error): self.complete(flight, with: .failure(error))
             }
         }, in: subscription)
     }
 
-    /// Ends the flight of `subscription` (once), stores the token and tells every waiter.
-    private func complete(_ subscription: CancellationToken, with result: Result<AuthToken, any Error>) {
+    /// Ends flight number `id` (once), stores the token and tells every waiter.
+    private func complete(_ id: UInt64, with result: Result<AuthToken, any Error>) {
         let ended = state.withLock { state -> Flight? in
-            guard let flight = state.flight, flight.subscription === subscription else { return nil }
+            guard let flight = state.flight, flight.id == id else { return nil }
             state.flight = nil
             if case .success(let token) = result { state.current = token }
             return flight
         }
         guard let ended else { return }
-        subscription.cancel()
+        ended.subscription.cancel()
         let waiters = ended.waiters.sorted { $0.key < $1.key }.map(\.value)
         switch result {
         case .success(let token):
