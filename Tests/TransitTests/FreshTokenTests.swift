@@ -263,4 +263,31 @@ import TransitTesting
         #expect(weakStore == nil, "no waiter keeps the store; dropping it cancels its refresh")
         #expect(scheduler.pendingCount == 0)
     }
+
+    @Test func composesWithRateLimitingAndRetryPolicy() {
+        let scheduler = TestScheduler()
+        let transport = StubTransport(scheduler: scheduler)
+        let answers: [StubResponse] = [.status(401), .status(429, headers: ["Retry-After": "2"]), .status(503), .text("done")]
+        let index = AuthRetryBox(0)
+        let times = AuthRetryBox<[Duration]>([])
+        transport.stub(.get, path: "/me").thenRespond { _ in
+            var current = 0
+            index.mutate { current = $0; $0 += 1 }
+            times.mutate { $0.append(scheduler.now) }
+            return answers[min(current, answers.count - 1)]
+        }
+        let api = AuthRetryAPI(transport: transport)
+        let store = TokenStore(token: AuthToken(accessToken: "old")) { _ in Signal(value: AuthToken(accessToken: "new")) }
+        let log = AuthRetryLog<HTTPResponse>()
+        let token = log.subscribe(to: api.get(endpoint: "me", modifier: store.authorize)
+            .catchHTTPErrors()
+            .retryWithFreshToken(from: store)
+            .respondToRateLimiting(maxSecondsToWait: 5, scheduler: scheduler)
+            .retry(RetryPolicy(baseDelay: 1, jitter: .none), method: .get, scheduler: scheduler))
+        scheduler.run()
+        #expect(log.values.map(\.text) == ["done"])
+        #expect(times.current == [.seconds(0), .seconds(0), .seconds(2), .seconds(3)])
+        #expect(transport.requests.map(\.authorization) == ["Bearer old", "Bearer new", "Bearer new", "Bearer new"])
+        withExtendedLifetime(token) {}
+    }
 }
