@@ -52,7 +52,8 @@ public struct AuthToken: Sendable, Hashable, Codable {
 ///   the refresh closure runs once and every one of them gets its result.
 /// - **No needless refresh.** A request that was sent with an access token other than the
 ///   current one (the token was renewed while it was in flight) gets the current token at once,
-///   without a refresh.
+///   without a refresh — unless a refresh is running, which means the current token is being
+///   replaced too: then it waits for that refresh.
 /// - **Shared failure.** A failed refresh fails every waiter with the refresh's error and leaves
 ///   ``current`` unchanged; the next 401 starts a new refresh.
 /// - **The store owns the refresh.** A waiter that is cancelled just stops waiting; the refresh
@@ -162,30 +163,33 @@ public final class TokenStore: Sendable {
 
     /// A signal that sends a token newer than `staleAccessToken`, then finishes.
     ///
-    /// - If `staleAccessToken` differs from the current access token, the token was renewed since
-    ///   the request was sent: the current token is sent at once, without a refresh.
-    /// - Otherwise (or when `staleAccessToken` is `nil`: a request without a bearer token) the
-    ///   subscriber waits for the refresh, joining the one already running or starting one.
+    /// - If a refresh is running, the subscriber joins it, whatever token it names.
+    /// - Otherwise, if `staleAccessToken` differs from the current access token, the token was
+    ///   renewed since the request was sent: the current token is sent at once, without a
+    ///   refresh.
+    /// - Otherwise (the request used the current token, or `staleAccessToken` is `nil`: it had no
+    ///   bearer token) a refresh starts, and the subscriber waits for it.
     ///
     /// Cancelling the subscription stops waiting and never cancels the refresh.
     public func freshToken(replacing staleAccessToken: String?) -> Signal<AuthToken, any Error> {
         Signal { [self] observer in
-            enum Decision { case current(AuthToken), start(UInt64, CancellationToken), join(Int) }
+            enum Decision { case current(AuthToken), start(UInt64, CancellationToken, AuthToken), join(Int) }
             let (id, decision) = state.withLock { state -> (UInt64, Decision) in
-                if let staleAccessToken, staleAccessToken != state.current.accessToken {
-                    return (0, .current(state.current))
-                }
                 let id = state.nextWaiterID
-                state.nextWaiterID += 1
                 if state.flight != nil {
+                    state.nextWaiterID += 1
                     state.flight!.waiters[id] = observer
                     state.flight!.joined += 1
                     return (id, .join(state.flight!.joined))
                 }
+                if let staleAccessToken, staleAccessToken != state.current.accessToken {
+                    return (id, .current(state.current))
+                }
+                state.nextWaiterID += 1
                 let flight = Flight(waiters: [id: observer], joined: 1, id: state.nextFlightID)
                 state.nextFlightID += 1
                 state.flight = flight
-                return (id, .start(flight.id, flight.subscription))
+                return (id, .start(flight.id, flight.subscription, state.current))
             }
             switch decision {
             case .current(let token):
@@ -195,9 +199,9 @@ public final class TokenStore: Sendable {
                 return nil
             case .join(let waiters):
                 onEvent?(.refreshJoined(waiters: waiters))
-            case .start(let flight, let subscription):
+            case .start(let flight, let subscription, let current):
                 onEvent?(.refreshStarted)
-                startRefresh(flight, in: subscription)
+                startRefresh(flight, replacing: current, in: subscription)
             }
             // Strong on purpose: a waiter keeps the store (and so its refresh) alive. The cycle
             // through the flight's waiters ends when the refresh ends or the waiter is cancelled.
@@ -211,7 +215,7 @@ public final class TokenStore: Sendable {
 
     /// Subscribes the refresh signal within `subscription`, which only the store's flight holds:
     /// releasing the store (when no waiter keeps it) releases and so cancels the refresh.
-    private func startRefresh(_ flight: UInt64, in subscription: CancellationToken) {
+    private func startRefresh(_ flight: UInt64, replacing current: AuthToken, in subscription: CancellationToken) {
         let signal = refresh(current)
         signal.observe(Observer { [weak self] event in
             guard let self else { return }

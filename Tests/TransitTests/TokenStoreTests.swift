@@ -80,6 +80,25 @@ import Transit
         withExtendedLifetime(token) {}
     }
 
+    @Test func anOlderTokenJoinsARunningRefreshRatherThanGettingTheTokenBeingReplaced() {
+        let scheduler = TestScheduler()
+        let count = AuthRetryBox(0)
+        let events = AuthRetryBox<[String]>([])
+        let store = makeStore(scheduler: scheduler, count: count, events: events)
+        let first = AuthRetryLog<AuthToken>()
+        let older = AuthRetryLog<AuthToken>()
+        let tokens = [
+            first.subscribe(to: store.freshToken(replacing: "old")),
+            older.subscribe(to: store.freshToken(replacing: "older-than-old")),
+        ]
+        #expect(older.events.isEmpty, "\"old\" is being replaced: wait for its successor")
+        scheduler.run()
+        #expect(older.values.map(\.accessToken) == ["new"])
+        #expect(count.current == 1)
+        #expect(events.current == ["started", "joined(2)", "refreshed(new, 2)"])
+        withExtendedLifetime(tokens) {}
+    }
+
     @Test func theCurrentTokenOrNoTokenJoinsOneRefresh() {
         let scheduler = TestScheduler()
         let count = AuthRetryBox(0)
