@@ -69,7 +69,7 @@ public final class TokenStore: Sendable {
 
     /// What the store did, for logging and for examples that narrate it.
     public enum Event: Sendable {
-        /// A 401 started a refresh.
+        /// A request for a fresh token (a 401) started a refresh.
         case refreshStarted
         /// A waiter joined the refresh already running; `waiters` counts every waiter so far.
         case refreshJoined(waiters: Int)
