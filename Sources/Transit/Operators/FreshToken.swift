@@ -1,0 +1,55 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Signals
+
+extension Signal where Failure == any Error {
+    /// On a 401 (``HTTPClientError/unauthorized(response:)``), renews the token through `store`
+    /// and subscribes to the upstream again, once.
+    ///
+    /// Place it after ``catchHTTPErrors()``, with a request modifier that reads the store's token
+    /// (``TokenStore/authorize(_:)``): the retried subscription runs the modifier again, so it
+    /// sends the new token.
+    ///
+    /// ```swift
+    /// api.get(endpoint: "me", modifier: store.authorize)
+    ///     .catchHTTPErrors()
+    ///     .retryWithFreshToken(from: store)
+    /// ```
+    ///
+    /// - The refresh is shared: N requests failing together cause one refresh (see
+    ///   ``TokenStore/freshToken(replacing:)``). A request whose `Authorization: Bearer` token is
+    ///   older than the store's current one replays at once, without a refresh.
+    /// - A 401 on the replayed request fails the signal with that 401: there is one retry.
+    /// - A failed refresh fails the signal with the refresh's error.
+    /// - Other errors and all values pass through untouched.
+    /// - Cancelling while the refresh runs sends no further request and does not cancel the
+    ///   refresh, which the store owns; other waiters still get its token.
+    public func retryWithFreshToken(from store: TokenStore) -> Signal<Output, any Error> {
+        let upstream = self
+        return self.catch { error -> Signal<Output, any Error> in
+            guard let clientError = error as? HTTPClientError, case .unauthorized(let response) = clientError else {
+                return Signal(error: error)
+            }
+            let fresh = store.freshToken(replacing: TokenStore.bearerToken(in: response?.request))
+            return Signal { observer in
+                let scope = CancellationToken()
+                let waiting = scope.makeChild()
+                fresh.observe(Observer { event in
+                    switch event {
+                    case .value:
+                        // Stop waiting (releases this waiter), then send the request again.
+                        waiting.cancel()
+                        upstream.observe(observer, in: scope)
+                    case .failed(let refreshError):
+                        observer.fail(refreshError)
+                    case .finished:
+                        break
+                    }
+                }, in: waiting)
+                return { scope.cancel() }
+            }
+        }
+    }
+}

@@ -1,0 +1,76 @@
+import Dispatch
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Signals
+
+extension Signal where Failure == any Error {
+    /// On a 429 (``HTTPClientError/tooManyRequests(retryAfter:response:)``), waits as long as the
+    /// server asked and subscribes to the upstream again, once.
+    ///
+    /// Place it after ``catchHTTPErrors()``, which parses `Retry-After` (delay-seconds, fractional
+    /// seconds, and the three HTTP-date forms) into the error's `retryAfter`.
+    ///
+    /// - The wait is `retryAfter`, or `maxSecondsToWait` when the server sent no readable header.
+    /// - If the server asks for longer than `maxSecondsToWait`, the signal fails at once with the
+    ///   429 (its `retryAfter` tells the caller how long the server wants), rather than retrying
+    ///   early: an early retry would only be refused again.
+    /// - A 429 on the retried request fails the signal with that 429.
+    /// - Values and other errors (a 401 among them) pass through untouched.
+    /// - Cancelling during the wait cancels the scheduled action: no further request is sent.
+    ///
+    /// - Parameters:
+    ///   - maxSecondsToWait: the longest wait the caller accepts. Negative or NaN means zero.
+    ///   - scheduler: where the wait is timed; a `TestScheduler` in tests.
+    public func respondToRateLimiting(
+        maxSecondsToWait: TimeInterval,
+        scheduler: some Scheduler = DispatchQueue.global()
+    ) -> Signal<Output, any Error> {
+        let upstream = self
+        let cap = maxSecondsToWait.isNaN ? 0 : max(0, maxSecondsToWait)
+        return self.catch { error -> Signal<Output, any Error> in
+            guard let clientError = error as? HTTPClientError,
+                  case .tooManyRequests(let retryAfter, _) = clientError
+            else { return Signal(error: error) }
+            let wait = retryAfter ?? cap
+            guard wait <= cap else { return Signal(error: error) }
+            return ScheduledSubscription.signal(upstream, after: wait, on: scheduler)
+        }
+    }
+}
+
+/// Subscribing to a signal later, on a scheduler: the wait of the retrying operators.
+enum ScheduledSubscription {
+    /// The longest wait, in seconds (about 285 years): longer values are clamped so that the
+    /// conversion to `Duration` and to dispatch time cannot overflow.
+    static let longestWait: TimeInterval = 9e9
+
+    /// `seconds` as a `Duration`; negative and NaN give zero, huge values ``longestWait``.
+    static func duration(seconds: TimeInterval) -> Duration {
+        guard seconds > 0 else { return .zero }
+        return .seconds(min(seconds, longestWait))
+    }
+
+    /// A signal that subscribes to `next` once `seconds` have passed on `scheduler`.
+    ///
+    /// Cancelling before then cancels the scheduled action (nothing stays pending on the
+    /// scheduler) and `next` is never subscribed.
+    static func signal<Output, Failure>(
+        _ next: Signal<Output, Failure>,
+        after seconds: TimeInterval,
+        on scheduler: some Scheduler
+    ) -> Signal<Output, Failure> {
+        let delay = duration(seconds: seconds)
+        return Signal { observer in
+            let scope = CancellationToken()
+            let scheduled = scheduler.schedule(after: delay) {
+                next.observe(observer, in: scope)
+            }
+            return {
+                scheduled.cancel()
+                scope.cancel()
+            }
+        }
+    }
+}

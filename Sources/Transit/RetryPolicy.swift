@@ -1,0 +1,165 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// When and how long to wait before sending a failed request again: jittered exponential
+/// back-off, transient failures only, idempotent methods only unless the caller opts in.
+///
+/// Used by ``Signals/Signal/retry(_:method:scheduler:)``.
+///
+/// **Back-off.** Before retry number `n` (1 for the first retry) the ceiling is
+/// `min(maxDelay, baseDelay × multiplier^(n−1))`, and the wait, with `r = random()` in `0..<1`:
+/// - ``Jitter/full`` (the default, as in AWS's "Exponential Backoff And Jitter"): `r × ceiling`,
+///   which spreads clients that failed together over the whole interval;
+/// - ``Jitter/equal``: `ceiling / 2 + r × ceiling / 2`, which keeps at least half the ceiling;
+/// - ``Jitter/none``: `ceiling`.
+///
+/// **What is retried.** A failure is retried only if it is transient (see
+/// ``isTransient(_:)``), attempts remain, and sending the request again is safe:
+/// - the error says the request never reached the server (``neverReachedServer(_:)``:
+///   connection refused, no route, DNS failure): safe for every method;
+/// - otherwise the method must be idempotent (``HTTPMethod/isIdempotent``), or
+///   ``retryNonIdempotent`` must be `true`. The method is read from the request in an HTTP
+///   error's response; a transport error (a timeout, a lost connection) does not carry its
+///   request, so the method passed to the operator is used, and when none was passed the
+///   request is treated as non-idempotent and not retried.
+///
+/// **Retry-After on 503.** The wait is the larger of the back-off and the server's Retry-After.
+/// If the server asks for longer than ``maxRetryAfter``, the signal fails at once with the 503
+/// rather than retrying early.
+public struct RetryPolicy: Sendable {
+    /// How the back-off is randomised. See ``RetryPolicy``.
+    public enum Jitter: Sendable, Hashable {
+        /// No randomness: wait the ceiling.
+        case none
+        /// Wait `random × ceiling`.
+        case full
+        /// Wait `ceiling / 2 + random × ceiling / 2`.
+        case equal
+    }
+
+    /// The most attempts in all, the first one included; at least 1 (1 means no retry).
+    public var maxAttempts: Int
+    /// The back-off ceiling before the first retry, in seconds.
+    public var baseDelay: TimeInterval
+    /// How much the ceiling grows with each retry.
+    public var multiplier: Double
+    /// The largest back-off ceiling, in seconds.
+    public var maxDelay: TimeInterval
+    /// How the back-off is randomised.
+    public var jitter: Jitter
+    /// The longest Retry-After of a 503 that is honoured, in seconds; a longer one fails at once.
+    public var maxRetryAfter: TimeInterval
+    /// Retry requests whose method is not idempotent (POST, PATCH) or unknown. Off by default:
+    /// a POST that timed out may have been processed, and sending it again may do it twice.
+    public var retryNonIdempotent: Bool
+    /// The source of randomness for the jitter: a number in `0..<1` (values outside are clamped).
+    /// Inject a fixed one in tests.
+    public var random: @Sendable () -> Double
+
+    /// Creates a policy. The defaults: 3 attempts, 0.5 s base, ×2, 30 s max, full jitter,
+    /// Retry-After honoured up to 60 s, idempotent methods only, system randomness.
+    public init(
+        maxAttempts: Int = 3,
+        baseDelay: TimeInterval = 0.5,
+        multiplier: Double = 2,
+        maxDelay: TimeInterval = 30,
+        jitter: Jitter = .full,
+        maxRetryAfter: TimeInterval = 60,
+        retryNonIdempotent: Bool = false,
+        random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }
+    ) {
+        self.maxAttempts = maxAttempts
+        self.baseDelay = baseDelay
+        self.multiplier = multiplier
+        self.maxDelay = maxDelay
+        self.jitter = jitter
+        self.maxRetryAfter = maxRetryAfter
+        self.retryNonIdempotent = retryNonIdempotent
+        self.random = random
+    }
+
+    /// The default policy: see ``init(maxAttempts:baseDelay:multiplier:maxDelay:jitter:maxRetryAfter:retryNonIdempotent:random:)``.
+    public static var `default`: RetryPolicy { RetryPolicy() }
+
+    /// The back-off ceiling before retry number `retry` (1 for the first retry), in seconds:
+    /// `min(maxDelay, baseDelay × multiplier^(retry−1))`, never negative.
+    public func ceiling(beforeRetry retry: Int) -> TimeInterval {
+        let exponent = Double(max(0, retry - 1))
+        let raw = max(0, baseDelay.isNaN ? 0 : baseDelay) * pow(multiplier.isNaN ? 1 : max(0, multiplier), exponent)
+        let cap = maxDelay.isNaN ? 0 : max(0, maxDelay)
+        return raw.isNaN ? cap : min(cap, raw)
+    }
+
+    /// The jittered back-off before retry number `retry` (1 for the first retry), in seconds.
+    /// Calls ``random`` once (unless the jitter is ``Jitter/none``).
+    public func backoff(beforeRetry retry: Int) -> TimeInterval {
+        let ceiling = ceiling(beforeRetry: retry)
+        switch jitter {
+        case .none: return ceiling
+        case .full: return unitRandom() * ceiling
+        case .equal: return ceiling / 2 + unitRandom() * ceiling / 2
+        }
+    }
+
+    private func unitRandom() -> Double {
+        let value = random()
+        return value.isNaN ? 0 : min(1, max(0, value))
+    }
+
+    /// How long to wait before sending the request again after `error` ended attempt number
+    /// `attempt` (1 for the first), or `nil` if it must not be retried.
+    ///
+    /// - Parameters:
+    ///   - method: the request's method, when the caller knows it. The method of the request in
+    ///     an HTTP error's response takes precedence.
+    public func retryDelay(after error: any Error, attempt: Int, method: HTTPMethod? = nil) -> TimeInterval? {
+        guard attempt < maxAttempts, Self.isTransient(error) else { return nil }
+        if !Self.neverReachedServer(error) && !retryNonIdempotent {
+            guard (Self.method(of: error) ?? method)?.isIdempotent == true else { return nil }
+        }
+        let backoff = backoff(beforeRetry: attempt)
+        if let serverError = error as? HTTPServerError, case .serviceUnavailable(let retryAfter?, _) = serverError {
+            guard retryAfter <= maxRetryAfter else { return nil }
+            return max(backoff, retryAfter)
+        }
+        return backoff
+    }
+
+    /// The method of the request in an HTTP error's response (GET when the request names none),
+    /// or `nil` for other errors.
+    static func method(of error: any Error) -> HTTPMethod? {
+        guard let httpError = error as? any HTTPError, let request = httpError.response?.request else { return nil }
+        return HTTPMethod(rawValue: request.httpMethod ?? "GET")
+    }
+
+    /// `true` for the failures worth trying again: HTTP 408, 500, 502, 503, 504, and the
+    /// transport errors `URLError.timedOut`, `.networkConnectionLost`, `.cannotConnectToHost`,
+    /// `.notConnectedToInternet`, `.dnsLookupFailed` and `.cannotFindHost`.
+    public static func isTransient(_ error: any Error) -> Bool {
+        if let httpError = error as? any HTTPError {
+            return [408, 500, 502, 503, 504].contains(httpError.statusCode)
+        }
+        guard let urlError = error as? URLError else { return false }
+        switch urlError.code {
+        case .timedOut, .networkConnectionLost:
+            return true
+        default:
+            return neverReachedServer(error)
+        }
+    }
+
+    /// `true` for transport errors that mean the request never reached the server — no
+    /// connection was made (`URLError.cannotConnectToHost`, `.notConnectedToInternet`,
+    /// `.dnsLookupFailed`, `.cannotFindHost`) — so sending it again is safe for every method.
+    public static func neverReachedServer(_ error: any Error) -> Bool {
+        guard let urlError = error as? URLError else { return false }
+        switch urlError.code {
+        case .cannotConnectToHost, .notConnectedToInternet, .dnsLookupFailed, .cannotFindHost:
+            return true
+        default:
+            return false
+        }
+    }
+}
