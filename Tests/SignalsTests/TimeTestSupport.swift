@@ -9,6 +9,8 @@ final class ManualSource<Output: Sendable, Failure: Error>: Sendable {
     private struct State {
         var observers: [Observer<Output, Failure>] = []
         var teardowns = 0
+        /// One object per subscription, captured by its teardown: alive while the subscription is.
+        var subscriptionObjects: [Weak<Probe>] = []
         var waiters: [CheckedContinuation<Void, Never>] = []
     }
 
@@ -18,18 +20,25 @@ final class ManualSource<Output: Sendable, Failure: Error>: Sendable {
 
     var signal: Signal<Output, Failure> {
         Signal { [self] observer in
+            let probe = Probe()
             let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
                 state.observers.append(observer)
+                state.subscriptionObjects.append(Weak(probe))
                 defer { state.waiters = [] }
                 return state.waiters
             }
             for waiter in waiters { waiter.resume() }
-            return { [self] in state.withLock { $0.teardowns += 1 } }
+            return { [self] in
+                _ = probe
+                state.withLock { $0.teardowns += 1 }
+            }
         }
     }
 
     var subscriptions: Int { state.withLock { $0.observers.count } }
     var teardowns: Int { state.withLock { $0.teardowns } }
+    /// The number of subscriptions whose objects are still alive (not yet released).
+    var liveSubscriptions: Int { state.withLock { $0.subscriptionObjects.filter { $0.object != nil }.count } }
     /// `true` while the latest subscription has not been torn down.
     var isActive: Bool { state.withLock { $0.observers.count > $0.teardowns } }
 
@@ -85,7 +94,7 @@ final class Probe: Sendable {
 }
 
 /// A weak reference, for leak checks.
-struct Weak<T: AnyObject> {
+struct Weak<T: AnyObject & Sendable>: Sendable {
     weak var object: T?
     init(_ object: T) { self.object = object }
 }

@@ -8,12 +8,16 @@ extension Signal {
     /// (`break`, `return`, a thrown error) cancels it too.
     ///
     /// A signal that cannot fail offers a non-throwing `values` instead.
+    // Disfavoured so that `values` on a `Failure == Never` signal picks the non-throwing overload:
+    // Swift does not rank properties by how constrained their extension is, only methods.
+    @_disfavoredOverload
     public var values: ThrowingSignalValues<Output> {
         ThrowingSignalValues(eraseError(), bufferingPolicy: .unbounded)
     }
 
     /// The signal's values as an `AsyncSequence`, buffered according to `bufferingPolicy` while
     /// the loop body is busy. Otherwise identical to ``values``.
+    @_disfavoredOverload
     public func values(bufferingPolicy: SignalBufferingPolicy) -> ThrowingSignalValues<Output> {
         ThrowingSignalValues(eraseError(), bufferingPolicy: bufferingPolicy)
     }
