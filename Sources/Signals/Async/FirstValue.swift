@@ -3,6 +3,7 @@ public struct NoValueError: Error, Equatable, Sendable, CustomStringConvertible 
     /// Creates the error.
     public init() {}
 
+    /// Says that the signal finished without a value.
     public var description: String {
         "The signal finished without sending a value."
     }

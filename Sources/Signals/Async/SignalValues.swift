@@ -51,7 +51,9 @@ extension Signal where Failure == Never {
 /// cancelled when the iterator is released, the iterating task is cancelled, or the signal ends.
 /// After the sequence ended (finished, failed or cancelled) `next()` returns `nil`.
 public struct ThrowingSignalValues<Output: Sendable>: AsyncSequence, Sendable {
+    /// The signal's values.
     public typealias Element = Output
+    /// Iteration throws the signal's failure, or `CancellationError`.
     public typealias Failure = any Error
 
     private let signal: Signal<Output, any Error>
@@ -62,13 +64,16 @@ public struct ThrowingSignalValues<Output: Sendable>: AsyncSequence, Sendable {
         self.bufferingPolicy = bufferingPolicy
     }
 
+    /// Creates an iterator; its first `next()` subscribes to the signal.
     public func makeAsyncIterator() -> Iterator {
         Iterator(channel: AsyncSignalChannel(signal, policy: bufferingPolicy))
     }
 
     /// Reads one subscription's values. Use it from one task at a time.
     public struct Iterator: AsyncIteratorProtocol {
+        /// The signal's values.
         public typealias Element = Output
+        /// The signal's failure, or `CancellationError`.
         public typealias Failure = any Error
 
         private let channel: AsyncSignalChannel<Output, any Error>
@@ -102,7 +107,9 @@ public struct ThrowingSignalValues<Output: Sendable>: AsyncSequence, Sendable {
 /// cancelled when the iterator is released, the iterating task is cancelled, or the signal ends.
 /// Cancelling the iterating task ends the sequence (`next()` returns `nil`).
 public struct SignalValues<Output: Sendable>: AsyncSequence, Sendable {
+    /// The signal's values.
     public typealias Element = Output
+    /// Iteration never throws: cancellation ends it.
     public typealias Failure = Never
 
     private let signal: Signal<Output, Never>
@@ -113,13 +120,16 @@ public struct SignalValues<Output: Sendable>: AsyncSequence, Sendable {
         self.bufferingPolicy = bufferingPolicy
     }
 
+    /// Creates an iterator; its first `next()` subscribes to the signal.
     public func makeAsyncIterator() -> Iterator {
         Iterator(channel: AsyncSignalChannel(signal, policy: bufferingPolicy))
     }
 
     /// Reads one subscription's values. Use it from one task at a time.
     public struct Iterator: AsyncIteratorProtocol {
+        /// The signal's values.
         public typealias Element = Output
+        /// Never thrown.
         public typealias Failure = Never
 
         private let channel: AsyncSignalChannel<Output, Never>

@@ -11,6 +11,7 @@ public struct TimeoutError: Error, Equatable, Sendable, CustomStringConvertible 
         self.interval = interval
     }
 
+    /// Says how long the signal stayed silent.
     public var description: String {
         "The signal sent no event within \(interval); its subscription was cancelled."
     }
