@@ -1,0 +1,124 @@
+import Synchronization
+
+extension Signal {
+    /// Sends a value only once `interval` has passed without another value (Combine's
+    /// `debounce`).
+    ///
+    /// Every value restarts the wait and replaces the one waiting; the value that survives a
+    /// full, quiet `interval` is delivered on `scheduler`.
+    ///
+    /// Like Combine, when the upstream finishes or fails, the value still waiting is **dropped**
+    /// and the terminal event is delivered on `scheduler` as soon as it runs. (Add a value-flushing
+    /// step upstream if the last value must survive.) Cancelling cancels the waiting timer and the
+    /// upstream; nothing is delivered afterwards.
+    ///
+    /// - Parameters:
+    ///   - interval: the quiet time a value must survive before it is sent.
+    ///   - scheduler: where and when values and the terminal event are delivered.
+    public func debounce(for interval: Duration, on scheduler: some Scheduler) -> Signal<Output, Failure> {
+        let body = self.body
+        let scheduler: any Scheduler = scheduler
+        return Signal(unchecked: { observer, token in
+            let debouncer = Debouncer(Outlet(observer), interval: interval, scheduler: scheduler)
+            guard token.add(debouncer) else { return }
+            body(Observer { event in debouncer.receive(event) }, token)
+        })
+    }
+}
+
+/// The state of one `debounce` subscription: the waiting value and its timer.
+///
+/// Each timer carries a generation; only the timer of the latest value delivers it.
+///
+/// Thread safety: all state is behind a `Mutex`; events go through an ``Outlet`` outside the lock.
+private final class Debouncer<Output: Sendable, Failure: Error>: Cancellable {
+    private struct State {
+        var generation: UInt64 = 0
+        var pending: Output?
+        var timer: (any Cancellable)?
+        var ended = false
+    }
+
+    private let outlet: Outlet<Output, Failure>
+    private let interval: Duration
+    private let scheduler: any Scheduler
+    private let state = Mutex(State())
+
+    init(_ outlet: Outlet<Output, Failure>, interval: Duration, scheduler: any Scheduler) {
+        self.outlet = outlet
+        self.interval = interval
+        self.scheduler = scheduler
+    }
+
+    func receive(_ event: Event<Output, Failure>) {
+        switch event {
+        case .value(let value):
+            let armed = state.withLock { state -> (UInt64, (any Cancellable)?)? in
+                guard !state.ended else { return nil }
+                state.generation += 1
+                state.pending = value
+                defer { state.timer = nil }
+                return (state.generation, state.timer)
+            }
+            guard let (generation, previous) = armed else { return }
+            previous?.cancel()
+            schedule(after: interval, generation: generation) { [weak self] in self?.fire(generation) }
+        case .finished, .failed:
+            let armed = state.withLock { state -> (UInt64, (any Cancellable)?)? in
+                guard !state.ended else { return nil }
+                state.ended = true
+                state.generation += 1
+                state.pending = nil
+                defer { state.timer = nil }
+                return (state.generation, state.timer)
+            }
+            guard let (generation, previous) = armed else { return }
+            previous?.cancel()
+            schedule(after: .zero, generation: generation) { [weak self] in
+                self?.complete(event, generation: generation)
+            }
+        }
+    }
+
+    /// Schedules `action` and keeps its cancellable while `generation` is current.
+    private func schedule(after delay: Duration, generation: UInt64, _ action: @escaping @Sendable () -> Void) {
+        let timer = scheduler.schedule(after: delay, action)
+        let stale = state.withLock { state -> Bool in
+            guard state.generation == generation else { return true }
+            state.timer = timer
+            return false
+        }
+        if stale { timer.cancel() }
+    }
+
+    private func fire(_ generation: UInt64) {
+        let value = state.withLock { state -> Output? in
+            guard !state.ended, state.generation == generation else { return nil }
+            state.timer = nil
+            defer { state.pending = nil }
+            return state.pending
+        }
+        if let value { outlet.send(.value(value)) }
+    }
+
+    private func complete(_ event: Event<Output, Failure>, generation: UInt64) {
+        let current = state.withLock { state -> Bool in
+            guard state.generation == generation else { return false }
+            state.timer = nil
+            return true
+        }
+        if current { outlet.send(event) }
+    }
+
+    func cancel() {
+        let timer = state.withLock { state -> (any Cancellable)? in
+            state.ended = true
+            state.generation += 1
+            state.pending = nil
+            defer { state.timer = nil }
+            return state.timer
+        }
+        timer?.cancel()
+        outlet.cancel()
+    }
+}

@@ -1,0 +1,147 @@
+import Signals
+import Synchronization
+import Testing
+
+/// A source driven by hand from a test: counts subscriptions and teardowns, and sends to the
+/// latest subscriber. Observers are kept after teardown so a test can check that sending after
+/// cancellation delivers nothing.
+final class ManualSource<Output: Sendable, Failure: Error>: Sendable {
+    private struct State {
+        var observers: [Observer<Output, Failure>] = []
+        var teardowns = 0
+        /// One object per subscription, captured by its teardown: alive while the subscription is.
+        var subscriptionObjects: [Weak<Probe>] = []
+        var waiters: [CheckedContinuation<Void, Never>] = []
+    }
+
+    private let state = Mutex(State())
+
+    init() {}
+
+    var signal: Signal<Output, Failure> {
+        Signal { [self] observer in
+            let probe = Probe()
+            let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+                state.observers.append(observer)
+                state.subscriptionObjects.append(Weak(probe))
+                defer { state.waiters = [] }
+                return state.waiters
+            }
+            for waiter in waiters { waiter.resume() }
+            return { [self] in
+                _ = probe
+                state.withLock { $0.teardowns += 1 }
+            }
+        }
+    }
+
+    var subscriptions: Int { state.withLock { $0.observers.count } }
+    var teardowns: Int { state.withLock { $0.teardowns } }
+    /// The number of subscriptions whose objects are still alive (not yet released).
+    var liveSubscriptions: Int { state.withLock { $0.subscriptionObjects.filter { $0.object != nil }.count } }
+    /// `true` while the latest subscription has not been torn down.
+    var isActive: Bool { state.withLock { $0.observers.count > $0.teardowns } }
+
+    private var latest: Observer<Output, Failure>? { state.withLock { $0.observers.last } }
+
+    func send(_ value: Output) { latest?.send(value) }
+    func finish() { latest?.finish() }
+    func fail(_ error: Failure) { latest?.fail(error) }
+
+    /// Waits until the source has at least `count` subscriptions (no polling, no sleeping).
+    func waitForSubscription(count: Int = 1) async {
+        while subscriptions < count {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let done = state.withLock { state -> Bool in
+                    if state.observers.count >= count { return true }
+                    state.waiters.append(continuation)
+                    return false
+                }
+                if done { continuation.resume() }
+            }
+        }
+    }
+}
+
+/// Records events with the virtual time at which each was delivered.
+final class TimedRecorder<Output: Sendable, Failure: Error>: Sendable {
+    private let state = Mutex<[(Duration, Event<Output, Failure>)]>([])
+    private let scheduler: TestScheduler
+
+    init(_ scheduler: TestScheduler) {
+        self.scheduler = scheduler
+    }
+
+    var observer: Observer<Output, Failure> {
+        Observer { [self] event in
+            let now = scheduler.now
+            state.withLock { $0.append((now, event)) }
+        }
+    }
+
+    @discardableResult
+    func subscribe(to signal: Signal<Output, Failure>) -> CancellationToken {
+        signal.observe(observer)
+    }
+
+    var events: [Event<Output, Failure>] { state.withLock { $0.map(\.1) } }
+    var times: [Duration] { state.withLock { $0.map(\.0) } }
+}
+
+/// An object whose lifetime a test watches with a weak reference.
+final class Probe: Sendable {
+    init() {}
+}
+
+/// A weak reference, for leak checks.
+struct Weak<T: AnyObject & Sendable>: Sendable {
+    weak var object: T?
+    init(_ object: T) { self.object = object }
+}
+
+struct TimedOutWaiting: Error {}
+
+/// Who resumes `within`'s continuation first: the operation or the safety-net timer.
+private final class Race: Sendable {
+    private let state = Mutex<(claimed: Bool, timer: Task<Void, Never>?)>((false, nil))
+
+    func claim() -> Bool {
+        state.withLock { state in
+            defer { state.claimed = true }
+            return !state.claimed
+        }
+    }
+
+    func setTimer(_ timer: Task<Void, Never>) {
+        state.withLock { $0.timer = timer }
+    }
+
+    func cancelTimer() {
+        state.withLock { $0.timer }?.cancel()
+    }
+}
+
+/// Runs `operation` in a new task and returns its result, failing with `TimedOutWaiting` after
+/// `seconds` of wall-clock time. A safety net only: the bound is far above what any test needs,
+/// and a hung operation fails the test instead of hanging the run.
+func within<T: Sendable>(
+    seconds: Int = 20,
+    _ operation: @escaping @Sendable () async throws -> T
+) async throws -> T {
+    let race = Race()
+    return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+        race.setTimer(Task {
+            try? await Task.sleep(for: .seconds(seconds))
+            if race.claim() { continuation.resume(throwing: TimedOutWaiting()) }
+        })
+        Task {
+            do {
+                let value = try await operation()
+                if race.claim() { continuation.resume(returning: value) }
+            } catch {
+                if race.claim() { continuation.resume(throwing: error) }
+            }
+            race.cancelTimer()
+        }
+    }
+}

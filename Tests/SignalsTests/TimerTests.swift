@@ -1,0 +1,170 @@
+import Signals
+import Testing
+
+@Suite struct TimerTests {
+    @Test func timerSendsOneValueThenFinishesAfterTheDelay() {
+        let scheduler = TestScheduler()
+        let recorder = TimedRecorder<Void, Never>(scheduler)
+        let token = recorder.subscribe(to: Signal.timer(after: .seconds(30), on: scheduler))
+        scheduler.advance(by: .seconds(29))
+        #expect(recorder.events.isEmpty)
+        scheduler.advance(by: .seconds(1))
+        #expect(recorder.events.count == 2)
+        #expect(recorder.events.first?.value != nil)
+        #expect(recorder.events.last?.isTerminal == true)
+        #expect(recorder.times == [.seconds(30), .seconds(30)])
+        #expect(scheduler.pendingCount == 0)
+        _ = token
+    }
+
+    @Test func cancellingTheTimerWhileWaitingCancelsTheScheduledAction() {
+        let scheduler = TestScheduler()
+        let fired = Counter()
+        let token = Signal.timer(after: .seconds(5), on: scheduler).sink { fired.increment() }
+        #expect(scheduler.pendingCount == 1)
+        token.cancel()
+        #expect(scheduler.pendingCount == 0)
+        scheduler.advance(by: .seconds(10))
+        #expect(fired.count == 0)
+    }
+
+    @Test func releasingTheTimersTokenReleasesTheWait() {
+        let scheduler = TestScheduler()
+        var probe: Probe? = Probe()
+        let weakProbe = Weak(probe!)
+        do {
+            let captured = probe!
+            _ = Signal.timer(after: .seconds(5), on: scheduler).sink { _ = captured }
+        }
+        probe = nil
+        #expect(weakProbe.object == nil)
+        #expect(scheduler.pendingCount == 0)
+    }
+
+    @Test func everySubscriptionWaitsFromItsOwnStart() {
+        let scheduler = TestScheduler()
+        let timer = Signal.timer(after: .seconds(5), on: scheduler)
+        let first = TimedRecorder<Void, Never>(scheduler)
+        let second = TimedRecorder<Void, Never>(scheduler)
+        let tokens = [first.subscribe(to: timer)]
+        scheduler.advance(by: .seconds(2))
+        let more = [second.subscribe(to: timer)]
+        scheduler.advance(by: .seconds(10))
+        #expect(first.times == [.seconds(5), .seconds(5)])
+        #expect(second.times == [.seconds(7), .seconds(7)])
+        _ = (tokens, more)
+    }
+
+    @Test func aZeroTimerFiresWhenTheSchedulerRuns() {
+        let scheduler = TestScheduler()
+        let fired = Counter()
+        let token = Signal.timer(after: .zero, on: scheduler).sink { fired.increment() }
+        #expect(fired.count == 0)
+        scheduler.advance()
+        #expect(fired.count == 1)
+        _ = token
+    }
+
+    @Test func timerComposesWithFailingSignals() {
+        let scheduler = TestScheduler()
+        let recorder = Recorder<Void, TestError>()
+        let token = recorder.subscribe(
+            to: Signal.timer(after: .seconds(1), on: scheduler).setFailureType(to: TestError.self)
+        )
+        scheduler.advance(by: .seconds(1))
+        #expect(recorder.isFinished)
+        _ = token
+    }
+
+    @Test func intervalTicksEveryPeriodAndNeverFinishes() {
+        let scheduler = TestScheduler()
+        let recorder = TimedRecorder<Int, Never>(scheduler)
+        let token = recorder.subscribe(to: Signal.interval(.seconds(1), on: scheduler))
+        scheduler.advance(by: .milliseconds(999))
+        #expect(recorder.events.isEmpty)
+        scheduler.advance(by: .milliseconds(1))
+        #expect(recorder.events == [.value(0)])
+        scheduler.advance(by: .seconds(9))
+        #expect(recorder.events == (0..<10).map { .value($0) })
+        #expect(recorder.times == (1...10).map { .seconds($0) })
+        #expect(scheduler.pendingCount == 1)
+        _ = token
+    }
+
+    @Test func intervalTicksAreMeasuredFromTheSubscription() {
+        let scheduler = TestScheduler(now: .seconds(100))
+        scheduler.advance(by: .milliseconds(500))
+        let recorder = TimedRecorder<Int, Never>(scheduler)
+        let token = recorder.subscribe(to: Signal.interval(.seconds(2), on: scheduler))
+        scheduler.advance(by: .seconds(5))
+        #expect(recorder.times == [.milliseconds(102_500), .milliseconds(104_500)])
+        _ = token
+    }
+
+    @Test func cancellingTheIntervalCancelsTheNextTick() {
+        let scheduler = TestScheduler()
+        let recorder = Recorder<Int, Never>()
+        let token = recorder.subscribe(to: Signal.interval(.seconds(1), on: scheduler))
+        scheduler.advance(by: .milliseconds(2_500))
+        #expect(recorder.values == [0, 1])
+        token.cancel()
+        #expect(scheduler.pendingCount == 0)
+        scheduler.advance(by: .seconds(10))
+        #expect(recorder.values == [0, 1])
+        #expect(recorder.completion == nil)
+    }
+
+    @Test func cancellingFromInsideATickStopsTheInterval() {
+        let scheduler = TestScheduler()
+        let recorder = Recorder<Int, Never>()
+        let token = recorder.subscribe(to: Signal.interval(.seconds(1), on: scheduler).prefix(3))
+        scheduler.advance(by: .seconds(10))
+        #expect(recorder.events == [.value(0), .value(1), .value(2), .finished])
+        #expect(scheduler.pendingCount == 0)
+        _ = token
+    }
+
+    @Test func releasingTheIntervalsTokenReleasesIt() {
+        let scheduler = TestScheduler()
+        var probe: Probe? = Probe()
+        let weakProbe = Weak(probe!)
+        do {
+            let captured = probe!
+            _ = Signal.interval(.seconds(1), on: scheduler).sink { _ in _ = captured }
+        }
+        probe = nil
+        #expect(weakProbe.object == nil)
+        #expect(scheduler.pendingCount == 0)
+    }
+
+    @Test func everyIntervalSubscriptionCountsFromZero() {
+        let scheduler = TestScheduler()
+        let ticks = Signal.interval(.seconds(1), on: scheduler)
+        let first = Recorder<Int, Never>()
+        let second = Recorder<Int, Never>()
+        let tokens = [first.subscribe(to: ticks)]
+        scheduler.advance(by: .seconds(2))
+        let more = [second.subscribe(to: ticks)]
+        scheduler.advance(by: .seconds(2))
+        #expect(first.values == [0, 1, 2, 3])
+        #expect(second.values == [0, 1])
+        _ = (tokens, more)
+    }
+
+    @Test(arguments: [Duration.zero, .seconds(-1)])
+    func aNonPositivePeriodFinishesAtOnce(period: Duration) {
+        let scheduler = TestScheduler()
+        let recorder = Recorder<Int, Never>()
+        recorder.subscribe(to: Signal.interval(period, on: scheduler))
+        #expect(recorder.events == [.finished])
+        #expect(scheduler.pendingCount == 0)
+    }
+
+    @Test func anImmediateSchedulerTicksWithoutGrowingTheStack() {
+        let recorder = Recorder<Int, Never>()
+        recorder.subscribe(to: Signal.interval(.seconds(1), on: ImmediateScheduler()).prefix(50_000))
+        #expect(recorder.values.count == 50_000)
+        #expect(recorder.values.last == 49_999)
+        #expect(recorder.isFinished)
+    }
+}
