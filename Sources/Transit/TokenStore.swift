@@ -3,7 +3,6 @@ import Foundation
 import FoundationNetworking
 #endif
 import Signals
-import Synchronization
 
 /// The credentials of one signed-in user: an access token, and what it takes to renew it.
 ///

@@ -3,7 +3,6 @@ import Foundation
 import FoundationNetworking
 #endif
 import Signals
-import Synchronization
 import Transit
 
 /// A canned answer of a ``StubTransport``: a response (status, headers, body) or a transport

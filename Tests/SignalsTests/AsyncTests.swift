@@ -1,6 +1,5 @@
 import Dispatch
 import Signals
-import Synchronization
 import Testing
 
 @Suite struct AsyncTests {

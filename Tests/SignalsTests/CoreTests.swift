@@ -1,5 +1,4 @@
 import Signals
-import Synchronization
 import Testing
 
 @Suite struct CoreTests {

@@ -1,5 +1,4 @@
 import Signals
-import Synchronization
 import Testing
 
 /// A source driven by hand from a test: counts subscriptions and teardowns, and sends to the

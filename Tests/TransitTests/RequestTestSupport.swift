@@ -3,7 +3,6 @@ import Foundation
 import FoundationNetworking
 #endif
 import Signals
-import Synchronization
 import Transit
 import TransitTesting
 

@@ -1,5 +1,4 @@
 import Signals
-import Synchronization
 
 /// Records every event a subscription delivers, from any thread, and checks the event contract
 /// as it goes: no event after a terminal event.
