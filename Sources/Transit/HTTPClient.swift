@@ -67,17 +67,16 @@ public final class HTTPClient: Sendable {
     ///
     /// A default header is added only when the request does not set that header itself (names
     /// match case-insensitively), so a request can always override the client. A default header
-    /// with an invalid name or value fails the signal with ``URLRequestError`` and nothing is sent.
+    /// with an invalid name or value, a header or method the request's helpers refused
+    /// (`URLRequest.rejectedInput`), or an invalid header set by other means fails the signal with
+    /// ``URLRequestError`` and nothing is sent.
     public func send(_ request: URLRequest) -> Signal<HTTPResponse, any Error> {
         var prepared = request
-        do {
-            for (field, value) in defaultHeaders.sorted(by: { $0.key < $1.key })
-            where prepared.value(forHTTPHeaderField: field) == nil {
-                prepared = try prepared.settingValue(value, forHTTPHeaderField: field)
-            }
-        } catch {
-            return Signal(error: error)
+        for (field, value) in defaultHeaders.sorted(by: { $0.key < $1.key })
+        where prepared.value(forHTTPHeaderField: field) == nil {
+            prepared = prepared.settingValue(value, forHTTPHeaderField: field)
         }
+        if let error = Self.validate(prepared) { return Signal(error: error) }
         let sent = prepared
         let response = transport.send(sent)
         guard !monitors.isEmpty else { return response }
@@ -91,5 +90,17 @@ public final class HTTPClient: Sendable {
                 }
             }
         )
+    }
+
+    /// The first reason `request` must not be sent: input a fluent helper refused, or a header
+    /// name that is not a token, or a header value with a control character, or a method that
+    /// is not a token.
+    static func validate(_ request: URLRequest) -> URLRequestError? {
+        if let refused = request.rejectedInput { return refused }
+        if let method = request.httpMethod, !HTTPSyntax.isToken(method) { return .invalidMethod(method) }
+        for (field, value) in request.allHTTPHeaderFields ?? [:] {
+            if let error = URLRequest.checkHeader(field, value) { return error }
+        }
+        return nil
     }
 }

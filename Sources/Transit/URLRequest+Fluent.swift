@@ -6,28 +6,30 @@ import FoundationNetworking
 /// Fluent, non-mutating helpers that compose request modifiers.
 ///
 /// Each returns a modified copy and leaves the receiver untouched, so they chain inside a
-/// ``RequestModifier``; one `try` covers the whole chain:
+/// ``RequestModifier``:
 ///
 /// ```swift
 /// api.get(endpoint: "posts") {
-///     try $0.addingBearerAuthorization(accessToken: tokens.current)
+///     $0.addingBearerAuthorization(accessToken: tokens.current.accessToken)
 ///         .receivingJSON()
 ///         .addingQueryItem(name: "q", value: "a+b & c")
 /// }
 /// ```
 ///
-/// Helpers that take header names or values check them and throw ``URLRequestError`` instead of
-/// sending a malformed request: a value with CR, LF or another control character (header
-/// injection) or a name that is not a token is rejected, never silently dropped or sent.
+/// Helpers that take header names or values check them. They do not throw (so a chain reads
+/// as above); instead the copy remembers the refused input in ``rejectedInput`` and
+/// ``HTTPClient`` fails the request with that ``URLRequestError`` before anything is sent. A
+/// value with CR, LF or another control character (header injection) or a name that is not a
+/// token is never silently dropped or sent. Only ``sendingJSON(_:encoder:)`` throws, because
+/// encoding can fail.
 extension URLRequest {
     /// A copy with `value` added to the header `field`. If the header is already set, the new
     /// value is appended to it, comma-separated, as `URLRequest.addValue(_:forHTTPHeaderField:)`
     /// does. Header names match case-insensitively.
     ///
-    /// - Throws: ``URLRequestError/invalidHeaderName(_:)`` or
-    ///   ``URLRequestError/invalidHeaderValue(name:)``.
-    public func addingValue(_ value: String, forHTTPHeaderField field: String) throws -> URLRequest {
-        try Self.checkHeader(field, value)
+    /// An invalid name or value is refused: see ``rejectedInput``.
+    public func addingValue(_ value: String, forHTTPHeaderField field: String) -> URLRequest {
+        if let error = Self.checkHeader(field, value) { return rejecting(error) }
         var copy = self
         copy.addValue(value, forHTTPHeaderField: field)
         return copy
@@ -36,10 +38,9 @@ extension URLRequest {
     /// A copy with the header `field` set to `value`, replacing any value it had (matched
     /// case-insensitively).
     ///
-    /// - Throws: ``URLRequestError/invalidHeaderName(_:)`` or
-    ///   ``URLRequestError/invalidHeaderValue(name:)``.
-    public func settingValue(_ value: String, forHTTPHeaderField field: String) throws -> URLRequest {
-        try Self.checkHeader(field, value)
+    /// An invalid name or value is refused: see ``rejectedInput``.
+    public func settingValue(_ value: String, forHTTPHeaderField field: String) -> URLRequest {
+        if let error = Self.checkHeader(field, value) { return rejecting(error) }
         var copy = self
         copy.setValue(value, forHTTPHeaderField: field)
         return copy
@@ -47,11 +48,11 @@ extension URLRequest {
 
     /// A copy with `Authorization: Bearer <accessToken>`, replacing any `Authorization` header.
     ///
-    /// - Throws: ``URLRequestError/invalidBearerToken`` if the token is empty or contains
-    ///   whitespace or a control character (the token itself is not put in the error).
-    public func addingBearerAuthorization(accessToken: String) throws -> URLRequest {
+    /// A token that is empty or contains whitespace or a control character is refused with
+    /// ``URLRequestError/invalidBearerToken`` (the token itself is not kept): see ``rejectedInput``.
+    public func addingBearerAuthorization(accessToken: String) -> URLRequest {
         guard !accessToken.isEmpty, accessToken.utf8.allSatisfy({ $0 > 0x20 && $0 != 0x7F }) else {
-            throw URLRequestError.invalidBearerToken
+            return rejecting(.invalidBearerToken)
         }
         var copy = self
         copy.setValue("Bearer \(accessToken)", forHTTPHeaderField: "Authorization")
@@ -70,15 +71,14 @@ extension URLRequest {
     /// - Throws: the encoder's error (an `EncodingError`) if `value` cannot be encoded; the
     ///   receiver is not changed.
     public func sendingJSON(_ value: some Encodable, encoder: JSONEncoder = JSONEncoder()) throws -> URLRequest {
-        try sendingBody(encoder.encode(value), contentType: "application/json")
+        sendingBody(try encoder.encode(value), contentType: "application/json")
     }
 
     /// A copy whose body is `data`, with the `Content-Type` header set to `contentType`.
     ///
-    /// - Throws: ``URLRequestError/invalidHeaderValue(name:)`` if `contentType` contains a
-    ///   control character.
-    public func sendingBody(_ data: Data, contentType: String) throws -> URLRequest {
-        var copy = try settingValue(contentType, forHTTPHeaderField: "Content-Type")
+    /// A `contentType` with a control character is refused: see ``rejectedInput``.
+    public func sendingBody(_ data: Data, contentType: String) -> URLRequest {
+        var copy = settingValue(contentType, forHTTPHeaderField: "Content-Type")
         copy.httpBody = data
         return copy
     }
@@ -90,10 +90,11 @@ extension URLRequest {
     /// (`a+b` is sent as `a%2Bb`, which no server reads as `a b`). An item with a `nil` value is
     /// sent as its bare name. The existing query is kept byte for byte.
     ///
-    /// - Throws: `URLError(.badURL)` if the request has no URL.
-    public func addingQueryItems(_ items: [URLQueryItem]) throws -> URLRequest {
+    /// A request without a valid URL is refused with ``URLRequestError/invalidURL``: see
+    /// ``rejectedInput``.
+    public func addingQueryItems(_ items: [URLQueryItem]) -> URLRequest {
         guard let url, var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else {
-            throw URLError(.badURL, userInfo: [NSLocalizedDescriptionKey: "Cannot add query items: the request has no valid URL."])
+            return rejecting(.invalidURL)
         }
         guard !items.isEmpty else { return self }
         let added = items.map { item in
@@ -102,24 +103,22 @@ extension URLRequest {
         }
         let existing = components.percentEncodedQuery.flatMap { $0.isEmpty ? nil : $0 }
         components.percentEncodedQuery = ((existing.map { [$0] } ?? []) + added).joined(separator: "&")
-        guard let newURL = components.url else {
-            throw URLError(.badURL, userInfo: [NSLocalizedDescriptionKey: "Cannot add query items to \(url.absoluteString)."])
-        }
+        guard let newURL = components.url else { return rejecting(.invalidURL) }
         var copy = self
         copy.url = newURL
         return copy
     }
 
     /// A copy with one query item `name=value` appended. See ``addingQueryItems(_:)``.
-    public func addingQueryItem(name: String, value: String?) throws -> URLRequest {
-        try addingQueryItems([URLQueryItem(name: name, value: value)])
+    public func addingQueryItem(name: String, value: String?) -> URLRequest {
+        addingQueryItems([URLQueryItem(name: name, value: value)])
     }
 
     /// A copy that times out after `seconds` (URLSession's idle timeout for the request).
     ///
-    /// - Throws: ``URLRequestError/invalidTimeout(_:)`` unless `seconds` is finite and above zero.
-    public func withTimeout(_ seconds: TimeInterval) throws -> URLRequest {
-        guard seconds.isFinite, seconds > 0 else { throw URLRequestError.invalidTimeout(seconds) }
+    /// A timeout that is not finite and above zero is refused: see ``rejectedInput``.
+    public func withTimeout(_ seconds: TimeInterval) -> URLRequest {
+        guard seconds.isFinite, seconds > 0 else { return rejecting(.invalidTimeout(seconds)) }
         var copy = self
         copy.timeoutInterval = seconds
         return copy
@@ -127,10 +126,10 @@ extension URLRequest {
 
     /// A copy sent with `method`.
     ///
-    /// - Throws: ``URLRequestError/invalidMethod(_:)`` if the method is not a token (empty, or
-    ///   with a space or separator).
-    public func withMethod(_ method: HTTPMethod) throws -> URLRequest {
-        guard HTTPSyntax.isToken(method.rawValue) else { throw URLRequestError.invalidMethod(method.rawValue) }
+    /// A method that is not a token (empty, or with a space or separator) is refused: see
+    /// ``rejectedInput``.
+    public func withMethod(_ method: HTTPMethod) -> URLRequest {
+        guard HTTPSyntax.isToken(method.rawValue) else { return rejecting(.invalidMethod(method.rawValue)) }
         var copy = self
         copy.httpMethod = method.rawValue
         return copy
@@ -143,8 +142,31 @@ extension URLRequest {
         return copy
     }
 
-    static func checkHeader(_ field: String, _ value: String) throws {
-        guard HTTPSyntax.isToken(field) else { throw URLRequestError.invalidHeaderName(field) }
-        guard HTTPSyntax.isFieldValue(value) else { throw URLRequestError.invalidHeaderValue(name: field) }
+    static func checkHeader(_ field: String, _ value: String) -> URLRequestError? {
+        guard HTTPSyntax.isToken(field) else { return .invalidHeaderName(field) }
+        guard HTTPSyntax.isFieldValue(value) else { return .invalidHeaderValue(name: field) }
+        return nil
+    }
+
+    /// The header in which a helper records the first input it refused. Its value is the
+    /// error, JSON-encoded and then Base64-encoded, so it is always a valid header value.
+    static let rejectionField = "Transit-Rejected-Input"
+
+    /// The first input a fluent helper refused on this request (or on the request it was
+    /// copied from), or `nil`. ``HTTPClient`` fails the request with this error and sends
+    /// nothing.
+    public var rejectedInput: URLRequestError? {
+        guard let marker = value(forHTTPHeaderField: Self.rejectionField),
+              let data = Data(base64Encoded: marker)
+        else { return nil }
+        return try? JSONDecoder().decode(URLRequestError.self, from: data)
+    }
+
+    /// A copy that remembers `error`, unless an earlier refusal is already remembered.
+    func rejecting(_ error: URLRequestError) -> URLRequest {
+        guard rejectedInput == nil, let data = try? JSONEncoder().encode(error) else { return self }
+        var copy = self
+        copy.setValue(data.base64EncodedString(), forHTTPHeaderField: Self.rejectionField)
+        return copy
     }
 }

@@ -1,13 +1,13 @@
 import Foundation
 
-/// A request that cannot be sent as asked: thrown by the fluent `URLRequest` helpers (and so by
-/// the request modifiers that use them) and by ``HTTPClient`` for a bad default header.
+/// A request that cannot be sent as asked: refused by the fluent `URLRequest` helpers
+/// (remembered in `URLRequest.rejectedInput`) or found by ``HTTPClient`` in the final request.
 ///
-/// Thrown inside a request modifier, it fails the request's signal before anything is sent.
+/// ``HTTPClient`` fails the request's signal with it before anything is sent.
 /// Header names and values are checked because Foundation does not check them reliably: on
 /// Linux it silently drops a value with a line break, and a value that reached the wire with one
 /// could inject headers of its own.
-public enum URLRequestError: Error, Hashable, Sendable, CustomStringConvertible {
+public enum URLRequestError: Error, Hashable, Sendable, Codable, CustomStringConvertible {
     /// The header name is not an RFC 9110 token (it is empty, or has a space, a colon, a line
     /// break or another separator).
     case invalidHeaderName(String)
@@ -20,6 +20,8 @@ public enum URLRequestError: Error, Hashable, Sendable, CustomStringConvertible 
     case invalidMethod(String)
     /// The timeout is not a finite number of seconds above zero.
     case invalidTimeout(Double)
+    /// Query items were added to a request without a valid URL.
+    case invalidURL
 
     public var description: String {
         switch self {
@@ -36,6 +38,8 @@ public enum URLRequestError: Error, Hashable, Sendable, CustomStringConvertible 
             return "Invalid HTTP method \(method.debugDescription): a method must be a non-empty token with no spaces or separators."
         case .invalidTimeout(let seconds):
             return "Invalid timeout \(seconds): a timeout must be a finite number of seconds above zero."
+        case .invalidURL:
+            return "Cannot add query items: the request has no valid URL."
         }
     }
 }
