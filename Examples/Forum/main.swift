@@ -1,1 +1,163 @@
-print("forum")
+import Foundation
+import Signals
+import Transit
+import TransitTesting
+
+// `swift run forum` — the PostService of the README as a runnable program.
+//
+// By default it starts an embedded forum API on 127.0.0.1 and shows, step by step, what Transit
+// does: requests sent, a 401 answered by ONE token refresh shared by concurrent requests, a 429
+// answered by waiting what the server asked, posts decoded. `--base-url URL` runs the same
+// service against a real server instead (any JSONPlaceholder-style API with GET /posts).
+
+let usage = """
+    usage: forum [--base-url URL] [--token ACCESS_TOKEN]
+
+      (no options)       run against an embedded forum API on 127.0.0.1 and narrate each step
+      --base-url URL     run the same PostService against a real server (GET URL/posts)
+      --token TOKEN      the bearer token to send with --base-url (default: none needed)
+    """
+
+var baseURLArgument: String?
+var tokenArgument: String?
+var arguments = CommandLine.arguments.dropFirst()
+while let argument = arguments.popFirst() {
+    switch argument {
+    case "--base-url":
+        guard let value = arguments.popFirst() else { print(usage); exit(2) }
+        baseURLArgument = value
+    case "--token":
+        guard let value = arguments.popFirst() else { print(usage); exit(2) }
+        tokenArgument = value
+    case "-h", "--help":
+        print(usage)
+        exit(0)
+    default:
+        print("unknown argument \(argument)\n\(usage)")
+        exit(2)
+    }
+}
+
+let narrator = Narrator()
+let client = HTTPClient(monitors: [narrator])
+var failures: [String] = []
+
+/// Records a failed expectation; the program exits non-zero if there is any.
+func check(_ condition: Bool, _ message: String) {
+    if condition {
+        narrator.say("✓ \(message)")
+    } else {
+        narrator.say("✗ expected: \(message)")
+        failures.append(message)
+    }
+}
+
+func describe(_ result: Result<[Post], any Error>) -> String {
+    switch result {
+    case .success(let posts):
+        let titles = posts.prefix(2).map { "\"\($0.title)\"" }.joined(separator: ", ")
+        return "\(posts.count) posts decoded" + (titles.isEmpty ? "" : ": \(titles)\(posts.count > 2 ? ", …" : "")")
+    case .failure(let error):
+        return "failed: \(error)"
+    }
+}
+
+func posts(_ signal: Signal<Result<[Post], any Error>, Never>) async -> Result<[Post], any Error> {
+    do {
+        return try await signal.firstValue()
+    } catch {
+        return .failure(error)
+    }
+}
+
+if let baseURL = baseURLArgument {
+    // The same service, against a real server.
+    print("Transit forum example — against \(baseURL)")
+    let auth = AuthService(baseURL: baseURL, client: client)
+    let tokens = TokenStore(token: AuthToken(accessToken: tokenArgument ?? "no-token"), onEvent: narrator.tokenEvent) { current in
+        auth.refresh(current)
+    }
+    let service = LivePostService(baseURL: baseURL, client: client, tokens: tokens)
+
+    narrator.heading("GET /posts")
+    let all = await posts(service.posts)
+    narrator.say(describe(all))
+    narrator.heading("GET /posts?userId=1")
+    let first = await posts(service.posts(byUser: 1))
+    narrator.say(describe(first))
+    if case .failure = all { failures.append("GET /posts") }
+    if case .failure = first { failures.append("GET /posts?userId=1") }
+} else {
+    let forum = ForumServer()
+    do {
+        try forum.start()
+    } catch {
+        print("could not start the embedded forum API: \(error)")
+        exit(1)
+    }
+    defer { forum.stop() }
+    print("Transit forum example")
+    print("Embedded forum API on \(forum.baseURL) — bearer tokens that expire, 429s with Retry-After now and then.")
+
+    let auth = AuthService(baseURL: forum.baseURL, client: client)
+    narrator.heading("1. Log in")
+    let token: AuthToken
+    do {
+        token = try await auth.logIn(username: "ada", password: "lovelace").firstValue()
+        narrator.say("✓ logged in as ada: access token \(token.accessToken)")
+    } catch {
+        print("login failed: \(error)")
+        exit(1)
+    }
+
+    let tokens = TokenStore(token: token, onEvent: narrator.tokenEvent) { current in
+        auth.refresh(current)
+    }
+    let service = LivePostService(baseURL: forum.baseURL, client: client, tokens: tokens)
+
+    narrator.heading("2. Fetch the posts")
+    let firstFetch = await posts(service.posts)
+    narrator.say(describe(firstFetch))
+    check((try? firstFetch.get().count) == ForumServer.posts.count, "all \(ForumServer.posts.count) posts decoded")
+
+    narrator.heading("3. The access token expires while three requests run at once")
+    forum.expireAccessTokens()
+    narrator.say("[server] every access token has expired")
+    let refreshesBefore = forum.refreshCount
+    async let user1 = posts(service.posts(byUser: 1))
+    async let user2 = posts(service.posts(byUser: 2))
+    async let user3 = posts(service.posts(byUser: 3))
+    let concurrent = await [user1, user2, user3]
+    for (index, result) in concurrent.enumerated() {
+        narrator.say("user \(index + 1): \(describe(result))")
+    }
+    check(concurrent.allSatisfy { (try? $0.get().count) == 2 }, "three requests succeeded with the new token")
+    check(forum.refreshCount - refreshesBefore == 1, "the server saw exactly one refresh for three 401s")
+
+    narrator.heading("4. The server rate-limits: 429 with Retry-After: 2")
+    forum.rateLimitNextRequest(retryAfter: 2)
+    let waitStarted = Date()
+    let limited = await posts(service.posts)
+    let waited = Date().timeIntervalSince(waitStarted)
+    narrator.say(describe(limited) + String(format: " after %.1f s", waited))
+    check((try? limited.get().count) == ForumServer.posts.count && waited >= 2, "waited what the server asked, then succeeded")
+
+    narrator.heading("5. The server asks for 30 s, more than the 5 s this service will wait")
+    forum.rateLimitNextRequest(retryAfter: 30)
+    let failFastStarted = Date()
+    let refused = await posts(service.posts)
+    narrator.say(describe(refused))
+    if case .failure(let error) = refused, let limit = error as? HTTPClientError, case .tooManyRequests(let retryAfter, _) = limit {
+        check(retryAfter == 30 && Date().timeIntervalSince(failFastStarted) < 2, "failed at once with .tooManyRequests(retryAfter: 30) instead of retrying early")
+    } else {
+        check(false, "failed at once with .tooManyRequests(retryAfter: 30)")
+    }
+}
+
+print("\n\(narrator.requestCount) requests sent, \(narrator.refreshCount) token refresh\(narrator.refreshCount == 1 ? "" : "es").")
+if failures.isEmpty {
+    print("Done.")
+} else {
+    print("Some steps did not go as expected: \(failures.joined(separator: "; "))")
+    exit(1)
+}
