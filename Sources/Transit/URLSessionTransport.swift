@@ -3,36 +3,238 @@ import Foundation
 import FoundationNetworking
 #endif
 import Signals
+import Synchronization
 
-/// The production transport: one long-lived `URLSession`.
+/// The production transport: one long-lived `URLSession` driven by a session delegate.
 ///
-/// Cancelling a subscription cancels its task.
+/// Every subscription to ``send(_:)`` creates one data task. The session's delegate keeps the
+/// state of each task (keyed by its task identifier), appends body chunks as `URLSession`
+/// delivers them and counts them, and on completion delivers exactly one ``HTTPResponse``
+/// followed by `finished` (whatever the status code), or fails with the `URLError`.
+///
+/// - Cancellation: cancelling the subscription cancels the `URLSessionTask` (its socket is
+///   closed) and forgets the task's state at once, so nothing is delivered after the cancel.
+/// - Non-HTTP responses (a `data:` URL, a custom `URLProtocol` returning a plain `URLResponse`)
+///   fail with `URLError(.badServerResponse)`. A request without a URL fails with
+///   `URLError(.badURL)` without creating a task.
+/// - Errors from `URLSession` are delivered as `URLError` (`.cancelled`, `.timedOut`,
+///   `.cannotConnectToHost`, `.networkConnectionLost`, …).
+/// - Byte counts: pass a ``TransferObserver`` to see every chunk's size as it arrives and a
+///   ``TransferReport`` (status, bytes received and sent, chunks, outcome) when each transfer
+///   ends, cancelled ones included. ``HTTPResponse`` itself is unchanged.
+///
+/// Linux (swift-corelibs-foundation) compatibility: the transport uses only what works there —
+/// one session-wide delegate (no per-task delegates), data tasks (no `bytes(for:)`), and no
+/// `waitsForConnectivity` (a request with no route fails at once instead of waiting).
+///
+/// Lifetime: `URLSession` retains its delegate strongly until it is invalidated. The delegate
+/// here does not reference the transport, and the transport invalidates its session
+/// (`invalidateAndCancel()`) in `deinit`, so releasing the transport releases the session and
+/// its delegate too — nothing leaks. A subscription in flight keeps its transport alive until it
+/// ends, so a request is never cut off because the last reference to the transport went away
+/// (a signal returned by ``send(_:)`` keeps the transport alive as well).
+///
+/// Thread safety: all task state is behind a `Mutex`; `send` may be called from any thread and
+/// events arrive on the session's delegate queue.
 public final class URLSessionTransport: HTTPTransport {
+    /// Sees the bytes of every transfer of one transport: for metrics, progress or data-usage
+    /// accounting. Methods run on the session's delegate queue and must return quickly. Both have
+    /// empty default implementations.
+    public protocol TransferObserver: Sendable {
+        /// `byteCount` body bytes of `request` just arrived; `totalBytes` have arrived so far
+        /// for it (counted after content decoding, as `URLSession` delivers them).
+        func transfer(_ request: URLRequest, didReceive byteCount: Int, totalBytes: Int)
+        /// The transfer of `report.request` ended: completed, failed or cancelled. Called once
+        /// per transfer.
+        func transferDidEnd(_ report: TransferReport)
+    }
+
+    /// How one transfer ended, and what it moved.
+    public struct TransferReport: Sendable {
+        /// How a transfer ended.
+        public enum Outcome: Sendable {
+            /// A response was received and delivered.
+            case completed
+            /// The transfer failed with this error (a `URLError`).
+            case failed(any Error)
+            /// The subscription was cancelled before the transfer ended.
+            case cancelled
+        }
+
+        /// The request, as given to ``URLSessionTransport/send(_:)``.
+        public let request: URLRequest
+        /// The response head, if one arrived before the transfer ended.
+        public let response: URLResponse?
+        /// Body bytes received (after content decoding).
+        public let receivedBytes: Int
+        /// How many pieces the body arrived in (`didReceive data` calls).
+        public let chunkCount: Int
+        /// Body bytes sent, as counted by the task.
+        public let sentBytes: Int64
+        /// How the transfer ended.
+        public let outcome: Outcome
+
+        /// The status code, if an HTTP response arrived.
+        public var statusCode: Int? { (response as? HTTPURLResponse)?.statusCode }
+    }
+
     /// A transport with the default session configuration.
     public static let shared = URLSessionTransport()
 
     private let session: URLSession
+    private let delegate: SessionDelegate
 
-    /// Creates a transport with its own session built from `configuration`.
-    public init(configuration: URLSessionConfiguration = .default) {
-        session = URLSession(configuration: configuration)
+    /// Creates a transport with its own session built from `configuration`, and an optional
+    /// `observer` of the bytes it transfers.
+    ///
+    /// The configuration is copied by `URLSession`: later changes to it have no effect. Leave
+    /// `waitsForConnectivity` off (it is not implemented on Linux).
+    public init(configuration: URLSessionConfiguration = .default, observer: (any TransferObserver)? = nil) {
+        delegate = SessionDelegate(observer: observer)
+        session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
     }
 
+    deinit {
+        // URLSession keeps its delegate until invalidated; this breaks session -> delegate.
+        session.invalidateAndCancel()
+    }
+
+    /// The number of requests in flight (subscribed, not yet finished, failed or cancelled).
+    public var activeTaskCount: Int {
+        delegate.activeTaskCount
+    }
+
+    /// A signal that sends `request` when subscribed, and again on every subscription.
+    ///
+    /// It delivers one ``HTTPResponse`` then `finished`, whatever the status code, or fails with
+    /// a `URLError`. Cancelling the subscription cancels the task; no event follows.
     public func send(_ request: URLRequest) -> Signal<HTTPResponse, any Error> {
-        let session = self.session
-        return Signal { observer in
-            let task = session.dataTask(with: request) { data, response, error in
-                if let error {
-                    observer.fail(error)
-                } else if let response = response as? HTTPURLResponse {
-                    observer.send(HTTPResponse(data: data ?? Data(), response: response, request: request))
-                    observer.finish()
-                } else {
-                    observer.fail(URLError(.badServerResponse))
-                }
+        Signal { [self] observer in
+            guard request.url != nil else {
+                observer.fail(URLError(.badURL))
+                return nil
             }
+            let task = session.dataTask(with: request)
+            let id = task.taskIdentifier
+            delegate.register(id, SessionDelegate.TaskState(request: request, observer: observer))
             task.resume()
-            return { task.cancel() }
+            // Capturing `self` keeps the transport (so its session) alive while the request runs;
+            // the teardown is released as soon as the subscription ends.
+            return { [self] in
+                delegate.cancel(id, sentBytes: task.countOfBytesSent)
+                task.cancel()
+            }
         }
     }
+}
+
+/// The session delegate: per-task state keyed by task identifier.
+///
+/// Thread safety: state is behind a `Mutex`; observers are called outside it.
+private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
+    struct TaskState: Sendable {
+        let request: URLRequest
+        let observer: Observer<HTTPResponse, any Error>
+        var response: URLResponse?
+        var data = Data()
+        var chunkCount = 0
+
+        init(request: URLRequest, observer: Observer<HTTPResponse, any Error>) {
+            self.request = request
+            self.observer = observer
+        }
+
+        func report(_ outcome: URLSessionTransport.TransferReport.Outcome, sentBytes: Int64) -> URLSessionTransport.TransferReport {
+            URLSessionTransport.TransferReport(
+                request: request, response: response, receivedBytes: data.count,
+                chunkCount: chunkCount, sentBytes: sentBytes, outcome: outcome
+            )
+        }
+    }
+
+    private let tasks = Mutex<[Int: TaskState]>([:])
+    private let observer: (any URLSessionTransport.TransferObserver)?
+
+    init(observer: (any URLSessionTransport.TransferObserver)?) {
+        self.observer = observer
+    }
+
+    var activeTaskCount: Int {
+        tasks.withLock { $0.count }
+    }
+
+    func register(_ id: Int, _ state: TaskState) {
+        tasks.withLock { $0[id] = state }
+    }
+
+    /// Forgets task `id` (its subscription was cancelled or ended) and reports a cancellation if
+    /// the task was still running.
+    func cancel(_ id: Int, sentBytes: Int64) {
+        guard let state = tasks.withLock({ $0.removeValue(forKey: id) }) else { return }
+        observer?.transferDidEnd(state.report(.cancelled, sentBytes: sentBytes))
+    }
+
+    func urlSession(
+        _ session: URLSession,
+        dataTask: URLSessionDataTask,
+        didReceive response: URLResponse,
+        completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void
+    ) {
+        tasks.withLock { tasks in
+            guard tasks[dataTask.taskIdentifier] != nil else { return }
+            // A new response replaces the previous one and its body (multipart/x-mixed-replace).
+            tasks[dataTask.taskIdentifier]?.response = response
+            tasks[dataTask.taskIdentifier]?.data = Data()
+        }
+        completionHandler(.allow)
+    }
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        let progress = tasks.withLock { tasks -> (URLRequest, Int)? in
+            guard tasks[dataTask.taskIdentifier] != nil else { return nil }
+            tasks[dataTask.taskIdentifier]!.data.append(data)
+            tasks[dataTask.taskIdentifier]!.chunkCount += 1
+            return (tasks[dataTask.taskIdentifier]!.request, tasks[dataTask.taskIdentifier]!.data.count)
+        }
+        if let observer, let (request, total) = progress {
+            observer.transfer(request, didReceive: data.count, totalBytes: total)
+        }
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+        guard var state = tasks.withLock({ $0.removeValue(forKey: task.taskIdentifier) }) else { return }
+        if state.response == nil { state.response = task.response }
+        let sent = task.countOfBytesSent
+        if let error {
+            let error = Self.urlError(error)
+            observer?.transferDidEnd(state.report(.failed(error), sentBytes: sent))
+            state.observer.fail(error)
+        } else if let http = state.response as? HTTPURLResponse {
+            observer?.transferDidEnd(state.report(.completed, sentBytes: sent))
+            state.observer.send(HTTPResponse(data: state.data, response: http, request: state.request))
+            state.observer.finish()
+        } else {
+            let error = URLError(.badServerResponse, userInfo: [
+                NSLocalizedDescriptionKey: "The response to \(state.request.url?.absoluteString ?? "the request") is not an HTTP response",
+            ])
+            observer?.transferDidEnd(state.report(.failed(error), sentBytes: sent))
+            state.observer.fail(error)
+        }
+    }
+
+    /// `error` as a `URLError` when it is one in disguise (an `NSError` in `NSURLErrorDomain`).
+    static func urlError(_ error: any Error) -> any Error {
+        if error is URLError { return error }
+        let nsError = error as NSError
+        // `Code(rawValue:)` is failable on Linux only; `as Code?` reads the same on both.
+        guard nsError.domain == NSURLErrorDomain,
+              let code = URLError.Code(rawValue: nsError.code) as URLError.Code?
+        else { return error }
+        return URLError(code, userInfo: nsError.userInfo)
+    }
+}
+
+extension URLSessionTransport.TransferObserver {
+    public func transfer(_ request: URLRequest, didReceive byteCount: Int, totalBytes: Int) {}
+    public func transferDidEnd(_ report: URLSessionTransport.TransferReport) {}
 }
