@@ -18,7 +18,11 @@ import Synchronization
 ///   fail with `URLError(.badServerResponse)`. A request without a URL fails with
 ///   `URLError(.badURL)` without creating a task.
 /// - Errors from `URLSession` are delivered as `URLError` (`.cancelled`, `.timedOut`,
-///   `.cannotConnectToHost`, `.networkConnectionLost`, …).
+///   `.cannotConnectToHost`, `.networkConnectionLost`, …). On Linux, a connection closed
+///   before or during the response and a reply that is not HTTP come from libcurl as
+///   `.badServerResponse`, `.unknown` and `.unsupportedURL`; they are delivered as
+///   `.networkConnectionLost` and `.cannotParseResponse`, as on Darwin, so retry policies see
+///   the same codes everywhere.
 /// - Byte counts: pass a ``TransferObserver`` to see every chunk's size as it arrives and a
 ///   ``TransferReport`` (status, bytes received and sent, chunks, outcome) when each transfer
 ///   ends, cancelled ones included. ``HTTPResponse`` itself is unchanged.
@@ -222,15 +226,38 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable 
         }
     }
 
-    /// `error` as a `URLError` when it is one in disguise (an `NSError` in `NSURLErrorDomain`).
+    /// `error` as a `URLError`: an `NSError` in `NSURLErrorDomain` becomes one, and the
+    /// `.unknown` errors Linux Foundation reports for some libcurl failures get the code Darwin
+    /// gives the same failure (the original error is kept under `NSUnderlyingErrorKey`):
+    /// - "transfer closed with … remaining" (the connection closed mid-body) →
+    ///   `.networkConnectionLost`;
+    /// - "Empty reply from server" (`.badServerResponse`: the connection closed before any
+    ///   response) → `.networkConnectionLost`;
+    /// - "Received HTTP/0.9 when not allowed" (the reply is not HTTP) → `.cannotParseResponse`,
+    ///   which Linux reports as `.unsupportedURL`.
     static func urlError(_ error: any Error) -> any Error {
-        if error is URLError { return error }
-        let nsError = error as NSError
-        // `Code(rawValue:)` is failable on Linux only; `as Code?` reads the same on both.
-        guard nsError.domain == NSURLErrorDomain,
-              let code = URLError.Code(rawValue: nsError.code) as URLError.Code?
-        else { return error }
-        return URLError(code, userInfo: nsError.userInfo)
+        let urlError: URLError
+        if let error = error as? URLError {
+            urlError = error
+        } else {
+            let nsError = error as NSError
+            // `Code(rawValue:)` is failable on Linux only; `as Code?` reads the same on both.
+            guard nsError.domain == NSURLErrorDomain,
+                  let code = URLError.Code(rawValue: nsError.code) as URLError.Code?
+            else { return error }
+            urlError = URLError(code, userInfo: nsError.userInfo)
+        }
+        let message = (urlError.userInfo[NSLocalizedDescriptionKey] as? String) ?? ""
+        let corrected: URLError.Code? = switch urlError.code {
+        case .unknown where message.hasPrefix("transfer closed"): .networkConnectionLost
+        case .badServerResponse where message == "Empty reply from server": .networkConnectionLost
+        case .unsupportedURL where message.hasPrefix("Received HTTP/0.9"): .cannotParseResponse
+        default: nil
+        }
+        guard let corrected else { return urlError }
+        var userInfo = urlError.userInfo
+        userInfo[NSUnderlyingErrorKey] = urlError as NSError
+        return URLError(corrected, userInfo: userInfo)
     }
 }
 

@@ -5,7 +5,8 @@ import Foundation
 /// body, or drop the connection without answering.
 ///
 /// Build one with a factory (``status(_:headers:body:)``, ``text(_:status:headers:)``,
-/// ``json(_:status:headers:)``, ``chunked(_:interval:status:headers:)``, ``dropConnection``) and
+/// ``json(_:status:headers:)``, ``chunked(_:interval:status:headers:)``, ``raw(_:)``,
+/// ``dropConnection``) and
 /// adjust it with the modifiers (``delayed(by:)``, ``closingMidBody(afterBytes:)``,
 /// ``closingConnection()``). Delays are real wall-clock time: the server is a real server.
 public struct LoopbackResponse: Sendable {
@@ -16,11 +17,14 @@ public struct LoopbackResponse: Sendable {
         /// With `Transfer-Encoding: chunked`, one chunk per element, waiting `interval` between
         /// chunks. Empty elements are skipped (an empty chunk would end the body).
         case chunked([Data], interval: Duration)
+        /// Exactly these bytes and nothing else: no status line, no headers (see
+        /// ``LoopbackResponse/raw(_:)``).
+        case raw(Data)
 
         /// Every byte of the body, in order.
         public var data: Data {
             switch self {
-            case .whole(let data): return data
+            case .whole(let data), .raw(let data): return data
             case .chunked(let chunks, _): return chunks.reduce(into: Data()) { $0.append($1) }
             }
         }
@@ -113,6 +117,13 @@ public struct LoopbackResponse: Sendable {
         LoopbackResponse(status: status, headers: fields(headers), body: .chunked(chunks, interval: interval))
     }
 
+    /// Sends exactly `bytes` (a malformed or hand-written response) and closes the connection.
+    public static func raw(_ bytes: Data) -> LoopbackResponse {
+        var response = LoopbackResponse(status: 0, body: .raw(bytes))
+        response.closesConnection = true
+        return response
+    }
+
     /// Closes the connection without answering (after ``delay``, if one is set).
     public static var dropConnection: LoopbackResponse {
         var response = LoopbackResponse(status: 0)
@@ -190,6 +201,7 @@ public struct LoopbackResponse: Sendable {
 
     /// The status line and header section, with the framing headers added.
     func head(forMethod method: String, closing: Bool) -> [UInt8] {
+        if case .raw = body { return [] }
         var fields = headers
         let has = { (name: String) in fields.contains { $0.name.caseInsensitiveCompare(name) == .orderedSame } }
         if !hasNoBody(forMethod: method) || method == "HEAD" {
@@ -202,6 +214,8 @@ public struct LoopbackResponse: Sendable {
                 if !has("Transfer-Encoding") {
                     fields.append(LoopbackHeader("Transfer-Encoding", "chunked"))
                 }
+            case .raw:
+                break
             }
         }
         if closing, !has("Connection") {

@@ -88,6 +88,8 @@ extension LoopbackServerCore {
         let sendsBody = !response.hasNoBody(forMethod: request.method)
         let failed: Outcome = isStopping ? .stopped : .clientClosed
         switch response.body {
+        case .raw(let data):
+            guard POSIX.sendAll(fd, Array(data.prefix(limit))) else { return failed }
         case .whole(let data):
             var bytes = head
             if sendsBody { bytes += data.prefix(limit) }

@@ -303,3 +303,14 @@ func closedLoopbackPort() throws -> Int {
     server.stop()
     return port
 }
+
+/// Re-checks `condition` until it holds or `timeout` (real time) passes, for conditions nothing
+/// signals (an object released on another thread). Checks every millisecond.
+func eventually(timeout: Duration = .seconds(30), _ condition: () -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now.advanced(by: timeout)
+    while !condition() {
+        guard ContinuousClock.now < deadline else { return false }
+        try? await Task.sleep(for: .milliseconds(1))
+    }
+    return true
+}

@@ -242,6 +242,15 @@ struct LoopbackServerTests {
         }
     }
 
+    @Test func sendsRawBytesAsTheyAre() async throws {
+        try await withLoopbackServer { server in
+            server.enqueue(.raw(Data("HTTP/1.1 299 Odd\r\nX: y\r\n\r\nno length".utf8)))
+            let connection = try RawConnection(port: server.port)
+            try connection.send("GET / HTTP/1.1\r\n\r\n")
+            #expect(String(decoding: try connection.readToEnd(), as: UTF8.self) == "HTTP/1.1 299 Odd\r\nX: y\r\n\r\nno length")
+        }
+    }
+
     @Test func dropsTheConnectionWithoutAnswering() async throws {
         try await withLoopbackServer { server in
             server.enqueue(.dropConnection)
