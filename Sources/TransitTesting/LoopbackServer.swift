@@ -190,7 +190,7 @@ final class LoopbackServerCore: Sendable {
         var matches: (@Sendable (LoopbackRequest) -> Bool)?
     }
 
-    struct State: ~Copyable {
+    struct State: Sendable {
         var phase = Phase.idle
         var port = 0
         var listener: Int32 = -1
@@ -213,10 +213,10 @@ final class LoopbackServerCore: Sendable {
         var nextWaiterID = 0
     }
 
-    let state: Mutex<State>
+    let state: SanitizerVisibleMutex<State>
 
     init(handler: LoopbackServer.Handler?) {
-        state = Mutex(State(handler: handler))
+        state = SanitizerVisibleMutex(State(handler: handler))
     }
 
     /// Changes the state, counts the change and wakes everyone waiting for one.
