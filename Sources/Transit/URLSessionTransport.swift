@@ -119,13 +119,12 @@ public final class URLSessionTransport: HTTPTransport {
                 return nil
             }
             let task = session.dataTask(with: request)
-            let id = task.taskIdentifier
-            delegate.register(id, SessionDelegate.TaskState(request: request, observer: observer))
+            delegate.register(task.taskIdentifier, SessionDelegate.TaskState(request: request, observer: observer))
             task.resume()
             // Capturing `self` keeps the transport (so its session) alive while the request runs;
             // the teardown is released as soon as the subscription ends.
             return { [self] in
-                delegate.cancel(id, sentBytes: task.countOfBytesSent)
+                delegate.cancel(task)
                 task.cancel()
             }
         }
@@ -139,7 +138,6 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable 
     struct TaskState: Sendable {
         let request: URLRequest
         let observer: Observer<HTTPResponse, any Error>
-        var response: URLResponse?
         var data = Data()
         var chunkCount = 0
 
@@ -148,7 +146,11 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable 
             self.observer = observer
         }
 
-        func report(_ outcome: URLSessionTransport.TransferReport.Outcome, sentBytes: Int64) -> URLSessionTransport.TransferReport {
+        func report(
+            _ outcome: URLSessionTransport.TransferReport.Outcome,
+            response: URLResponse?,
+            sentBytes: Int64
+        ) -> URLSessionTransport.TransferReport {
             URLSessionTransport.TransferReport(
                 request: request, response: response, receivedBytes: data.count,
                 chunkCount: chunkCount, sentBytes: sentBytes, outcome: outcome
@@ -171,26 +173,11 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable 
         tasks.withLock { $0[id] = state }
     }
 
-    /// Forgets task `id` (its subscription was cancelled or ended) and reports a cancellation if
-    /// the task was still running.
-    func cancel(_ id: Int, sentBytes: Int64) {
-        guard let state = tasks.withLock({ $0.removeValue(forKey: id) }) else { return }
-        observer?.transferDidEnd(state.report(.cancelled, sentBytes: sentBytes))
-    }
-
-    func urlSession(
-        _ session: URLSession,
-        dataTask: URLSessionDataTask,
-        didReceive response: URLResponse,
-        completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void
-    ) {
-        tasks.withLock { tasks in
-            guard tasks[dataTask.taskIdentifier] != nil else { return }
-            // A new response replaces the previous one and its body (multipart/x-mixed-replace).
-            tasks[dataTask.taskIdentifier]?.response = response
-            tasks[dataTask.taskIdentifier]?.data = Data()
-        }
-        completionHandler(.allow)
+    /// Forgets `task` (its subscription was cancelled or ended) and reports a cancellation if it
+    /// was still running.
+    func cancel(_ task: URLSessionTask) {
+        guard let state = tasks.withLock({ $0.removeValue(forKey: task.taskIdentifier) }) else { return }
+        observer?.transferDidEnd(state.report(.cancelled, response: task.response, sentBytes: task.countOfBytesSent))
     }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
@@ -206,22 +193,24 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable 
     }
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
-        guard var state = tasks.withLock({ $0.removeValue(forKey: task.taskIdentifier) }) else { return }
-        if state.response == nil { state.response = task.response }
+        // The response head is read from the task when it ends: there is no `didReceive
+        // response` method here, whose completion handler's signature differs between platforms.
+        guard let state = tasks.withLock({ $0.removeValue(forKey: task.taskIdentifier) }) else { return }
+        let response = task.response
         let sent = task.countOfBytesSent
         if let error {
             let error = Self.urlError(error)
-            observer?.transferDidEnd(state.report(.failed(error), sentBytes: sent))
+            observer?.transferDidEnd(state.report(.failed(error), response: response, sentBytes: sent))
             state.observer.fail(error)
-        } else if let http = state.response as? HTTPURLResponse {
-            observer?.transferDidEnd(state.report(.completed, sentBytes: sent))
+        } else if let http = response as? HTTPURLResponse {
+            observer?.transferDidEnd(state.report(.completed, response: response, sentBytes: sent))
             state.observer.send(HTTPResponse(data: state.data, response: http, request: state.request))
             state.observer.finish()
         } else {
             let error = URLError(.badServerResponse, userInfo: [
                 NSLocalizedDescriptionKey: "The response to \(state.request.url?.absoluteString ?? "the request") is not an HTTP response",
             ])
-            observer?.transferDidEnd(state.report(.failed(error), sentBytes: sent))
+            observer?.transferDidEnd(state.report(.failed(error), response: response, sentBytes: sent))
             state.observer.fail(error)
         }
     }

@@ -144,6 +144,11 @@ public final class LoopbackServer: Sendable {
         core.state.withLock { $0.requests }
     }
 
+    /// Forgets the recorded requests (a long-running server records every request otherwise).
+    public func clearRequests() {
+        core.mutate { $0.requests = [] }
+    }
+
     /// How many connections the server has accepted since it started.
     public var connectionCount: Int {
         core.state.withLock { $0.acceptedCount }

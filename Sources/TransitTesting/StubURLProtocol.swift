@@ -231,7 +231,7 @@ public class StubURLProtocol: URLProtocol {
         weak var registry: Registry?
     }
 
-    nonisolated private static let bindings = Mutex(Bindings())
+    private static let bindings = Mutex(Bindings())
 
     /// A protocol class never handed out before. Indices are not reused, so a session that
     /// outlives its registry can never be answered by a newer one.

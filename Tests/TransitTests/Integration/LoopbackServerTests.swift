@@ -176,6 +176,9 @@ struct LoopbackServerTests {
             }
             #expect(texts == ["first", "second", "handler /c", "only for /special", "handler /special"])
             #expect(server.queuedResponseCount == 0)
+            #expect(server.requests.count == 5)
+            server.clearRequests()
+            #expect(server.requests.isEmpty)
         }
     }
 
