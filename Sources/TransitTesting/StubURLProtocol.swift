@@ -2,7 +2,6 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import Synchronization
 import Transit
 
 /// A `URLProtocol` that answers `URLSession` requests with canned responses, without any
@@ -101,7 +100,7 @@ public class StubURLProtocol: URLProtocol {
     /// Answers are used in order; the last one repeats once the others are used up.
     public final class Stub: Sendable {
         let matches: @Sendable (URLRequest) -> Bool
-        private let answers = Mutex<(list: [@Sendable (URLRequest) -> Response], next: Int)>(([], 0))
+        private let answers = SanitizerVisibleMutex<(list: [@Sendable (URLRequest) -> Response], next: Int)>(([], 0))
 
         init(matches: @escaping @Sendable (URLRequest) -> Bool) {
             self.matches = matches
@@ -133,13 +132,13 @@ public class StubURLProtocol: URLProtocol {
     /// A set of stubs, the requests they received, and the `URLProtocol` class that serves them.
     /// Make one per test.
     public final class Registry: Sendable {
-        private struct State {
+        private struct State: Sendable {
             var stubs: [Stub] = []
             var requests: [URLRequest] = []
             var stopped = 0
         }
 
-        private let state = Mutex(State())
+        private let state = SanitizerVisibleMutex(State())
         /// The `URLProtocol` class that answers from this registry (and only from it). Put it in
         /// `URLSessionConfiguration.protocolClasses`, or use ``configuration(basedOn:)``.
         public let protocolClass: AnyClass
@@ -222,16 +221,16 @@ public class StubURLProtocol: URLProtocol {
 
     // MARK: - Registry lookup
 
-    private struct Bindings {
+    private struct Bindings: Sendable {
         var registries: [ObjectIdentifier: WeakRegistry] = [:]
         var nextIndex = 1
     }
 
-    private struct WeakRegistry {
+    private struct WeakRegistry: Sendable {
         weak var registry: Registry?
     }
 
-    private static let bindings = Mutex(Bindings())
+    private static let bindings = SanitizerVisibleMutex(Bindings())
 
     /// A protocol class never handed out before. Indices are not reused, so a session that
     /// outlives its registry can never be answered by a newer one.
@@ -257,7 +256,7 @@ public class StubURLProtocol: URLProtocol {
 
     // MARK: - URLProtocol
 
-    private let answered = Mutex(false)
+    private let answered = SanitizerVisibleMutex(false)
 
     /// Every request is answered by the stubs: nothing reaches the network.
     override public class func canInit(with request: URLRequest) -> Bool {

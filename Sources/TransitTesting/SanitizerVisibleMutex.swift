@@ -4,8 +4,8 @@ import Synchronization
 ///
 /// On Linux, `Mutex` takes its contended path through a futex syscall that ThreadSanitizer does
 /// not intercept, so `swift test --sanitize=thread` reports false races between critical
-/// sections of one `Mutex` whenever threads contend for it (as the server's connection threads
-/// do). Here every critical section also does an acquire-release atomic increment on entry and a
+/// sections of one `Mutex` whenever threads contend for it (as the loopback server's connection
+/// threads and `URLSession`'s protocol threads do). Here every critical section also does an acquire-release atomic increment on entry and a
 /// release increment on exit, which gives ThreadSanitizer the happens-before edge the futex
 /// hides. Mutual exclusion is still the `Mutex`'s.
 ///
