@@ -140,7 +140,8 @@ public struct LoopbackResponse: Sendable {
     }
 
     /// The same response, but the connection is closed after `afterBytes` bytes of the body
-    /// (the headers announce the whole body), so the client sees a truncated transfer.
+    /// (the headers announce the whole body), so the client sees a truncated transfer. A chunked
+    /// body never gets its last (empty) chunk, so it is truncated even if every byte was sent.
     public func closingMidBody(afterBytes: Int) -> LoopbackResponse {
         var copy = self
         copy.ending = .closeMidBody(afterBytes: max(0, afterBytes))

@@ -158,6 +158,9 @@ final class RawConnection {
         #endif
         guard fd >= 0 else { throw Failure(description: "socket failed") }
         var address = sockaddr_in()
+        #if canImport(Darwin)
+        address.sin_len = UInt8(MemoryLayout<sockaddr_in>.size)
+        #endif
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port)).bigEndian
         address.sin_addr.s_addr = in_addr_t(0x7F00_0001).bigEndian

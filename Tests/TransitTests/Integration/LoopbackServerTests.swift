@@ -64,6 +64,20 @@ struct LoopbackServerTests {
         }
     }
 
+    @Test func splitsTargetsIntoPathAndQuery() {
+        let absolute = LoopbackRequest(method: "GET", target: "http://127.0.0.1:8080/p/a%2Fb?q=1")
+        #expect(absolute.path == "/p/a%2Fb")
+        #expect(absolute.query == "q=1")
+        #expect(absolute.pathComponents == ["p", "a/b"])
+        let bare = LoopbackRequest(method: "GET", target: "http://127.0.0.1:8080")
+        #expect(bare.path == "/")
+        #expect(bare.query == nil)
+        let odd = LoopbackRequest(method: "GET", target: "/x?a=1&b&&c=%ZZ&d=")
+        #expect(odd.queryItems.map(\.name) == ["a", "b", "c", "d"])
+        #expect(odd.queryItems.map(\.value) == ["1", nil, "%ZZ", ""])
+        #expect(LoopbackRequest(method: "GET", target: "/").queryItems.isEmpty)
+    }
+
     @Test func servesSeveralRequestsOnOneKeptAliveConnection() async throws {
         try await withLoopbackServer(handler: { .text("you asked for \($0.path)") }) { server in
             let connection = try RawConnection(port: server.port)
