@@ -3,36 +3,289 @@ import Foundation
 import FoundationNetworking
 #endif
 import Signals
+import Synchronization
 
-/// The production transport: one long-lived `URLSession`.
+/// The production transport: one long-lived `URLSession` driven by a session delegate.
 ///
-/// Cancelling a subscription cancels its task.
+/// Every subscription to ``send(_:)`` creates one data task. The session's delegate keeps the
+/// state of each task (keyed by its task identifier), appends body chunks as `URLSession`
+/// delivers them and counts them, and on completion delivers exactly one ``HTTPResponse``
+/// followed by `finished` (whatever the status code), or fails with the `URLError`.
+///
+/// - Cancellation: cancelling the subscription cancels the `URLSessionTask` (its socket is
+///   closed) and forgets the task's state at once, so nothing is delivered after the cancel.
+/// - Non-HTTP responses (a `data:` URL, a custom `URLProtocol` returning a plain `URLResponse`)
+///   fail with `URLError(.badServerResponse)`. A request without a URL fails with
+///   `URLError(.badURL)` without creating a task.
+/// - Errors from `URLSession` are delivered as `URLError` (`.cancelled`, `.timedOut`,
+///   `.cannotConnectToHost`, `.networkConnectionLost`, …). On Linux, a connection closed
+///   before or during the response and a reply that is not HTTP come from libcurl as
+///   `.badServerResponse`, `.unknown` and `.unsupportedURL`; they are delivered as
+///   `.networkConnectionLost` and `.cannotParseResponse`, as on Darwin, so retry policies see
+///   the same codes everywhere.
+/// - Byte counts: pass a ``TransferObserver`` to see every chunk's size as it arrives and a
+///   ``TransferReport`` (status, bytes received and sent, chunks, outcome) when each transfer
+///   ends, cancelled ones included. ``HTTPResponse`` itself is unchanged.
+///
+/// Linux (swift-corelibs-foundation) compatibility: the transport uses only what works there —
+/// one session-wide delegate (no per-task delegates), data tasks (no `bytes(for:)`), and no
+/// `waitsForConnectivity` (a request with no route fails at once instead of waiting).
+///
+/// Lifetime: `URLSession` retains its delegate strongly until it is invalidated. The delegate
+/// here does not reference the transport, and the transport invalidates its session
+/// (`invalidateAndCancel()`) in `deinit`, so releasing the transport releases the session and
+/// its delegate too — nothing leaks. A subscription in flight keeps its transport alive until it
+/// ends, so a request is never cut off because the last reference to the transport went away
+/// (a signal returned by ``send(_:)`` keeps the transport alive as well).
+///
+/// Thread safety: all task state is behind a `Mutex`-based lock; `send` may be called from any thread and
+/// events arrive on the session's delegate queue.
 public final class URLSessionTransport: HTTPTransport {
+    /// Sees the bytes of every transfer of one transport: for metrics, progress or data-usage
+    /// accounting. Methods run on the session's delegate queue and must return quickly. Both have
+    /// empty default implementations.
+    public protocol TransferObserver: Sendable {
+        /// `byteCount` body bytes of `request` just arrived; `totalBytes` have arrived so far
+        /// for it (counted after content decoding, as `URLSession` delivers them).
+        func transfer(_ request: URLRequest, didReceive byteCount: Int, totalBytes: Int)
+        /// The transfer of `report.request` ended: completed, failed or cancelled. Called once
+        /// per transfer.
+        func transferDidEnd(_ report: TransferReport)
+    }
+
+    /// How one transfer ended, and what it moved.
+    public struct TransferReport: Sendable {
+        /// How a transfer ended.
+        public enum Outcome: Sendable {
+            /// A response was received and delivered.
+            case completed
+            /// The transfer failed with this error (a `URLError`).
+            case failed(any Error)
+            /// The subscription was cancelled before the transfer ended.
+            case cancelled
+        }
+
+        /// The request, as given to ``URLSessionTransport/send(_:)``.
+        public let request: URLRequest
+        /// The response head, if one arrived before the transfer ended.
+        public let response: URLResponse?
+        /// Body bytes received (after content decoding).
+        public let receivedBytes: Int
+        /// How many pieces the body arrived in (`didReceive data` calls).
+        public let chunkCount: Int
+        /// Body bytes sent, as counted by the task.
+        public let sentBytes: Int64
+        /// How the transfer ended.
+        public let outcome: Outcome
+
+        /// The status code, if an HTTP response arrived.
+        public var statusCode: Int? { (response as? HTTPURLResponse)?.statusCode }
+    }
+
     /// A transport with the default session configuration.
     public static let shared = URLSessionTransport()
 
     private let session: URLSession
+    private let delegate: SessionDelegate
 
-    /// Creates a transport with its own session built from `configuration`.
-    public init(configuration: URLSessionConfiguration = .default) {
-        session = URLSession(configuration: configuration)
+    /// Creates a transport with its own session built from `configuration`, and an optional
+    /// `observer` of the bytes it transfers.
+    ///
+    /// The configuration is copied by `URLSession`: later changes to it have no effect. Leave
+    /// `waitsForConnectivity` off (it is not implemented on Linux).
+    public init(configuration: URLSessionConfiguration = .default, observer: (any TransferObserver)? = nil) {
+        delegate = SessionDelegate(observer: observer)
+        session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
     }
 
+    deinit {
+        // URLSession keeps its delegate until invalidated; this breaks session -> delegate.
+        session.invalidateAndCancel()
+    }
+
+    /// The number of requests in flight (subscribed, not yet finished, failed or cancelled).
+    public var activeTaskCount: Int {
+        delegate.activeTaskCount
+    }
+
+    /// A signal that sends `request` when subscribed, and again on every subscription.
+    ///
+    /// It delivers one ``HTTPResponse`` then `finished`, whatever the status code, or fails with
+    /// a `URLError`. Cancelling the subscription cancels the task; no event follows.
     public func send(_ request: URLRequest) -> Signal<HTTPResponse, any Error> {
-        let session = self.session
-        return Signal { observer in
-            let task = session.dataTask(with: request) { data, response, error in
-                if let error {
-                    observer.fail(error)
-                } else if let response = response as? HTTPURLResponse {
-                    observer.send(HTTPResponse(data: data ?? Data(), response: response, request: request))
-                    observer.finish()
-                } else {
-                    observer.fail(URLError(.badServerResponse))
-                }
+        Signal { [self] observer in
+            guard request.url != nil else {
+                observer.fail(URLError(.badURL))
+                return nil
             }
+            let task = session.dataTask(with: request)
+            delegate.register(task.taskIdentifier, SessionDelegate.TaskState(request: request, observer: observer))
             task.resume()
-            return { task.cancel() }
+            // Capturing `self` keeps the transport (so its session) alive while the request runs;
+            // the teardown is released as soon as the subscription ends.
+            return { [self] in
+                delegate.cancel(task)
+                task.cancel()
+            }
         }
+    }
+}
+
+/// The session delegate: per-task state keyed by task identifier.
+///
+/// Thread safety: state is behind a lock (see ``TaskTable``); observers are called outside it.
+private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
+    struct TaskState: Sendable {
+        let request: URLRequest
+        let observer: Observer<HTTPResponse, any Error>
+        var data = Data()
+        var chunkCount = 0
+
+        init(request: URLRequest, observer: Observer<HTTPResponse, any Error>) {
+            self.request = request
+            self.observer = observer
+        }
+
+        func report(
+            _ outcome: URLSessionTransport.TransferReport.Outcome,
+            response: URLResponse?,
+            sentBytes: Int64
+        ) -> URLSessionTransport.TransferReport {
+            URLSessionTransport.TransferReport(
+                request: request, response: response, receivedBytes: data.count,
+                chunkCount: chunkCount, sentBytes: sentBytes, outcome: outcome
+            )
+        }
+    }
+
+    private let tasks = TaskTable<[Int: TaskState]>([:])
+    private let observer: (any URLSessionTransport.TransferObserver)?
+
+    init(observer: (any URLSessionTransport.TransferObserver)?) {
+        self.observer = observer
+    }
+
+    var activeTaskCount: Int {
+        tasks.withLock { $0.count }
+    }
+
+    func register(_ id: Int, _ state: TaskState) {
+        tasks.withLock { $0[id] = state }
+    }
+
+    /// Forgets `task` (its subscription was cancelled or ended) and reports a cancellation if it
+    /// was still running.
+    func cancel(_ task: URLSessionTask) {
+        guard let state = tasks.withLock({ $0.removeValue(forKey: task.taskIdentifier) }) else { return }
+        observer?.transferDidEnd(state.report(.cancelled, response: task.response, sentBytes: task.countOfBytesSent))
+    }
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        let progress = tasks.withLock { tasks -> (URLRequest, Int)? in
+            guard tasks[dataTask.taskIdentifier] != nil else { return nil }
+            tasks[dataTask.taskIdentifier]!.data.append(data)
+            tasks[dataTask.taskIdentifier]!.chunkCount += 1
+            return (tasks[dataTask.taskIdentifier]!.request, tasks[dataTask.taskIdentifier]!.data.count)
+        }
+        if let observer, let (request, total) = progress {
+            observer.transfer(request, didReceive: data.count, totalBytes: total)
+        }
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+        // The response head is read from the task when it ends: there is no `didReceive
+        // response` method here, whose completion handler's signature differs between platforms.
+        guard let state = tasks.withLock({ $0.removeValue(forKey: task.taskIdentifier) }) else { return }
+        let response = task.response
+        let sent = task.countOfBytesSent
+        if let error {
+            let error = Self.urlError(error)
+            observer?.transferDidEnd(state.report(.failed(error), response: response, sentBytes: sent))
+            state.observer.fail(error)
+        } else if let http = response as? HTTPURLResponse {
+            observer?.transferDidEnd(state.report(.completed, response: response, sentBytes: sent))
+            state.observer.send(HTTPResponse(data: state.data, response: http, request: state.request))
+            state.observer.finish()
+        } else {
+            let error = URLError(.badServerResponse, userInfo: [
+                NSLocalizedDescriptionKey: "The response to \(state.request.url?.absoluteString ?? "the request") is not an HTTP response",
+            ])
+            observer?.transferDidEnd(state.report(.failed(error), response: response, sentBytes: sent))
+            state.observer.fail(error)
+        }
+    }
+
+    /// `error` as a `URLError`: an `NSError` in `NSURLErrorDomain` becomes one, and the
+    /// `.unknown` errors Linux Foundation reports for some libcurl failures get the code Darwin
+    /// gives the same failure (the original error is kept under `NSUnderlyingErrorKey`):
+    /// - "transfer closed with … remaining" (the connection closed mid-body) →
+    ///   `.networkConnectionLost`;
+    /// - "Empty reply from server" (`.badServerResponse`: the connection closed before any
+    ///   response) → `.networkConnectionLost`;
+    /// - "Received HTTP/0.9 when not allowed" (the reply is not HTTP) → `.cannotParseResponse`,
+    ///   which Linux reports as `.unsupportedURL`.
+    static func urlError(_ error: any Error) -> any Error {
+        let urlError: URLError
+        if let error = error as? URLError {
+            urlError = error
+        } else {
+            let nsError = error as NSError
+            // `Code(rawValue:)` is failable on Linux only; `as Code?` reads the same on both.
+            guard nsError.domain == NSURLErrorDomain,
+                  let code = URLError.Code(rawValue: nsError.code) as URLError.Code?
+            else { return error }
+            urlError = URLError(code, userInfo: nsError.userInfo)
+        }
+        let message = (urlError.userInfo[NSLocalizedDescriptionKey] as? String) ?? ""
+        let corrected: URLError.Code? = switch urlError.code {
+        case .unknown where message.hasPrefix("transfer closed"): .networkConnectionLost
+        case .badServerResponse where message == "Empty reply from server": .networkConnectionLost
+        case .unsupportedURL where message.hasPrefix("Received HTTP/0.9"): .cannotParseResponse
+        default: nil
+        }
+        guard let corrected else { return urlError }
+        var userInfo = urlError.userInfo
+        userInfo[NSUnderlyingErrorKey] = urlError as NSError
+        return URLError(corrected, userInfo: userInfo)
+    }
+}
+
+extension URLSessionTransport.TransferObserver {
+    public func transfer(_ request: URLRequest, didReceive byteCount: Int, totalBytes: Int) {}
+    public func transferDidEnd(_ report: URLSessionTransport.TransferReport) {}
+}
+
+/// A value behind a `Mutex`, with hand-offs that ThreadSanitizer can see.
+///
+/// On Linux, `Mutex` takes its contended path through a futex syscall that ThreadSanitizer does
+/// not intercept, so `--sanitize=thread` reports false races between critical sections whenever
+/// the delegate queue and a subscriber contend for it. Each critical section also does an
+/// acquire-release atomic increment on entry and a release increment on exit, which gives
+/// ThreadSanitizer the happens-before edge the futex hides. Mutual exclusion is the `Mutex`'s.
+///
+/// Thread safety: `value` is only touched inside `mutex.withLock`, which serialises every access;
+/// this is why the class may be `@unchecked Sendable`.
+private final class TaskTable<Value: Sendable>: @unchecked Sendable {
+    private let mutex = Mutex(())
+    private let handOff = Atomic<Int>(0)
+    private var value: Value
+
+    init(_ value: Value) {
+        self.value = value
+    }
+
+    /// Runs `body` with exclusive access to the value. `body` must not call out to user code.
+    func withLock<R, E: Error>(_ body: (inout Value) throws(E) -> R) throws(E) -> R {
+        var result: Result<R, E>?
+        mutex.withLock { _ in
+            handOff.add(1, ordering: .acquiringAndReleasing)
+            defer { handOff.add(1, ordering: .releasing) }
+            do throws(E) {
+                result = .success(try body(&value))
+            } catch {
+                result = .failure(error)
+            }
+        }
+        return try result!.get()
     }
 }

@@ -1,0 +1,120 @@
+import Foundation
+
+/// One header field as it travelled on the wire: the name keeps the case the peer used.
+public struct LoopbackHeader: Sendable, Hashable, CustomStringConvertible {
+    /// The field name, as sent.
+    public var name: String
+    /// The field value, without surrounding whitespace.
+    public var value: String
+
+    /// Creates a header field.
+    public init(_ name: String, _ value: String) {
+        self.name = name
+        self.value = value
+    }
+
+    public var description: String { "\(name): \(value)" }
+}
+
+extension Array where Element == LoopbackHeader {
+    /// The value of the field `name`, matched case-insensitively. Repeated fields are joined with
+    /// `", "`, as RFC 9110 allows; `nil` when the field is absent.
+    public func value(for name: String) -> String? {
+        let values = filter { $0.name.caseInsensitiveCompare(name) == .orderedSame }.map(\.value)
+        return values.isEmpty ? nil : values.joined(separator: ", ")
+    }
+}
+
+/// A request a ``LoopbackServer`` received, parsed and complete (its whole body was read).
+///
+/// The server records every request it answers (see ``LoopbackServer/requests``) and hands each
+/// to its handler. Malformed requests are answered with `400` and are not recorded.
+public struct LoopbackRequest: Sendable, CustomStringConvertible {
+    /// The method, as sent (`GET`, `POST`, …).
+    public let method: String
+    /// The request target exactly as sent on the request line (path and query, percent-encoded).
+    public let target: String
+    /// The path part of the target, still percent-encoded (`/posts/1`).
+    public let path: String
+    /// The query part of the target without the `?`, still percent-encoded; `nil` when the target
+    /// has no `?`.
+    public let query: String?
+    /// The protocol version from the request line (`HTTP/1.1`).
+    public let version: String
+    /// The header fields, in the order they were sent.
+    public let headers: [LoopbackHeader]
+    /// The body, after removing any chunked transfer-encoding. Empty when there was none.
+    public let body: Data
+    /// Which connection carried the request: requests sent over one kept-alive connection share
+    /// it. Connections are numbered from 1 in the order the server accepted them.
+    public let connectionID: Int
+
+    /// Creates a request value (the server builds these; tests may build them to call a handler
+    /// directly).
+    public init(
+        method: String,
+        target: String,
+        version: String = "HTTP/1.1",
+        headers: [LoopbackHeader] = [],
+        body: Data = Data(),
+        connectionID: Int = 0
+    ) {
+        self.method = method
+        self.target = target
+        self.version = version
+        self.headers = headers
+        self.body = body
+        self.connectionID = connectionID
+        var pathPart = Substring(target)
+        // Absolute-form (`http://host/path`) targets are reduced to their path.
+        if let schemeEnd = target.range(of: "://") {
+            let afterScheme = target[schemeEnd.upperBound...]
+            pathPart = afterScheme.firstIndex(where: { $0 == "/" || $0 == "?" }).map { afterScheme[$0...] } ?? "/"
+        }
+        if let mark = pathPart.firstIndex(of: "?") {
+            path = String(pathPart[..<mark])
+            query = String(pathPart[pathPart.index(after: mark)...])
+        } else {
+            path = String(pathPart)
+            query = nil
+        }
+    }
+
+    /// The value of the header `name`, matched case-insensitively (repeated fields joined with
+    /// `", "`), or `nil`.
+    public func value(forHTTPHeaderField name: String) -> String? {
+        headers.value(for: name)
+    }
+
+    /// The query's items, percent-decoded, in order (`a=1&b` gives `a: "1"` and `b: nil`). A `+`
+    /// stays a `+`, as `URLComponents` has it. Items whose encoding is invalid keep their raw text.
+    /// Empty without a query.
+    public var queryItems: [URLQueryItem] {
+        guard let query, !query.isEmpty else { return [] }
+        return query.split(separator: "&", omittingEmptySubsequences: true).map { item in
+            let decode = { (part: Substring) in String(part).removingPercentEncoding ?? String(part) }
+            guard let equals = item.firstIndex(of: "=") else { return URLQueryItem(name: decode(item), value: nil) }
+            return URLQueryItem(name: decode(item[..<equals]), value: decode(item[item.index(after: equals)...]))
+        }
+    }
+
+    /// The decoded value of the first query item called `name`, or `nil`.
+    public func queryValue(_ name: String) -> String? {
+        queryItems.first { $0.name == name }?.value
+    }
+
+    /// The path split on `/`, percent-decoded, without empty segments: `/posts/42/` gives
+    /// `["posts", "42"]`. Handy for routing.
+    public var pathComponents: [String] {
+        path.split(separator: "/").map { String($0).removingPercentEncoding ?? String($0) }
+    }
+
+    /// The body decoded as UTF-8, or `nil` if it is not valid UTF-8.
+    public var text: String? {
+        String(data: body, encoding: .utf8)
+    }
+
+    public var description: String {
+        "\(method) \(target) (\(body.count) body bytes, connection \(connectionID))"
+    }
+}

@@ -1,0 +1,232 @@
+import Foundation
+
+/// What a ``LoopbackServer`` does with one request: answer it (at once or after a delay, with a
+/// whole body or a chunked one that trickles out), close the connection half-way through the
+/// body, or drop the connection without answering.
+///
+/// Build one with a factory (``status(_:headers:body:)``, ``text(_:status:headers:)``,
+/// ``json(_:status:headers:)``, ``chunked(_:interval:status:headers:)``, ``raw(_:)``,
+/// ``dropConnection``) and
+/// adjust it with the modifiers (``delayed(by:)``, ``closingMidBody(afterBytes:)``,
+/// ``closingConnection()``). Delays are real wall-clock time: the server is a real server.
+public struct LoopbackResponse: Sendable {
+    /// How the body goes out.
+    public enum Body: Sendable, Equatable {
+        /// In one piece, with a `Content-Length` header (unless the response sets its own).
+        case whole(Data)
+        /// With `Transfer-Encoding: chunked`, one chunk per element, waiting `interval` between
+        /// chunks. Empty elements are skipped (an empty chunk would end the body).
+        case chunked([Data], interval: Duration)
+        /// Exactly these bytes and nothing else: no status line, no headers (see
+        /// ``LoopbackResponse/raw(_:)``).
+        case raw(Data)
+
+        /// Every byte of the body, in order.
+        public var data: Data {
+            switch self {
+            case .whole(let data), .raw(let data): return data
+            case .chunked(let chunks, _): return chunks.reduce(into: Data()) { $0.append($1) }
+            }
+        }
+    }
+
+    /// How the exchange ends.
+    public enum Ending: Sendable, Equatable {
+        /// The whole response is sent.
+        case complete
+        /// The connection is closed after `afterBytes` bytes of the body, before the body is
+        /// complete (a `Content-Length` or the chunk sizes announce the full body).
+        case closeMidBody(afterBytes: Int)
+        /// The connection is closed without sending anything.
+        case dropConnection
+    }
+
+    /// The status code.
+    public var status: Int
+    /// The reason phrase on the status line; `nil` uses the standard phrase for ``status``.
+    public var reason: String?
+    /// Header fields, sent in this order. `Content-Length`, `Transfer-Encoding` and
+    /// `Connection: close` are added when needed unless already present.
+    public var headers: [LoopbackHeader]
+    /// The body.
+    public var body: Body
+    /// How long the server waits, after reading the request, before it starts answering.
+    public var delay: Duration = .zero
+    /// How the exchange ends.
+    public var ending: Ending = .complete
+    /// `true` to close the connection after this response even if the client wants to keep it.
+    public var closesConnection = false
+
+    /// Creates a response with every field given.
+    public init(status: Int, reason: String? = nil, headers: [LoopbackHeader] = [], body: Body = .whole(Data())) {
+        self.status = status
+        self.reason = reason
+        self.headers = headers
+        self.body = body
+    }
+
+    private static func fields(_ headers: [String: String]) -> [LoopbackHeader] {
+        headers.sorted { $0.key < $1.key }.map { LoopbackHeader($0.key, $0.value) }
+    }
+
+    /// A response with `status`, `headers` (sent sorted by name) and `body`.
+    public static func status(_ status: Int, headers: [String: String] = [:], body: Data = Data()) -> LoopbackResponse {
+        LoopbackResponse(status: status, headers: fields(headers), body: .whole(body))
+    }
+
+    /// A response whose body is `text`, UTF-8 encoded, with `Content-Type: text/plain;
+    /// charset=utf-8` unless `headers` names another.
+    public static func text(_ text: String, status: Int = 200, headers: [String: String] = [:]) -> LoopbackResponse {
+        var headers = headers
+        if !headers.keys.contains(where: { $0.caseInsensitiveCompare("Content-Type") == .orderedSame }) {
+            headers["Content-Type"] = "text/plain; charset=utf-8"
+        }
+        return .status(status, headers: headers, body: Data(text.utf8))
+    }
+
+    /// A response whose body is `json` (a JSON document as text), with
+    /// `Content-Type: application/json` unless `headers` names another.
+    public static func json(_ json: String, status: Int = 200, headers: [String: String] = [:]) -> LoopbackResponse {
+        var headers = headers
+        if !headers.keys.contains(where: { $0.caseInsensitiveCompare("Content-Type") == .orderedSame }) {
+            headers["Content-Type"] = "application/json"
+        }
+        return .status(status, headers: headers, body: Data(json.utf8))
+    }
+
+    /// A response whose body is `value` encoded with `encoder`, with
+    /// `Content-Type: application/json`.
+    public static func json<T: Encodable>(
+        encoding value: T,
+        encoder: JSONEncoder = JSONEncoder(),
+        status: Int = 200,
+        headers: [String: String] = [:]
+    ) throws -> LoopbackResponse {
+        let data = try encoder.encode(value)
+        return .json(String(decoding: data, as: UTF8.self), status: status, headers: headers)
+    }
+
+    /// A response with a chunked body: each element of `chunks` is one chunk on the wire, and
+    /// the server waits `interval` between chunks (so a client sees the body arrive in pieces).
+    public static func chunked(
+        _ chunks: [Data],
+        interval: Duration = .zero,
+        status: Int = 200,
+        headers: [String: String] = [:]
+    ) -> LoopbackResponse {
+        LoopbackResponse(status: status, headers: fields(headers), body: .chunked(chunks, interval: interval))
+    }
+
+    /// Sends exactly `bytes` (a malformed or hand-written response) and closes the connection.
+    public static func raw(_ bytes: Data) -> LoopbackResponse {
+        var response = LoopbackResponse(status: 0, body: .raw(bytes))
+        response.closesConnection = true
+        return response
+    }
+
+    /// Closes the connection without answering (after ``delay``, if one is set).
+    public static var dropConnection: LoopbackResponse {
+        var response = LoopbackResponse(status: 0)
+        response.ending = .dropConnection
+        return response
+    }
+
+    /// The same response, sent after waiting `delay` of real time. ``LoopbackServer/stop()``
+    /// interrupts the wait at once.
+    public func delayed(by delay: Duration) -> LoopbackResponse {
+        var copy = self
+        copy.delay = delay
+        return copy
+    }
+
+    /// The same response, but the connection is closed after `afterBytes` bytes of the body
+    /// (the headers announce the whole body), so the client sees a truncated transfer. A chunked
+    /// body never gets its last (empty) chunk, so it is truncated even if every byte was sent.
+    public func closingMidBody(afterBytes: Int) -> LoopbackResponse {
+        var copy = self
+        copy.ending = .closeMidBody(afterBytes: max(0, afterBytes))
+        return copy
+    }
+
+    /// The same response, with `Connection: close`; the server closes the connection after it.
+    public func closingConnection() -> LoopbackResponse {
+        var copy = self
+        copy.closesConnection = true
+        return copy
+    }
+
+    /// The standard reason phrase for `status`, or `"Status"` for codes without one.
+    public static func standardReason(for status: Int) -> String {
+        switch status {
+        case 100: return "Continue"
+        case 101: return "Switching Protocols"
+        case 200: return "OK"
+        case 201: return "Created"
+        case 202: return "Accepted"
+        case 204: return "No Content"
+        case 206: return "Partial Content"
+        case 301: return "Moved Permanently"
+        case 302: return "Found"
+        case 303: return "See Other"
+        case 304: return "Not Modified"
+        case 307: return "Temporary Redirect"
+        case 308: return "Permanent Redirect"
+        case 400: return "Bad Request"
+        case 401: return "Unauthorized"
+        case 403: return "Forbidden"
+        case 404: return "Not Found"
+        case 405: return "Method Not Allowed"
+        case 408: return "Request Timeout"
+        case 409: return "Conflict"
+        case 410: return "Gone"
+        case 413: return "Content Too Large"
+        case 415: return "Unsupported Media Type"
+        case 422: return "Unprocessable Content"
+        case 429: return "Too Many Requests"
+        case 431: return "Request Header Fields Too Large"
+        case 500: return "Internal Server Error"
+        case 501: return "Not Implemented"
+        case 502: return "Bad Gateway"
+        case 503: return "Service Unavailable"
+        case 504: return "Gateway Timeout"
+        case 505: return "HTTP Version Not Supported"
+        default: return "Status"
+        }
+    }
+
+    /// `true` if a response with this status to a request with `method` carries no body
+    /// (RFC 9110 §6.4.1).
+    func hasNoBody(forMethod method: String) -> Bool {
+        method == "HEAD" || (100..<200).contains(status) || status == 204 || status == 304
+    }
+
+    /// The status line and header section, with the framing headers added.
+    func head(forMethod method: String, closing: Bool) -> [UInt8] {
+        if case .raw = body { return [] }
+        var fields = headers
+        let has = { (name: String) in fields.contains { $0.name.caseInsensitiveCompare(name) == .orderedSame } }
+        if !hasNoBody(forMethod: method) || method == "HEAD" {
+            switch body {
+            case .whole(let data):
+                if !has("Content-Length"), !has("Transfer-Encoding") {
+                    fields.append(LoopbackHeader("Content-Length", "\(data.count)"))
+                }
+            case .chunked:
+                if !has("Transfer-Encoding") {
+                    fields.append(LoopbackHeader("Transfer-Encoding", "chunked"))
+                }
+            case .raw:
+                break
+            }
+        }
+        if closing, !has("Connection") {
+            fields.append(LoopbackHeader("Connection", "close"))
+        }
+        var text = "HTTP/1.1 \(status) \(reason ?? Self.standardReason(for: status))\r\n"
+        for field in fields {
+            text += "\(field.name): \(field.value)\r\n"
+        }
+        text += "\r\n"
+        return Array(text.utf8)
+    }
+}

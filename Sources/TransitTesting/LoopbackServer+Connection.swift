@@ -1,0 +1,142 @@
+import Foundation
+
+/// One connection's life: read requests, answer them, until either side closes or the server
+/// stops. Runs on the connection's own thread; every wait also watches the server's wake pipe.
+extension LoopbackServerCore {
+    /// Why a connection's loop ended, or that it may go on.
+    enum Outcome {
+        /// The exchange completed; the connection stays open for the next request.
+        case keepOpen
+        /// The server closes the connection (the response asked for it, or it was malformed).
+        case close
+        /// The client closed or reset the connection.
+        case clientClosed
+        /// The server is stopping.
+        case stopped
+    }
+
+    /// Bytes kept buffered from a client while a response is delayed; past this the server stops
+    /// reading until it answers.
+    private static var maxBuffered: Int { LoopbackRequestParser.maxHeadBytes + LoopbackRequestParser.maxBodyBytes }
+
+    func serve(fd: Int32, id: Int, wake: Int32) {
+        var buffer: [UInt8] = []
+        var outcome = Outcome.keepOpen
+        while outcome == .keepOpen {
+            outcome = serveOneRequest(fd: fd, id: id, wake: wake, buffer: &buffer)
+            touch()
+        }
+        connectionEnded(id: id, fd: fd, byClient: outcome == .clientClosed)
+    }
+
+    private func serveOneRequest(fd: Int32, id: Int, wake: Int32, buffer: inout [UInt8]) -> Outcome {
+        var head: LoopbackRequestParser.Head?
+        var sentContinue = false
+        while true {
+            if head == nil {
+                switch LoopbackRequestParser.parseHead(buffer) {
+                case .incomplete: break
+                case .invalid(let rejection): return reject(rejection, fd: fd)
+                case .complete(let parsed): head = parsed
+                }
+            }
+            if let head {
+                switch LoopbackRequestParser.parseBody(buffer, head: head) {
+                case .invalid(let rejection):
+                    return reject(rejection, fd: fd)
+                case .complete(let body):
+                    buffer.removeFirst(body.end)
+                    let request = LoopbackRequest(
+                        method: head.method, target: head.target, version: head.version,
+                        headers: head.headers, body: body.data, connectionID: id
+                    )
+                    return respond(to: request, closing: head.wantsClose, fd: fd, wake: wake, buffer: &buffer)
+                case .incomplete:
+                    if head.expectsContinue, !sentContinue {
+                        sentContinue = true
+                        guard POSIX.sendAll(fd, Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)) else { return .clientClosed }
+                    }
+                }
+            }
+            switch POSIX.waitReadable(fd, wake: wake, timeoutMilliseconds: -1) {
+            case .woken: return .stopped
+            case .timedOut: continue
+            case .readable: break
+            }
+            if POSIX.receive(fd, into: &buffer) <= 0 { return .clientClosed }
+        }
+    }
+
+    private func reject(_ rejection: LoopbackRequestParser.Rejection, fd: Int32) -> Outcome {
+        var response = LoopbackResponse.text("LoopbackServer: \(rejection.reason)\n", status: rejection.status)
+        response.closesConnection = true
+        _ = POSIX.sendAll(fd, response.head(forMethod: "GET", closing: true) + Array(response.body.data))
+        return .close
+    }
+
+    private func respond(to request: LoopbackRequest, closing clientWantsClose: Bool, fd: Int32, wake: Int32, buffer: inout [UInt8]) -> Outcome {
+        let response = answer(to: request)
+        if response.delay > .zero {
+            let waited = wait(response.delay, fd: fd, wake: wake, buffer: &buffer)
+            if waited != .keepOpen { return waited }
+        }
+        if response.ending == .dropConnection { return .close }
+        let closing = clientWantsClose || response.closesConnection || response.ending != .complete
+        var limit = Int.max
+        if case .closeMidBody(let afterBytes) = response.ending { limit = afterBytes }
+        let head = response.head(forMethod: request.method, closing: closing)
+        let sendsBody = !response.hasNoBody(forMethod: request.method)
+        let failed: Outcome = isStopping ? .stopped : .clientClosed
+        switch response.body {
+        case .raw(let data):
+            guard POSIX.sendAll(fd, Array(data.prefix(limit))) else { return failed }
+        case .whole(let data):
+            var bytes = head
+            if sendsBody { bytes += data.prefix(limit) }
+            guard POSIX.sendAll(fd, bytes) else { return failed }
+        case .chunked(let chunks, let interval):
+            guard POSIX.sendAll(fd, head) else { return failed }
+            guard sendsBody else { break }
+            var remaining = limit
+            for (index, chunk) in chunks.filter({ !$0.isEmpty }).enumerated() {
+                if index > 0, interval > .zero {
+                    let waited = wait(interval, fd: fd, wake: wake, buffer: &buffer)
+                    if waited != .keepOpen { return waited }
+                }
+                let size = Array(String(chunk.count, radix: 16).utf8) + [13, 10]
+                if chunk.count > remaining {
+                    _ = POSIX.sendAll(fd, size + chunk.prefix(remaining))
+                    return .close
+                }
+                guard POSIX.sendAll(fd, size + chunk + [13, 10]) else { return isStopping ? .stopped : .clientClosed }
+                remaining -= chunk.count
+            }
+            if limit != .max { return .close }
+            guard POSIX.sendAll(fd, Array("0\r\n\r\n".utf8)) else { return isStopping ? .stopped : .clientClosed }
+        }
+        return closing ? .close : .keepOpen
+    }
+
+    private var isStopping: Bool {
+        state.withLock { $0.phase != .running }
+    }
+
+    /// Waits `duration` of real time, but returns at once if the server stops (`.stopped`) or the
+    /// client closes the connection (`.clientClosed`). Bytes the client sends meanwhile (a
+    /// pipelined request) are buffered. Returns `.keepOpen` when the time has passed.
+    private func wait(_ duration: Duration, fd: Int32, wake: Int32, buffer: inout [UInt8]) -> Outcome {
+        let clock = ContinuousClock()
+        let deadline = clock.now.advanced(by: duration)
+        while true {
+            let remaining = clock.now.duration(to: deadline)
+            if remaining <= .zero { return .keepOpen }
+            let watched: Int32? = buffer.count < Self.maxBuffered ? fd : nil
+            switch POSIX.waitReadable(watched, wake: wake, timeoutMilliseconds: POSIX.milliseconds(remaining)) {
+            case .woken: return .stopped
+            case .timedOut: continue
+            case .readable:
+                if POSIX.receive(fd, into: &buffer) <= 0 { return .clientClosed }
+            }
+        }
+    }
+}

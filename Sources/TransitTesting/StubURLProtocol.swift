@@ -1,0 +1,364 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Transit
+
+/// A `URLProtocol` that answers `URLSession` requests with canned responses, without any
+/// network: to test code that owns a `URLSession` (such as ``URLSessionTransport``) on Linux and
+/// Apple platforms alike.
+///
+/// Stubs live in a ``Registry``; a session answers from the registry whose
+/// ``Registry/configuration(basedOn:)`` it was built with:
+///
+/// ```swift
+/// let stubs = StubURLProtocol.Registry()
+/// stubs.stub(.get, path: "/posts").thenRespond(.json(#"[{"id":1}]"#))
+/// let transport = URLSessionTransport(configuration: stubs.configuration())
+/// // … send requests …
+/// #expect(stubs.requests.map(\.url?.path) == ["/posts"])
+/// ```
+///
+/// **Isolation between concurrent tests.** `URLProtocol` registration is per class, and
+/// `URLSession` shows a protocol only the request (not the session or its configuration, whose
+/// `httpAdditionalHeaders` are not visible to protocols on Linux). So every registry gets a
+/// protocol class of its own — a distinct generic specialisation of `StubURLProtocol` — and its
+/// configuration registers that class. Two tests running at once, each with its registry, can
+/// never see each other's stubs or requests, whatever URLs they use.
+///
+/// Every request a registry's session sends is answered by the registry, never by the network:
+/// a request no stub matches fails with `URLError(.resourceUnavailable)` whose description names
+/// the request. Registering `StubURLProtocol.self` directly (without a registry) answers every
+/// request with that error too.
+///
+/// Thread safety: the registry's state is behind a `Mutex`; stubs may be added while requests
+/// run.
+public class StubURLProtocol: URLProtocol {
+    /// A canned answer: a response whose body is delivered in one or more pieces and may end with
+    /// an error, a plain transport error, a non-HTTP response, or no answer at all until the
+    /// request is cancelled.
+    public struct Response: Sendable {
+        enum Kind: Sendable {
+            case http(status: Int, headers: [String: String], chunks: [Data])
+            case nonHTTP(mimeType: String?, body: Data)
+            case failure(any Error)
+            case pending
+        }
+
+        let kind: Kind
+        var errorAfterBody: (any Error)?
+
+        /// An HTTP response with `status`, `headers` and `body`.
+        public static func status(_ status: Int, headers: [String: String] = [:], body: Data = Data()) -> Response {
+            Response(kind: .http(status: status, headers: headers, chunks: body.isEmpty ? [] : [body]))
+        }
+
+        /// An HTTP response whose body is `text`, UTF-8 encoded.
+        public static func text(_ text: String, status: Int = 200, headers: [String: String] = [:]) -> Response {
+            .status(status, headers: headers, body: Data(text.utf8))
+        }
+
+        /// An HTTP response whose body is `json` (a JSON document as text), with
+        /// `Content-Type: application/json`.
+        public static func json(_ json: String, status: Int = 200, headers: [String: String] = [:]) -> Response {
+            .status(status, headers: headers.merging(["Content-Type": "application/json"]) { mine, _ in mine }, body: Data(json.utf8))
+        }
+
+        /// An HTTP response whose body reaches the session in the given pieces (one
+        /// `didLoad` per element), as a chunked transfer would.
+        public static func chunks(_ chunks: [Data], status: Int = 200, headers: [String: String] = [:]) -> Response {
+            Response(kind: .http(status: status, headers: headers, chunks: chunks.filter { !$0.isEmpty }))
+        }
+
+        /// The load fails with `error` (such as `URLError(.timedOut)`) before any response.
+        public static func failure(_ error: any Error) -> Response {
+            Response(kind: .failure(error))
+        }
+
+        /// A plain `URLResponse` (not HTTP) with `body`, as a `data:` or `file:` URL gives.
+        public static func nonHTTP(body: Data = Data(), mimeType: String? = "application/octet-stream") -> Response {
+            Response(kind: .nonHTTP(mimeType: mimeType, body: body))
+        }
+
+        /// No answer at all: the request waits until it is cancelled (see
+        /// ``Registry/stoppedRequestCount``).
+        public static var pending: Response {
+            Response(kind: .pending)
+        }
+
+        /// The same response, but after its body the load fails with `error` (a connection lost
+        /// mid-body, for instance).
+        public func failing(afterBodyWith error: any Error) -> Response {
+            var copy = self
+            copy.errorAfterBody = error
+            return copy
+        }
+    }
+
+    /// A matcher and its answers. Add answers with ``thenRespond(_:)``.
+    ///
+    /// Answers are used in order; the last one repeats once the others are used up.
+    public final class Stub: Sendable {
+        let matches: @Sendable (URLRequest) -> Bool
+        private let answers = SanitizerVisibleMutex<(list: [@Sendable (URLRequest) -> Response], next: Int)>(([], 0))
+
+        init(matches: @escaping @Sendable (URLRequest) -> Bool) {
+            self.matches = matches
+        }
+
+        /// Adds `response` as the next answer.
+        @discardableResult
+        public func thenRespond(_ response: Response) -> Stub {
+            thenRespond { _ in response }
+        }
+
+        /// Adds an answer computed from the request (with its body in `httpBody`).
+        @discardableResult
+        public func thenRespond(_ answer: @escaping @Sendable (URLRequest) -> Response) -> Stub {
+            answers.withLock { $0.list.append(answer) }
+            return self
+        }
+
+        func nextAnswer() -> (@Sendable (URLRequest) -> Response)? {
+            answers.withLock { answers in
+                guard !answers.list.isEmpty else { return nil }
+                let index = min(answers.next, answers.list.count - 1)
+                answers.next += 1
+                return answers.list[index]
+            }
+        }
+    }
+
+    /// A set of stubs, the requests they received, and the `URLProtocol` class that serves them.
+    /// Make one per test.
+    public final class Registry: Sendable {
+        private struct State: Sendable {
+            var stubs: [Stub] = []
+            var requests: [URLRequest] = []
+            var stopped = 0
+        }
+
+        private let state = SanitizerVisibleMutex(State())
+        /// The `URLProtocol` class that answers from this registry (and only from it). Put it in
+        /// `URLSessionConfiguration.protocolClasses`, or use ``configuration(basedOn:)``.
+        public let protocolClass: AnyClass
+
+        /// Creates an empty registry with a protocol class of its own.
+        public init() {
+            protocolClass = StubURLProtocol.register()
+            StubURLProtocol.bind(protocolClass, to: self)
+        }
+
+        deinit {
+            StubURLProtocol.unbind(protocolClass)
+        }
+
+        /// A copy of `base` whose sessions are answered by this registry: its protocol class
+        /// comes first in `protocolClasses`.
+        public func configuration(basedOn base: URLSessionConfiguration = .ephemeral) -> URLSessionConfiguration {
+            let configuration = base.copy() as! URLSessionConfiguration
+            configuration.protocolClasses = [protocolClass] + (base.protocolClasses ?? [])
+            return configuration
+        }
+
+        /// Adds a stub for the requests `matches` accepts. Stubs are tried in the order they were
+        /// added; the first that matches answers.
+        @discardableResult
+        public func stub(matching matches: @escaping @Sendable (URLRequest) -> Bool) -> Stub {
+            let stub = Stub(matches: matches)
+            state.withLock { $0.stubs.append(stub) }
+            return stub
+        }
+
+        /// Adds a stub for requests with `method` (any when `nil`) whose URL path is `path` (any
+        /// when `nil`), whatever the host and query.
+        @discardableResult
+        public func stub(_ method: HTTPMethod? = nil, path: String? = nil) -> Stub {
+            stub { request in
+                if let method, (request.httpMethod ?? "GET").uppercased() != method.rawValue { return false }
+                if let path, request.url?.path != path { return false }
+                return true
+            }
+        }
+
+        /// Adds a stub for requests to exactly `url` (scheme, host, port, path and query), any
+        /// method.
+        @discardableResult
+        public func stub(url: URL) -> Stub {
+            let expected = url.absoluteString
+            return stub { $0.url?.absoluteString == expected }
+        }
+
+        /// Every request received so far, in order, unexpected ones included. Bodies are in
+        /// `httpBody` even when the session handed over a stream.
+        public var requests: [URLRequest] {
+            state.withLock { $0.requests }
+        }
+
+        /// How many loads were stopped (cancelled) before they answered — a ``Response/pending``
+        /// request whose task was cancelled, for instance.
+        public var stoppedRequestCount: Int {
+            state.withLock { $0.stopped }
+        }
+
+        /// Forgets the recorded requests; the stubs stay.
+        public func clearRequests() {
+            state.withLock { $0.requests = [] }
+        }
+
+        func record(_ request: URLRequest) -> Stub? {
+            let stubs = state.withLock { state -> [Stub] in
+                state.requests.append(request)
+                return state.stubs
+            }
+            return stubs.first { $0.matches(request) }
+        }
+
+        func recordStop() {
+            state.withLock { $0.stopped += 1 }
+        }
+    }
+
+    // MARK: - Registry lookup
+
+    private struct Bindings: Sendable {
+        var registries: [ObjectIdentifier: WeakRegistry] = [:]
+        var nextIndex = 1
+    }
+
+    private struct WeakRegistry: Sendable {
+        weak var registry: Registry?
+    }
+
+    private static let bindings = SanitizerVisibleMutex(Bindings())
+
+    /// A protocol class never handed out before. Indices are not reused, so a session that
+    /// outlives its registry can never be answered by a newer one.
+    fileprivate static func register() -> AnyClass {
+        let index = bindings.withLock { bindings -> Int in
+            defer { bindings.nextIndex += 1 }
+            return bindings.nextIndex
+        }
+        return StubURLProtocolTags.protocolClass(for: index)
+    }
+
+    fileprivate static func bind(_ protocolClass: AnyClass, to registry: Registry) {
+        bindings.withLock { $0.registries[ObjectIdentifier(protocolClass)] = WeakRegistry(registry: registry) }
+    }
+
+    fileprivate static func unbind(_ protocolClass: AnyClass) {
+        _ = bindings.withLock { $0.registries.removeValue(forKey: ObjectIdentifier(protocolClass)) }
+    }
+
+    private static func registry(for protocolClass: AnyClass) -> Registry? {
+        bindings.withLock { $0.registries[ObjectIdentifier(protocolClass)]?.registry }
+    }
+
+    // MARK: - URLProtocol
+
+    private let answered = SanitizerVisibleMutex(false)
+
+    /// Every request is answered by the stubs: nothing reaches the network.
+    override public class func canInit(with request: URLRequest) -> Bool {
+        true
+    }
+
+    /// The request unchanged.
+    override public class func canonicalRequest(for request: URLRequest) -> URLRequest {
+        request
+    }
+
+    /// Records the request and answers it from the class's registry.
+    override public func startLoading() {
+        var recorded = request
+        if recorded.httpBody == nil, let stream = recorded.httpBodyStream {
+            recorded.httpBody = Self.read(stream)
+        }
+        guard let registry = Self.registry(for: type(of: self)) else {
+            finish(.failure(Self.unexpected(recorded, reason: "no StubURLProtocol.Registry serves this session; build it with registry.configuration()")), for: recorded)
+            return
+        }
+        guard let stub = registry.record(recorded), let answer = stub.nextAnswer() else {
+            finish(.failure(Self.unexpected(recorded, reason: "no stub matches it; add one")), for: recorded)
+            return
+        }
+        finish(answer(recorded), for: recorded)
+    }
+
+    /// Counts a cancelled load that had not been answered.
+    override public func stopLoading() {
+        let wasAnswered = answered.withLock { $0 }
+        if !wasAnswered, let registry = Self.registry(for: type(of: self)) {
+            registry.recordStop()
+        }
+    }
+
+    private func finish(_ response: Response, for request: URLRequest) {
+        guard let client, let url = request.url else { return }
+        switch response.kind {
+        case .pending:
+            return
+        case .failure(let error):
+            answered.withLock { $0 = true }
+            client.urlProtocol(self, didFailWithError: error)
+            return
+        case .nonHTTP(let mimeType, let body):
+            answered.withLock { $0 = true }
+            let plain = URLResponse(url: url, mimeType: mimeType, expectedContentLength: body.count, textEncodingName: nil)
+            client.urlProtocol(self, didReceive: plain, cacheStoragePolicy: .notAllowed)
+            if !body.isEmpty { client.urlProtocol(self, didLoad: body) }
+        case .http(let status, let headers, let chunks):
+            answered.withLock { $0 = true }
+            guard let http = HTTPURLResponse(url: url, statusCode: status, httpVersion: "HTTP/1.1", headerFields: headers) else {
+                client.urlProtocol(self, didFailWithError: URLError(.badServerResponse))
+                return
+            }
+            client.urlProtocol(self, didReceive: http, cacheStoragePolicy: .notAllowed)
+            for chunk in chunks { client.urlProtocol(self, didLoad: chunk) }
+        }
+        if let error = response.errorAfterBody {
+            client.urlProtocol(self, didFailWithError: error)
+        } else {
+            client.urlProtocolDidFinishLoading(self)
+        }
+    }
+
+    private static func unexpected(_ request: URLRequest, reason: String) -> URLError {
+        URLError(.resourceUnavailable, userInfo: [
+            NSLocalizedDescriptionKey: "StubURLProtocol: unexpected request \(request.httpMethod ?? "GET") \(request.url?.absoluteString ?? "<no URL>"): \(reason)",
+        ])
+    }
+
+    private static func read(_ stream: InputStream) -> Data {
+        var data = Data()
+        stream.open()
+        defer { stream.close() }
+        var buffer = [UInt8](repeating: 0, count: 16_384)
+        while true {
+            let count = stream.read(&buffer, maxLength: buffer.count)
+            guard count > 0 else { break }
+            data.append(buffer, count: count)
+        }
+        return data
+    }
+}
+
+/// Builds a distinct `StubURLProtocol` subclass for every registry index, as a generic
+/// specialisation whose type argument spells the index in binary (`One<Zero<End>>` is 2).
+/// Specialisations are distinct classes to both the Swift and the Objective-C runtime.
+enum StubURLProtocolTags {
+    enum End {}
+    enum Zero<Next> {}
+    enum One<Next> {}
+
+    final class Slot<Tag>: StubURLProtocol {}
+
+    static func protocolClass(for index: Int) -> AnyClass {
+        build(End.self, index)
+    }
+
+    private static func build<Tag>(_: Tag.Type, _ remaining: Int) -> AnyClass {
+        if remaining == 0 { return Slot<Tag>.self }
+        return remaining & 1 == 0 ? build(Zero<Tag>.self, remaining >> 1) : build(One<Tag>.self, remaining >> 1)
+    }
+}
