@@ -33,7 +33,7 @@ final class Narrator: HTTPEventMonitor, Sendable {
     }
 
     func request(_ request: URLRequest, didReceive response: HTTPResponse) {
-        var line = "← \(response.statusCode) \(HTTPURLResponse.localizedString(forStatusCode: response.statusCode).capitalized)"
+        var line = "← \(response.statusCode) \(Self.reasonPhrase(response))"
         line += "   \(request.httpMethod ?? "GET") \(Self.pathAndQuery(of: request))"
         if let retryAfter = response.value(forHTTPHeaderField: "Retry-After") { line += "   Retry-After: \(retryAfter)" }
         say(line)
@@ -57,6 +57,16 @@ final class Narrator: HTTPEventMonitor, Sendable {
             say("[tokens] refreshed → \(token.accessToken), shared by \(sharedBy) request\(sharedBy == 1 ? "" : "s")")
         case .refreshFailed(let error, let sharedBy):
             say("[tokens] refresh failed for \(sharedBy) request\(sharedBy == 1 ? "" : "s"): \(error)")
+        }
+    }
+
+    private static func reasonPhrase(_ response: HTTPResponse) -> String {
+        if let error = makeHTTPError(for: response) { return error.reasonPhrase }
+        switch response.statusCode {
+        case 200: return "OK"
+        case 201: return "Created"
+        case 204: return "No Content"
+        default: return HTTPURLResponse.localizedString(forStatusCode: response.statusCode).capitalized
         }
     }
 

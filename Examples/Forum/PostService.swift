@@ -8,6 +8,7 @@ import Transit
 /// What the rest of an app sees: posts, as results that never fail the stream.
 protocol PostService {
     var posts: Signal<Result<[Post], any Error>, Never> { get }
+
     func posts(byUser userId: Int) -> Signal<Result<[Post], any Error>, Never>
 }
 
@@ -20,7 +21,9 @@ struct LivePostService: RESTAPI, PostService {
     let tokens: TokenStore
 
     var posts: Signal<Result<[Post], any Error>, Never> {
-        get(endpoint: "posts") { request in
+        // `return` is needed: a computed property's body that starts with `get(` is read by
+        // Swift as a getter declaration.
+        return get(endpoint: "posts") { request in
             request
                 .addingBearerAuthorization(accessToken: tokens.current.accessToken)
                 .receivingJSON()

@@ -40,7 +40,7 @@ while let argument = arguments.popFirst() {
 
 let narrator = Narrator()
 let client = HTTPClient(monitors: [narrator])
-var failures: [String] = []
+let failures = Mutex<[String]>([])
 
 /// Records a failed expectation; the program exits non-zero if there is any.
 func check(_ condition: Bool, _ message: String) {
@@ -48,7 +48,7 @@ func check(_ condition: Bool, _ message: String) {
         narrator.say("✓ \(message)")
     } else {
         narrator.say("✗ expected: \(message)")
-        failures.append(message)
+        failures.withLock { $0.append(message) }
     }
 }
 
@@ -85,8 +85,8 @@ if let baseURL = baseURLArgument {
     narrator.heading("GET /posts?userId=1")
     let first = await posts(service.posts(byUser: 1))
     narrator.say(describe(first))
-    if case .failure = all { failures.append("GET /posts") }
-    if case .failure = first { failures.append("GET /posts?userId=1") }
+    if case .failure = all { failures.withLock { $0.append("GET /posts") } }
+    if case .failure = first { failures.withLock { $0.append("GET /posts?userId=1") } }
 } else {
     let forum = ForumServer()
     do {
@@ -155,9 +155,10 @@ if let baseURL = baseURLArgument {
 }
 
 print("\n\(narrator.requestCount) requests sent, \(narrator.refreshCount) token refresh\(narrator.refreshCount == 1 ? "" : "es").")
-if failures.isEmpty {
+let failed = failures.withLock { $0 }
+if failed.isEmpty {
     print("Done.")
 } else {
-    print("Some steps did not go as expected: \(failures.joined(separator: "; "))")
+    print("Some steps did not go as expected: \(failed.joined(separator: "; "))")
     exit(1)
 }

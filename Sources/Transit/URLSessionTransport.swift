@@ -3,7 +3,6 @@ import Foundation
 import FoundationNetworking
 #endif
 import Signals
-import Synchronization
 
 /// The production transport: one long-lived `URLSession` driven by a session delegate.
 ///
@@ -38,7 +37,7 @@ import Synchronization
 /// ends, so a request is never cut off because the last reference to the transport went away
 /// (a signal returned by ``send(_:)`` keeps the transport alive as well).
 ///
-/// Thread safety: all task state is behind a `Mutex`-based lock; `send` may be called from any thread and
+/// Thread safety: all task state is behind a `Mutex`; `send` may be called from any thread and
 /// events arrive on the session's delegate queue.
 public final class URLSessionTransport: HTTPTransport {
     /// Sees the bytes of every transfer of one transport: for metrics, progress or data-usage
@@ -133,7 +132,7 @@ public final class URLSessionTransport: HTTPTransport {
 
 /// The session delegate: per-task state keyed by task identifier.
 ///
-/// Thread safety: state is behind a lock (see ``TaskTable``); observers are called outside it.
+/// Thread safety: state is behind a `Mutex`; observers are called outside it.
 private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
     struct TaskState: Sendable {
         let request: URLRequest
@@ -158,7 +157,7 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable 
         }
     }
 
-    private let tasks = TaskTable<[Int: TaskState]>([:])
+    private let tasks = Mutex<[Int: TaskState]>([:])
     private let observer: (any URLSessionTransport.TransferObserver)?
 
     init(observer: (any URLSessionTransport.TransferObserver)?) {
@@ -255,37 +254,3 @@ extension URLSessionTransport.TransferObserver {
     public func transferDidEnd(_ report: URLSessionTransport.TransferReport) {}
 }
 
-/// A value behind a `Mutex`, with hand-offs that ThreadSanitizer can see.
-///
-/// On Linux, `Mutex` takes its contended path through a futex syscall that ThreadSanitizer does
-/// not intercept, so `--sanitize=thread` reports false races between critical sections whenever
-/// the delegate queue and a subscriber contend for it. Each critical section also does an
-/// acquire-release atomic increment on entry and a release increment on exit, which gives
-/// ThreadSanitizer the happens-before edge the futex hides. Mutual exclusion is the `Mutex`'s.
-///
-/// Thread safety: `value` is only touched inside `mutex.withLock`, which serialises every access;
-/// this is why the class may be `@unchecked Sendable`.
-private final class TaskTable<Value: Sendable>: @unchecked Sendable {
-    private let mutex = Mutex(())
-    private let handOff = Atomic<Int>(0)
-    private var value: Value
-
-    init(_ value: Value) {
-        self.value = value
-    }
-
-    /// Runs `body` with exclusive access to the value. `body` must not call out to user code.
-    func withLock<R, E: Error>(_ body: (inout Value) throws(E) -> R) throws(E) -> R {
-        var result: Result<R, E>?
-        mutex.withLock { _ in
-            handOff.add(1, ordering: .acquiringAndReleasing)
-            defer { handOff.add(1, ordering: .releasing) }
-            do throws(E) {
-                result = .success(try body(&value))
-            } catch {
-                result = .failure(error)
-            }
-        }
-        return try result!.get()
-    }
-}

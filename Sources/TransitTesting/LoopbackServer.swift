@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Signals
 
 /// A real HTTP/1.1 server on 127.0.0.1, for tests that must exercise a real network stack
 /// (`URLSession`, sockets, chunked transfers, dropped connections) and for runnable examples.
@@ -218,10 +218,10 @@ final class LoopbackServerCore: Sendable {
         var nextWaiterID = 0
     }
 
-    let state: SanitizerVisibleMutex<State>
+    let state: Mutex<State>
 
     init(handler: LoopbackServer.Handler?) {
-        state = SanitizerVisibleMutex(State(handler: handler))
+        state = Mutex(State(handler: handler))
     }
 
     /// Changes the state, counts the change and wakes everyone waiting for one.

@@ -1,4 +1,5 @@
 import Foundation
+import Signals
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -100,7 +101,7 @@ public class StubURLProtocol: URLProtocol {
     /// Answers are used in order; the last one repeats once the others are used up.
     public final class Stub: Sendable {
         let matches: @Sendable (URLRequest) -> Bool
-        private let answers = SanitizerVisibleMutex<(list: [@Sendable (URLRequest) -> Response], next: Int)>(([], 0))
+        private let answers = Mutex<(list: [@Sendable (URLRequest) -> Response], next: Int)>(([], 0))
 
         init(matches: @escaping @Sendable (URLRequest) -> Bool) {
             self.matches = matches
@@ -138,7 +139,7 @@ public class StubURLProtocol: URLProtocol {
             var stopped = 0
         }
 
-        private let state = SanitizerVisibleMutex(State())
+        private let state = Mutex(State())
         /// The `URLProtocol` class that answers from this registry (and only from it). Put it in
         /// `URLSessionConfiguration.protocolClasses`, or use ``configuration(basedOn:)``.
         public let protocolClass: AnyClass
@@ -230,7 +231,7 @@ public class StubURLProtocol: URLProtocol {
         weak var registry: Registry?
     }
 
-    private static let bindings = SanitizerVisibleMutex(Bindings())
+    private static let bindings = Mutex(Bindings())
 
     /// A protocol class never handed out before. Indices are not reused, so a session that
     /// outlives its registry can never be answered by a newer one.
@@ -256,7 +257,7 @@ public class StubURLProtocol: URLProtocol {
 
     // MARK: - URLProtocol
 
-    private let answered = SanitizerVisibleMutex(false)
+    private let answered = Mutex(false)
 
     /// Every request is answered by the stubs: nothing reaches the network.
     override public class func canInit(with request: URLRequest) -> Bool {

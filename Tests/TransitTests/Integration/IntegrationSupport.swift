@@ -8,14 +8,13 @@ import Glibc
 import Darwin
 #endif
 import Signals
-import Synchronization
 import Testing
 import Transit
 import TransitTesting
 
 /// A one-shot gate that async code can wait on with a real-time bound, without polling.
 final class IntegrationGate: Sendable {
-    private let state = TestLock<(open: Bool, waiters: [Int: CheckedContinuation<Void, Never>], next: Int)>((false, [:], 0))
+    private let state = Mutex<(open: Bool, waiters: [Int: CheckedContinuation<Void, Never>], next: Int)>((false, [:], 0))
 
     /// Opens the gate and wakes every waiter. Opening again does nothing.
     func open() {
@@ -56,7 +55,7 @@ final class IntegrationGate: Sendable {
 /// Records the events of one transport subscription, checks that nothing follows a terminal
 /// event, and lets a test wait for the terminal event.
 final class TransportRecorder: Sendable {
-    private let state = TestLock<(events: [Event<HTTPResponse, any Error>], violations: Int)>(([], 0))
+    private let state = Mutex<(events: [Event<HTTPResponse, any Error>], violations: Int)>(([], 0))
     private let terminal = IntegrationGate()
 
     var observer: Observer<HTTPResponse, any Error> {
@@ -99,7 +98,7 @@ func sendAndWait(_ transport: some HTTPTransport, _ request: URLRequest, timeout
 
 /// Collects what a ``URLSessionTransport/TransferObserver`` sees.
 final class TransferLog: URLSessionTransport.TransferObserver {
-    private let state = TestLock<(chunks: [Int], reports: [URLSessionTransport.TransferReport])>(([], []))
+    private let state = Mutex<(chunks: [Int], reports: [URLSessionTransport.TransferReport])>(([], []))
     let ended = IntegrationGate()
 
     func transfer(_ request: URLRequest, didReceive byteCount: Int, totalBytes: Int) {
@@ -318,32 +317,3 @@ func eventually(timeout: Duration = .seconds(30), _ condition: () -> Bool) async
     return true
 }
 
-/// A `Mutex` whose hand-offs ThreadSanitizer can see (on Linux, the contended path of `Mutex` is
-/// a futex syscall ThreadSanitizer does not intercept): an acquire-release atomic increment on
-/// entry and a release increment on exit of every critical section.
-///
-/// Thread safety: `value` is only touched inside `mutex.withLock`; hence `@unchecked Sendable`.
-final class TestLock<Value: Sendable>: @unchecked Sendable {
-    private let mutex = Mutex(())
-    private let handOff = Atomic<Int>(0)
-    private var value: Value
-
-    init(_ value: Value) {
-        self.value = value
-    }
-
-    /// Runs `body` with exclusive access to the value. `body` must not call out to user code.
-    func withLock<R, E: Error>(_ body: (inout Value) throws(E) -> R) throws(E) -> R {
-        var result: Result<R, E>?
-        mutex.withLock { _ in
-            handOff.add(1, ordering: .acquiringAndReleasing)
-            defer { handOff.add(1, ordering: .releasing) }
-            do throws(E) {
-                result = .success(try body(&value))
-            } catch {
-                result = .failure(error)
-            }
-        }
-        return try result!.get()
-    }
-}
