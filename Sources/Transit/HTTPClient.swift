@@ -78,7 +78,7 @@ public final class HTTPClient: Sendable {
         }
         if let error = Self.validate(prepared) { return Signal(error: error) }
         let sent = prepared
-        let response = transport.send(sent)
+        let response = transport.send(sent).mapError { Self.annotate($0, sentWith: sent) }
         guard !monitors.isEmpty else { return response }
         let monitors = self.monitors
         return response.handleEvents(
@@ -102,5 +102,22 @@ public final class HTTPClient: Sendable {
             if let error = URLRequest.checkHeader(field, value) { return error }
         }
         return nil
+    }
+
+    /// The `URLError.userInfo` key under which ``send(_:)`` records the method of the request a
+    /// transport error belongs to (a `String`), so that ``RetryPolicy`` can tell whether sending
+    /// it again is safe without being told the method.
+    public static let requestMethodKey = "TransitRequestMethod"
+
+    /// A transport `URLError` with the request's method (and URL, if missing) added to its
+    /// `userInfo`; the code is unchanged. Other errors are returned as they are.
+    static func annotate(_ error: any Error, sentWith request: URLRequest) -> any Error {
+        guard let urlError = error as? URLError, urlError.userInfo[requestMethodKey] == nil else { return error }
+        var userInfo = urlError.userInfo
+        userInfo[requestMethodKey] = request.httpMethod ?? "GET"
+        if userInfo[NSURLErrorFailingURLErrorKey] == nil, let url = request.url {
+            userInfo[NSURLErrorFailingURLErrorKey] = url
+        }
+        return URLError(urlError.code, userInfo: userInfo)
     }
 }

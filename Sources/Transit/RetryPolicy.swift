@@ -21,9 +21,9 @@ import FoundationNetworking
 ///   connection refused, no route, DNS failure): safe for every method;
 /// - otherwise the method must be idempotent (``HTTPMethod/isIdempotent``), or
 ///   ``retryNonIdempotent`` must be `true`. The method is read from the request in an HTTP
-///   error's response; a transport error (a timeout, a lost connection) does not carry its
-///   request, so the method passed to the operator is used, and when none was passed the
-///   request is treated as non-idempotent and not retried.
+///   error's response, or from a transport `URLError` sent through ``HTTPClient`` (which records
+///   the method in ``HTTPClient/requestMethodKey``); otherwise the method passed to the operator
+///   is used, and when none is known the request is treated as non-idempotent and not retried.
 ///
 /// **Retry-After on 503.** The wait is the larger of the back-off and the server's Retry-After.
 /// If the server asks for longer than ``maxRetryAfter``, the signal fails at once with the 503
@@ -127,11 +127,17 @@ public struct RetryPolicy: Sendable {
         return backoff
     }
 
-    /// The method of the request in an HTTP error's response (GET when the request names none),
-    /// or `nil` for other errors.
+    /// The method of the request an error belongs to: the request in an HTTP error's response
+    /// (GET when the request names none), or the method ``HTTPClient`` recorded in a transport
+    /// `URLError` (``HTTPClient/requestMethodKey``); `nil` when the error does not say.
     static func method(of error: any Error) -> HTTPMethod? {
-        guard let httpError = error as? any HTTPError, let request = httpError.response?.request else { return nil }
-        return HTTPMethod(rawValue: request.httpMethod ?? "GET")
+        if let httpError = error as? any HTTPError, let request = httpError.response?.request {
+            return HTTPMethod(rawValue: request.httpMethod ?? "GET")
+        }
+        if let urlError = error as? URLError, let method = urlError.userInfo[HTTPClient.requestMethodKey] as? String {
+            return HTTPMethod(rawValue: method)
+        }
+        return nil
     }
 
     /// `true` for the failures worth trying again: HTTP 408, 500, 502, 503, 504, and the

@@ -208,19 +208,32 @@ private func policy(
     }
 
     @Test(arguments: [URLError.Code.timedOut, .networkConnectionLost])
-    func aTimeoutIsRetriedOnlyWhenTheMethodIsKnownIdempotent(code: URLError.Code) {
+    func aTimeoutIsRetriedOnlyWhenTheMethodIsKnownIdempotent(code: URLError.Code) throws {
         let known = RetryFixture(.get, answers: [.failure(URLError(code)), .text("done")], policy: policy(), passMethod: .get)
         let unknown = RetryFixture(.get, answers: [.failure(URLError(code)), .text("done")], policy: policy())
         let post = RetryFixture(.post, answers: [.failure(URLError(code)), .text("done")], policy: policy(), passMethod: .post)
         let optedIn = RetryFixture(.post, answers: [.failure(URLError(code)), .text("done")], policy: policy(retryNonIdempotent: true))
         for f in [known, unknown, post, optedIn] { f.scheduler.run() }
         #expect(known.log.values == ["done"])
-        #expect((unknown.log.failure as? URLError)?.code == code, "a transport error does not say its method")
-        #expect(unknown.requestCount == 1)
+        #expect(unknown.log.values == ["done"], "HTTPClient records the method in the URLError")
+        #expect(unknown.requestCount == 2)
         #expect((post.log.failure as? URLError)?.code == code)
         #expect(post.requestCount == 1)
         #expect(optedIn.log.values == ["done"])
         withExtendedLifetime([known.token, unknown.token, post.token, optedIn.token]) {}
+
+        // Straight from a transport, without HTTPClient, the error does not say its method.
+        let scheduler = TestScheduler()
+        let transport = StubTransport()
+        transport.stub(.get).thenRespond(.failure(URLError(code))).thenRespond(.text("done"))
+        let failure = Mutex<(any Error)?>(nil)
+        let request = URLRequest(url: try #require(URL(string: "https://api.example.test/raw")))
+        let token = transport.send(request).retry(policy(), scheduler: scheduler)
+            .sink(receiveCompletion: { if case .failure(let error) = $0 { failure.withLock { $0 = error } } }, receiveValue: { _ in })
+        scheduler.run()
+        #expect((failure.withLock { $0 } as? URLError)?.code == code, "a bare transport error does not say its method")
+        #expect(transport.requests.count == 1)
+        token.cancel()
     }
 
     @Test(arguments: [URLError.Code.cannotConnectToHost, .notConnectedToInternet, .dnsLookupFailed, .cannotFindHost])

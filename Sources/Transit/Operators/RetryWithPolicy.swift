@@ -10,16 +10,17 @@ extension Signal where Failure == any Error {
     /// ```swift
     /// api.get(endpoint: "posts")
     ///     .catchHTTPErrors()
-    ///     .retry(.default, method: .get)
+    ///     .retry(.default)
     /// ```
     ///
     /// - At most `policy.maxAttempts` subscriptions in all; the last failure is passed on.
     /// - Non-transient failures (a 404, a decoding error) pass through at once.
-    /// - A request is sent again only if that is safe: see ``RetryPolicy``. For HTTP errors the
-    ///   method comes from the request in the error's response; transport errors (a timeout)
-    ///   carry no request, so pass `method` (the method of the request this signal sends) to have
-    ///   them retried. Without it they are retried only if they mean the request never reached
-    ///   the server, or if `policy.retryNonIdempotent` is `true`.
+    /// - A request is sent again only if that is safe: see ``RetryPolicy``. The method comes from
+    ///   the request in an HTTP error's response, or, for a transport error (a timeout), from the
+    ///   method ``HTTPClient`` records in the `URLError`. For errors that say neither (a
+    ///   transport used without an ``HTTPClient``), pass `method`; without it they are retried
+    ///   only if they mean the request never reached the server, or if
+    ///   `policy.retryNonIdempotent` is `true`.
     /// - A 503's Retry-After is honoured (see ``RetryPolicy/maxRetryAfter``).
     /// - Cancelling during a wait cancels the scheduled action: no further request is sent.
     ///

@@ -1,0 +1,90 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Signals
+import Testing
+import Transit
+import TransitTesting
+
+@Suite struct HTTPClientTests {
+    private struct API: RESTAPI {
+        let baseURL = "https://api.example.test/v1"
+        let client: HTTPClient
+    }
+
+    private final class Monitor: HTTPEventMonitor {
+        let log = Mutex<[String]>([])
+        func requestWillSend(_ request: URLRequest) { log.withLock { $0.append("send \(request.httpMethod ?? "")") } }
+        func request(_ request: URLRequest, didReceive response: HTTPResponse) { log.withLock { $0.append("receive \(response.statusCode)") } }
+        func request(_ request: URLRequest, didFailWith error: any Error) { log.withLock { $0.append("fail") } }
+    }
+
+    private func outcome<T: Sendable>(of signal: Signal<T, any Error>) -> Result<T, any Error>? {
+        let result = Mutex<Result<T, any Error>?>(nil)
+        let token = signal.sink(
+            receiveCompletion: { completion in
+                if case .failure(let error) = completion { result.withLock { $0 = .failure(error) } }
+            },
+            receiveValue: { value in result.withLock { $0 = .success(value) } }
+        )
+        _ = token
+        return result.withLock { $0 }
+    }
+
+    @Test func transportErrorsCarryTheMethodOfTheirRequest() throws {
+        let transport = StubTransport()
+        transport.stub(.put, path: "/v1/items/1").thenRespond(.failure(URLError(.timedOut)))
+        let api = API(client: HTTPClient(transport: transport))
+        let result = outcome(of: api.put(endpoint: "items/1"))
+        let error = try #require(result.flatMap { if case .failure(let e) = $0 { e as? URLError } else { nil } })
+        #expect(error.code == .timedOut)
+        #expect(error.userInfo[HTTPClient.requestMethodKey] as? String == "PUT")
+        #expect((error.userInfo[NSURLErrorFailingURLErrorKey] as? URL)?.path == "/v1/items/1")
+    }
+
+    @Test func aTimedOutGetIsRetriedWithoutBeingToldTheMethod() {
+        let scheduler = TestScheduler()
+        let transport = StubTransport()
+        transport.stub(.get, path: "/v1/posts")
+            .thenRespond(.failure(URLError(.timedOut)))
+            .thenRespond(.text("ok"))
+        let api = API(client: HTTPClient(transport: transport))
+        let policy = RetryPolicy(maxAttempts: 2, baseDelay: 1, jitter: .none)
+        let result = Mutex<String?>(nil)
+        let token = api.get(endpoint: "posts").catchHTTPErrors().retry(policy, scheduler: scheduler)
+            .sink(receiveCompletion: { _ in }, receiveValue: { response in result.withLock { $0 = response.text } })
+        #expect(transport.requests.count == 1)
+        scheduler.advance(by: .seconds(1))
+        #expect(transport.requests.count == 2)
+        #expect(result.withLock { $0 } == "ok")
+        token.cancel()
+    }
+
+    @Test func aTimedOutPostIsNotRetriedByDefault() {
+        let scheduler = TestScheduler()
+        let transport = StubTransport()
+        transport.stub(.post, path: "/v1/posts")
+            .thenRespond(.failure(URLError(.timedOut)))
+            .thenRespond(.text("ok"))
+        let api = API(client: HTTPClient(transport: transport))
+        let failed = Mutex(false)
+        let token = api.post(endpoint: "posts").catchHTTPErrors().retry(RetryPolicy(maxAttempts: 3), scheduler: scheduler)
+            .sink(receiveCompletion: { if case .failure = $0 { failed.withLock { $0 = true } } }, receiveValue: { _ in })
+        scheduler.run()
+        #expect(transport.requests.count == 1)
+        #expect(failed.withLock { $0 })
+        token.cancel()
+    }
+
+    @Test func monitorsSeeEveryAttempt() {
+        let transport = StubTransport()
+        transport.stub(.get, path: "/v1/posts").thenRespond(.status(503)).thenRespond(.text("ok"))
+        transport.stub(.get, path: "/v1/down").thenRespond(.failure(URLError(.cannotConnectToHost)))
+        let monitor = Monitor()
+        let api = API(client: HTTPClient(transport: transport, monitors: [monitor]))
+        _ = outcome(of: api.get(endpoint: "posts").catchHTTPErrors().retry(1))
+        _ = outcome(of: api.get(endpoint: "down"))
+        #expect(monitor.log.withLock { $0 } == ["send GET", "receive 503", "send GET", "receive 200", "send GET", "fail"])
+    }
+}
