@@ -92,8 +92,8 @@ public final class HTTPClient: Sendable {
         )
     }
 
-    /// The first reason `request` must not be sent: input a fluent helper refused, or a header
-    /// name that is not a token, or a header value with a control character, or a method that
+    /// The first reason `request` must not be sent: input a fluent helper refused (or a missing
+    /// URL, see `URLRequest.rejectedInput`), or a header name that is not a token, or a header value with a control character, or a method that
     /// is not a token.
     static func validate(_ request: URLRequest) -> URLRequestError? {
         if let refused = request.rejectedInput { return refused }

@@ -30,9 +30,7 @@ extension URLRequest {
     /// An invalid name or value is refused: see ``rejectedInput``.
     public func addingValue(_ value: String, forHTTPHeaderField field: String) -> URLRequest {
         if let error = Self.checkHeader(field, value) { return rejecting(error) }
-        var copy = self
-        copy.addValue(value, forHTTPHeaderField: field)
-        return copy
+        return modified { $0.addValue(value, forHTTPHeaderField: field) }
     }
 
     /// A copy with the header `field` set to `value`, replacing any value it had (matched
@@ -41,9 +39,7 @@ extension URLRequest {
     /// An invalid name or value is refused: see ``rejectedInput``.
     public func settingValue(_ value: String, forHTTPHeaderField field: String) -> URLRequest {
         if let error = Self.checkHeader(field, value) { return rejecting(error) }
-        var copy = self
-        copy.setValue(value, forHTTPHeaderField: field)
-        return copy
+        return modified { $0.setValue(value, forHTTPHeaderField: field) }
     }
 
     /// A copy with `Authorization: Bearer <accessToken>`, replacing any `Authorization` header.
@@ -54,16 +50,12 @@ extension URLRequest {
         guard !accessToken.isEmpty, accessToken.utf8.allSatisfy({ $0 > 0x20 && $0 != 0x7F }) else {
             return rejecting(.invalidBearerToken)
         }
-        var copy = self
-        copy.setValue("Bearer \(accessToken)", forHTTPHeaderField: "Authorization")
-        return copy
+        return modified { $0.setValue("Bearer \(accessToken)", forHTTPHeaderField: "Authorization") }
     }
 
     /// A copy with `Accept: application/json`, replacing any `Accept` header.
     public func receivingJSON() -> URLRequest {
-        var copy = self
-        copy.setValue("application/json", forHTTPHeaderField: "Accept")
-        return copy
+        modified { $0.setValue("application/json", forHTTPHeaderField: "Accept") }
     }
 
     /// A copy whose body is `value` encoded by `encoder`, with `Content-Type: application/json`.
@@ -78,9 +70,7 @@ extension URLRequest {
     ///
     /// A `contentType` with a control character is refused: see ``rejectedInput``.
     public func sendingBody(_ data: Data, contentType: String) -> URLRequest {
-        var copy = settingValue(contentType, forHTTPHeaderField: "Content-Type")
-        copy.httpBody = data
-        return copy
+        settingValue(contentType, forHTTPHeaderField: "Content-Type").modified { $0.httpBody = data }
     }
 
     /// A copy whose URL has `items` appended to its query, after any query it already has.
@@ -104,9 +94,7 @@ extension URLRequest {
         let existing = components.percentEncodedQuery.flatMap { $0.isEmpty ? nil : $0 }
         components.percentEncodedQuery = ((existing.map { [$0] } ?? []) + added).joined(separator: "&")
         guard let newURL = components.url else { return rejecting(.invalidURL) }
-        var copy = self
-        copy.url = newURL
-        return copy
+        return modified { $0.url = newURL }
     }
 
     /// A copy with one query item `name=value` appended. See ``addingQueryItems(_:)``.
@@ -119,9 +107,7 @@ extension URLRequest {
     /// A timeout that is not finite and above zero is refused: see ``rejectedInput``.
     public func withTimeout(_ seconds: TimeInterval) -> URLRequest {
         guard seconds.isFinite, seconds > 0 else { return rejecting(.invalidTimeout(seconds)) }
-        var copy = self
-        copy.timeoutInterval = seconds
-        return copy
+        return modified { $0.timeoutInterval = seconds }
     }
 
     /// A copy sent with `method`.
@@ -130,16 +116,12 @@ extension URLRequest {
     /// ``rejectedInput``.
     public func withMethod(_ method: HTTPMethod) -> URLRequest {
         guard HTTPSyntax.isToken(method.rawValue) else { return rejecting(.invalidMethod(method.rawValue)) }
-        var copy = self
-        copy.httpMethod = method.rawValue
-        return copy
+        return modified { $0.httpMethod = method.rawValue }
     }
 
     /// A copy with `policy` as its cache policy.
     public func withCachePolicy(_ policy: URLRequest.CachePolicy) -> URLRequest {
-        var copy = self
-        copy.cachePolicy = policy
-        return copy
+        modified { $0.cachePolicy = policy }
     }
 
     static func checkHeader(_ field: String, _ value: String) -> URLRequestError? {
@@ -153,20 +135,51 @@ extension URLRequest {
     static let rejectionField = "Transit-Rejected-Input"
 
     /// The first input a fluent helper refused on this request (or on the request it was
-    /// copied from), or `nil`. ``HTTPClient`` fails the request with this error and sends
-    /// nothing.
+    /// copied from), or `nil`. A request without a URL, which cannot be sent, reports
+    /// ``URLRequestError/invalidURL`` unless an earlier refusal is remembered. ``HTTPClient``
+    /// fails the request with this error and sends nothing.
     public var rejectedInput: URLRequestError? {
-        guard let marker = value(forHTTPHeaderField: Self.rejectionField),
-              let data = Data(base64Encoded: marker)
-        else { return nil }
-        return try? JSONDecoder().decode(URLRequestError.self, from: data)
+        if let marker = value(forHTTPHeaderField: Self.rejectionField),
+           let data = Data(base64Encoded: marker),
+           let error = try? Self.rejectionDecoder().decode(URLRequestError.self, from: data) {
+            return error
+        }
+        return url == nil ? .invalidURL : nil
     }
 
     /// A copy that remembers `error`, unless an earlier refusal is already remembered.
     func rejecting(_ error: URLRequestError) -> URLRequest {
-        guard rejectedInput == nil, let data = try? JSONEncoder().encode(error) else { return self }
+        guard rejectedInput == nil, let data = try? Self.rejectionEncoder().encode(error) else { return self }
+        return modified { $0.setValue(data.base64EncodedString(), forHTTPHeaderField: Self.rejectionField) }
+    }
+
+    /// A copy changed by `change`. A request without a URL is returned unchanged: it already
+    /// reports ``URLRequestError/invalidURL``, and Linux Foundation traps when a copy of a
+    /// URL-less request is changed.
+    func modified(_ change: (inout URLRequest) -> Void) -> URLRequest {
+        guard url != nil else { return self }
         var copy = self
-        copy.setValue(data.base64EncodedString(), forHTTPHeaderField: Self.rejectionField)
+        change(&copy)
         return copy
+    }
+
+    /// Non-finite numbers (a refused NaN or infinite timeout) are written as strings: the
+    /// default strategy throws on them, which would lose the refusal.
+    private static let nonFiniteAsStrings = (positiveInfinity: "+inf", negativeInfinity: "-inf", nan: "nan")
+
+    private static func rejectionEncoder() -> JSONEncoder {
+        let encoder = JSONEncoder()
+        let names = nonFiniteAsStrings
+        encoder.nonConformingFloatEncodingStrategy = .convertToString(
+            positiveInfinity: names.positiveInfinity, negativeInfinity: names.negativeInfinity, nan: names.nan)
+        return encoder
+    }
+
+    private static func rejectionDecoder() -> JSONDecoder {
+        let decoder = JSONDecoder()
+        let names = nonFiniteAsStrings
+        decoder.nonConformingFloatDecodingStrategy = .convertFromString(
+            positiveInfinity: names.positiveInfinity, negativeInfinity: names.negativeInfinity, nan: names.nan)
+        return decoder
     }
 }

@@ -20,7 +20,7 @@ public enum URLRequestError: Error, Hashable, Sendable, Codable, CustomStringCon
     case invalidMethod(String)
     /// The timeout is not a finite number of seconds above zero.
     case invalidTimeout(Double)
-    /// Query items were added to a request without a valid URL.
+    /// The request has no valid URL: it has none, or query items could not be added to it.
     case invalidURL
 
     public var description: String {
@@ -39,7 +39,7 @@ public enum URLRequestError: Error, Hashable, Sendable, Codable, CustomStringCon
         case .invalidTimeout(let seconds):
             return "Invalid timeout \(seconds): a timeout must be a finite number of seconds above zero."
         case .invalidURL:
-            return "Cannot add query items: the request has no valid URL."
+            return "The request has no valid URL, so it cannot be sent or have query items added."
         }
     }
 }
