@@ -37,8 +37,9 @@ struct LivePostService: RESTAPI, PostService {
     }
 
     func posts(byUser userId: Int) -> Signal<Result<[Post], any Error>, Never> {
-        get(endpoint: "posts?userId=\(userId)") { request in
+        get(endpoint: "posts") { request in
             request
+                .addingQueryItem(name: "userId", value: String(userId))
                 .addingBearerAuthorization(accessToken: tokens.current.accessToken)
                 .receivingJSON()
         }

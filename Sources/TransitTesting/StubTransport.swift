@@ -87,37 +87,8 @@ public final class StubTransport: HTTPTransport {
         public var errorDescription: String? { description }
     }
 
-    /// A matcher and its answers. Add answers with ``thenRespond(_:)``.
-    public final class Stub: Sendable {
-        let matches: @Sendable (URLRequest) -> Bool
-        private let answers = Mutex<(list: [@Sendable (URLRequest) -> StubResponse], next: Int)>(([], 0))
-
-        init(matches: @escaping @Sendable (URLRequest) -> Bool) {
-            self.matches = matches
-        }
-
-        /// Adds `response` as the next answer.
-        @discardableResult
-        public func thenRespond(_ response: StubResponse) -> Stub {
-            thenRespond { _ in response }
-        }
-
-        /// Adds an answer computed from the request (to check a header, echo a body, …).
-        @discardableResult
-        public func thenRespond(_ answer: @escaping @Sendable (URLRequest) -> StubResponse) -> Stub {
-            answers.withLock { $0.list.append(answer) }
-            return self
-        }
-
-        func nextAnswer() -> (@Sendable (URLRequest) -> StubResponse)? {
-            answers.withLock { answers in
-                guard !answers.list.isEmpty else { return nil }
-                let index = min(answers.next, answers.list.count - 1)
-                answers.next += 1
-                return answers.list[index]
-            }
-        }
-    }
+    /// A matcher and its answers, in order; the last one repeats once the others are used up.
+    public typealias Stub = RequestStub<StubResponse>
 
     private let scheduler: any Scheduler
     private let state = Mutex<(stubs: [Stub], requests: [URLRequest])>(([], []))

@@ -96,39 +96,8 @@ public class StubURLProtocol: URLProtocol {
         }
     }
 
-    /// A matcher and its answers. Add answers with ``thenRespond(_:)``.
-    ///
-    /// Answers are used in order; the last one repeats once the others are used up.
-    public final class Stub: Sendable {
-        let matches: @Sendable (URLRequest) -> Bool
-        private let answers = Mutex<(list: [@Sendable (URLRequest) -> Response], next: Int)>(([], 0))
-
-        init(matches: @escaping @Sendable (URLRequest) -> Bool) {
-            self.matches = matches
-        }
-
-        /// Adds `response` as the next answer.
-        @discardableResult
-        public func thenRespond(_ response: Response) -> Stub {
-            thenRespond { _ in response }
-        }
-
-        /// Adds an answer computed from the request (with its body in `httpBody`).
-        @discardableResult
-        public func thenRespond(_ answer: @escaping @Sendable (URLRequest) -> Response) -> Stub {
-            answers.withLock { $0.list.append(answer) }
-            return self
-        }
-
-        func nextAnswer() -> (@Sendable (URLRequest) -> Response)? {
-            answers.withLock { answers in
-                guard !answers.list.isEmpty else { return nil }
-                let index = min(answers.next, answers.list.count - 1)
-                answers.next += 1
-                return answers.list[index]
-            }
-        }
-    }
+    /// A matcher and its answers, in order; the last one repeats once the others are used up.
+    public typealias Stub = RequestStub<StubURLProtocol.Response>
 
     /// A set of stubs, the requests they received, and the `URLProtocol` class that serves them.
     /// Make one per test.
