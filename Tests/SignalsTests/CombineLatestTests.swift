@@ -15,7 +15,7 @@ import Testing
         right.send("a")
         left.send(3)
         right.send("b")
-        #expect(recorder.pairs() == [Pair(2, "a"), Pair(3, "a"), Pair(3, "b")])
+        #expect(recorder.pairs() == [TestPair(2, "a"), TestPair(3, "a"), TestPair(3, "b")])
         _ = token
     }
 
@@ -30,7 +30,7 @@ import Testing
         right.send("b")
         #expect(recorder.completion == nil)
         right.send(completion: .finished)
-        #expect(recorder.pairs() == [Pair(1, "a"), Pair(1, "b")])
+        #expect(recorder.pairs() == [TestPair(1, "a"), TestPair(1, "b")])
         #expect(recorder.isFinished)
         _ = token
     }
@@ -51,7 +51,7 @@ import Testing
     @Test func synchronousSignals() {
         let recorder = Recorder<(Int, String), Never>()
         recorder.subscribe(to: Signal(sequence: [1, 2]).combineLatest(Signal(sequence: ["a", "b"])))
-        #expect(recorder.pairs() == [Pair(2, "a"), Pair(2, "b")])
+        #expect(recorder.pairs() == [TestPair(2, "a"), TestPair(2, "b")])
         #expect(recorder.isFinished)
     }
 
@@ -66,7 +66,7 @@ import Testing
         #expect(right.teardowns.count == 1)
         right.send("b")
         right.fail(TestError(code: 8))
-        #expect(recorder.pairs() == [Pair(1, "a")])
+        #expect(recorder.pairs() == [TestPair(1, "a")])
         #expect(recorder.completion == .failure(TestError(code: 7)))
         #expect(recorder.terminalCount == 1)
         _ = token
@@ -93,8 +93,8 @@ import Testing
         let second = Recorder<(Int, Int), Never>()
         first.subscribe(to: combined)
         second.subscribe(to: combined)
-        #expect(first.pairs() == [Pair(1, 2)])
-        #expect(second.pairs() == [Pair(3, 4)])
+        #expect(first.pairs() == [TestPair(1, 2)])
+        #expect(second.pairs() == [TestPair(3, 4)])
     }
 
     @Test func sidesSendingOnTwoThreads() {
@@ -111,11 +111,11 @@ import Testing
             for value in 1...count { side.send(value) }
             side.send(completion: .finished)
         }
-        let pairs = recorder.pairs() as [Pair<Int, Int>]
+        let pairs = recorder.pairs() as [TestPair<Int, Int>]
         // Each side's values only go up, and the last pair holds both last values.
         #expect(pairs.map(\.a) == pairs.map(\.a).sorted())
         #expect(pairs.map(\.b) == pairs.map(\.b).sorted())
-        #expect(pairs.last == Pair(count, count))
+        #expect(pairs.last == TestPair(count, count))
         #expect(recorder.terminalCount == 1)
         #expect(recorder.isFinished)
         #expect(detector.count == 0)

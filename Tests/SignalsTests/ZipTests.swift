@@ -4,7 +4,7 @@ import Synchronization
 import Testing
 
 /// `(Int, String)` is not `Equatable`; tests compare pairs through this.
-struct Pair<A: Equatable & Sendable, B: Equatable & Sendable>: Equatable, Sendable {
+struct TestPair<A: Equatable & Sendable, B: Equatable & Sendable>: Equatable, Sendable {
     let a: A
     let b: B
     init(_ a: A, _ b: B) {
@@ -14,8 +14,8 @@ struct Pair<A: Equatable & Sendable, B: Equatable & Sendable>: Equatable, Sendab
 }
 
 extension Recorder {
-    func pairs<A, B>() -> [Pair<A, B>] where Output == (A, B) {
-        values.map { Pair($0.0, $0.1) }
+    func pairs<A, B>() -> [TestPair<A, B>] where Output == (A, B) {
+        values.map { TestPair($0.0, $0.1) }
     }
 }
 
@@ -31,18 +31,18 @@ extension Recorder {
         #expect(recorder.events.isEmpty)
         right.send("a")
         right.send("b")
-        #expect(recorder.pairs() == [Pair(1, "a"), Pair(2, "b")])
+        #expect(recorder.pairs() == [TestPair(1, "a"), TestPair(2, "b")])
         right.send("c")
         right.send("d")
         left.send(4)
-        #expect(recorder.pairs() == [Pair(1, "a"), Pair(2, "b"), Pair(3, "c"), Pair(4, "d")])
+        #expect(recorder.pairs() == [TestPair(1, "a"), TestPair(2, "b"), TestPair(3, "c"), TestPair(4, "d")])
         _ = token
     }
 
     @Test func synchronousSignals() {
         let recorder = Recorder<(Int, String), Never>()
         recorder.subscribe(to: Signal(sequence: [1, 2, 3]).zip(Signal(sequence: ["a", "b"])))
-        #expect(recorder.pairs() == [Pair(1, "a"), Pair(2, "b")])
+        #expect(recorder.pairs() == [TestPair(1, "a"), TestPair(2, "b")])
         #expect(recorder.isFinished)
         #expect(recorder.terminalCount == 1)
     }
@@ -56,7 +56,7 @@ extension Recorder {
         left.finish()
         #expect(recorder.completion == nil)
         right.send("a")
-        #expect(recorder.pairs() == [Pair(1, "a")])
+        #expect(recorder.pairs() == [TestPair(1, "a")])
         #expect(recorder.isFinished)
         #expect(right.teardowns.count == 1)
         right.send("b")
@@ -113,8 +113,8 @@ extension Recorder {
         let second = Recorder<(Int, Int), Never>()
         first.subscribe(to: zipped)
         second.subscribe(to: zipped)
-        #expect(first.pairs() == [Pair(1, 2)])
-        #expect(second.pairs() == [Pair(3, 4)])
+        #expect(first.pairs() == [TestPair(1, 2)])
+        #expect(second.pairs() == [TestPair(3, 4)])
     }
 
     @Test func sidesSendingOnTwoThreadsPairInOrder() {
@@ -131,7 +131,7 @@ extension Recorder {
             for value in 0..<count { side.send(value) }
             side.send(completion: .finished)
         }
-        #expect(recorder.pairs() == (0..<count).map { Pair($0, $0) })
+        #expect(recorder.pairs() == (0..<count).map { TestPair($0, $0) })
         #expect(recorder.terminalCount == 1)
         #expect(recorder.isFinished)
         #expect(detector.count == 0)

@@ -38,8 +38,8 @@ final class ZipState<Left: Sendable, Right: Sendable, Failure: Error>: Cancellab
 
     private struct State {
         var emitter: Emitter<Output, Failure>
-        var left = Buffer<Left>()
-        var right = Buffer<Right>()
+        var left = ZipBuffer<Left>()
+        var right = ZipBuffer<Right>()
         var leftFinished = false
         var rightFinished = false
 
@@ -60,8 +60,8 @@ final class ZipState<Left: Sendable, Right: Sendable, Failure: Error>: Cancellab
             if isExhausted && !emitter.isClosed {
                 let target = emitter.accept(.finished)
                 step = step.map { ($0.event, $0.target, true) } ?? (.finished, target, true)
-                left = Buffer()
-                right = Buffer()
+                left = ZipBuffer()
+                right = ZipBuffer()
             }
             return step
         }
@@ -114,8 +114,8 @@ final class ZipState<Left: Sendable, Right: Sendable, Failure: Error>: Cancellab
         let event = Event<Output, Failure>.failed(error)
         let (target, leftovers) = state.withLock { state in
             defer {
-                state.left = Buffer()
-                state.right = Buffer()
+                state.left = ZipBuffer()
+                state.right = ZipBuffer()
             }
             return (state.emitter.accept(event), (state.left, state.right))
         }
@@ -134,8 +134,8 @@ final class ZipState<Left: Sendable, Right: Sendable, Failure: Error>: Cancellab
     func cancel() {
         let released = state.withLock { state in
             defer {
-                state.left = Buffer()
-                state.right = Buffer()
+                state.left = ZipBuffer()
+                state.right = ZipBuffer()
             }
             return (state.emitter.close(), state.left, state.right)
         }
@@ -145,7 +145,7 @@ final class ZipState<Left: Sendable, Right: Sendable, Failure: Error>: Cancellab
 }
 
 /// A first-in, first-out queue for values waiting for a partner.
-struct Buffer<Element> {
+struct ZipBuffer<Element> {
     private var items: ContiguousArray<Element> = []
     private var head = 0
 
@@ -172,4 +172,4 @@ struct Buffer<Element> {
     }
 }
 
-extension Buffer: Sendable where Element: Sendable {}
+extension ZipBuffer: Sendable where Element: Sendable {}
