@@ -44,7 +44,7 @@ import Testing
         left.finish()
         #expect(recorder.values.isEmpty)
         #expect(recorder.isFinished)
-        #expect(right.teardowns.count == 1)
+        #expect(right.teardowns == 1)
         _ = token
     }
 
@@ -63,7 +63,7 @@ import Testing
         left.send(1)
         right.send("a")
         left.fail(TestError(code: 7))
-        #expect(right.teardowns.count == 1)
+        #expect(right.teardowns == 1)
         right.send("b")
         right.fail(TestError(code: 8))
         #expect(recorder.pairs() == [TestPair(1, "a")])
@@ -78,8 +78,8 @@ import Testing
         let recorder = Recorder<(Int, String), TestError>()
         let token = recorder.subscribe(to: left.signal.combineLatest(right.signal))
         token.cancel()
-        #expect(left.teardowns.count == 1)
-        #expect(right.teardowns.count == 1)
+        #expect(left.teardowns == 1)
+        #expect(right.teardowns == 1)
         left.send(1)
         right.send("a")
         #expect(recorder.events.isEmpty)

@@ -10,9 +10,9 @@ import Testing
         let recorder = Recorder<Int, TestError>()
         let token = recorder.subscribe(to: first.signal.append(second.signal))
         first.send(1)
-        #expect(second.subscriptions.count == 0)
+        #expect(second.subscriptions == 0)
         first.finish()
-        #expect(second.subscriptions.count == 1)
+        #expect(second.subscriptions == 1)
         second.send(2)
         second.finish()
         #expect(recorder.events == [.value(1), .value(2), .finished])
@@ -24,7 +24,7 @@ import Testing
         let recorder = Recorder<Int, TestError>()
         recorder.subscribe(to: Signal<Int, TestError>(error: TestError(code: 1)).append(second.signal))
         #expect(recorder.events == [.failed(TestError(code: 1))])
-        #expect(second.subscriptions.count == 0)
+        #expect(second.subscriptions == 0)
     }
 
     @Test func cancellationReachesWhicheverIsRunning() {
@@ -32,15 +32,15 @@ import Testing
         let second = ManualSource<Int, TestError>()
         let token = first.signal.append(second.signal).sink(receiveCompletion: { _ in }, receiveValue: { _ in })
         token.cancel()
-        #expect(first.teardowns.count == 1)
+        #expect(first.teardowns == 1)
         first.finish()
-        #expect(second.subscriptions.count == 0)
+        #expect(second.subscriptions == 0)
 
         let other = first.signal.append(second.signal).sink(receiveCompletion: { _ in }, receiveValue: { _ in })
         first.finish()
-        #expect(second.subscriptions.count == 1)
+        #expect(second.subscriptions == 1)
         other.cancel()
-        #expect(second.teardowns.count == 1)
+        #expect(second.teardowns == 1)
     }
 
     @Test func appendAndPrependValues() {

@@ -14,7 +14,7 @@ import Testing
         let t2 = second.subscribe(to: shared)
         source.send(2)
         source.finish()
-        #expect(source.subscriptions.count == 1)
+        #expect(source.subscriptions == 1)
         #expect(first.events == [.value(1), .value(2), .finished])
         #expect(second.events == [.value(2), .finished])
         _ = (t1, t2)
@@ -41,12 +41,12 @@ import Testing
         let t1 = first.subscribe(to: shared)
         let t2 = second.subscribe(to: shared)
         t1.cancel()
-        #expect(source.teardowns.count == 0)
+        #expect(source.teardowns == 0)
         source.send(1)
         #expect(first.events.isEmpty)
         #expect(second.values == [1])
         t2.cancel()
-        #expect(source.teardowns.count == 1)
+        #expect(source.teardowns == 1)
     }
 
     @Test func aNewSubscriberAfterCancellationSubscribesAgain() {
@@ -56,7 +56,7 @@ import Testing
         t1.cancel()
         let recorder = Recorder<Int, TestError>()
         let t2 = recorder.subscribe(to: shared)
-        #expect(source.subscriptions.count == 2)
+        #expect(source.subscriptions == 2)
         source.send(5)
         #expect(recorder.values == [5])
         _ = t2
@@ -70,7 +70,7 @@ import Testing
         source.finish()
         let second = Recorder<Int, TestError>()
         let t2 = second.subscribe(to: shared)
-        #expect(source.subscriptions.count == 2)
+        #expect(source.subscriptions == 2)
         source.send(9)
         #expect(second.values == [9])
         #expect(first.events == [.finished])
@@ -86,7 +86,7 @@ import Testing
             againToken.withLock { $0 = again.subscribe(to: shared) }
         }, receiveValue: { _ in })
         source.finish(0)
-        #expect(source.subscriptions.count == 2)
+        #expect(source.subscriptions == 2)
         source.send(4, to: 1)
         #expect(again.values == [4])
         _ = t1
@@ -114,7 +114,7 @@ import Testing
             let t2 = shared.sink { _ in }
             _ = (t1, t2)
         }
-        #expect(source.teardowns.count == 1)
+        #expect(source.teardowns == 1)
         #expect(weakProbe == nil)
     }
 
@@ -124,7 +124,7 @@ import Testing
         let token = CancellationToken()
         token.cancel()
         shared.observe(Observer { _ in }, in: token)
-        #expect(source.subscriptions.count == 0)
+        #expect(source.subscriptions == 0)
     }
 
     @Test func subscribersComingAndGoingOnManyThreads() {
@@ -152,8 +152,8 @@ import Testing
         }
         #expect(violations.load(ordering: .relaxed) == 0)
         #expect(anchor.values == Array(0..<3_000))
-        #expect(source.subscriptions.count == 1)
+        #expect(source.subscriptions == 1)
         anchorToken.cancel()
-        #expect(source.teardowns.count == 1)
+        #expect(source.teardowns == 1)
     }
 }

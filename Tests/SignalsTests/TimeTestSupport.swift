@@ -41,11 +41,20 @@ final class ManualSource<Output: Sendable, Failure: Error>: Sendable {
     /// `true` while the latest subscription has not been torn down.
     var isActive: Bool { state.withLock { $0.observers.count > $0.teardowns } }
 
-    private var latest: Observer<Output, Failure>? { state.withLock { $0.observers.last } }
+    /// Subscriptions not yet torn down, as far as the counts tell.
+    var live: Int { subscriptions - teardowns }
 
-    func send(_ value: Output) { latest?.send(value) }
-    func finish() { latest?.finish() }
-    func fail(_ error: Failure) { latest?.fail(error) }
+    /// The observer of subscription `index` (the latest when `nil`).
+    func observer(_ index: Int? = nil) -> Observer<Output, Failure>? {
+        state.withLock { state in
+            let position = index ?? state.observers.count - 1
+            return state.observers.indices.contains(position) ? state.observers[position] : nil
+        }
+    }
+
+    func send(_ value: Output, to index: Int? = nil) { observer(index)?.send(value) }
+    func finish(_ index: Int? = nil) { observer(index)?.finish() }
+    func fail(_ error: Failure, _ index: Int? = nil) { observer(index)?.fail(error) }
 
     /// Waits until the source has at least `count` subscriptions (no polling, no sleeping).
     func waitForSubscription(count: Int = 1) async {

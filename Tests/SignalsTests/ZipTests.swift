@@ -58,7 +58,7 @@ extension Recorder {
         right.send("a")
         #expect(recorder.pairs() == [TestPair(1, "a")])
         #expect(recorder.isFinished)
-        #expect(right.teardowns.count == 1)
+        #expect(right.teardowns == 1)
         right.send("b")
         #expect(recorder.events.count == 2)
         #expect(recorder.violations == 0)
@@ -74,7 +74,7 @@ extension Recorder {
         left.finish()
         #expect(recorder.isFinished)
         #expect(recorder.values.isEmpty)
-        #expect(right.teardowns.count == 1)
+        #expect(right.teardowns == 1)
         _ = token
     }
 
@@ -85,7 +85,7 @@ extension Recorder {
         let token = recorder.subscribe(to: left.signal.zip(right.signal))
         left.send(1)
         right.fail(TestError(code: 5))
-        #expect(left.teardowns.count == 1)
+        #expect(left.teardowns == 1)
         left.fail(TestError(code: 6))
         #expect(recorder.completion == .failure(TestError(code: 5)))
         #expect(recorder.events.count == 1)
@@ -99,8 +99,8 @@ extension Recorder {
         let token = recorder.subscribe(to: left.signal.zip(right.signal))
         left.send(1)
         token.cancel()
-        #expect(left.teardowns.count == 1)
-        #expect(right.teardowns.count == 1)
+        #expect(left.teardowns == 1)
+        #expect(right.teardowns == 1)
         right.send("a")
         #expect(recorder.events.isEmpty)
     }
