@@ -57,8 +57,10 @@ func describe(_ result: Result<[Post], any Error>) -> String {
     case .success(let posts):
         let titles = posts.prefix(2).map { "\"\($0.title)\"" }.joined(separator: ", ")
         return "\(posts.count) posts decoded" + (titles.isEmpty ? "" : ": \(titles)\(posts.count > 2 ? ", …" : "")")
-    case .failure(let error):
+    case .failure(let error as any HTTPError):
         return "failed: \(error)"
+    case .failure(let error):
+        return "failed: \(error.localizedDescription)"
     }
 }
 
