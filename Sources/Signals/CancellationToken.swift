@@ -66,13 +66,17 @@ public final class CancellationToken: Cancellable, Hashable {
 
     /// Forgets `cancellable` without cancelling it.
     public func remove(_ cancellable: any Cancellable) {
-        state.withLock { state in
+        // The removed reference is released after the lock: it may be the last one.
+        let removed = state.withLock { state -> (any Cancellable)? in
             if let first = state.first, first === cancellable {
                 state.first = state.rest.isEmpty ? nil : state.rest.removeFirst()
+                return first
             } else if let index = state.rest.firstIndex(where: { $0 === cancellable }) {
-                state.rest.remove(at: index)
+                return state.rest.remove(at: index)
             }
+            return nil
         }
+        _ = removed
     }
 
     /// Creates a token that is cancelled when this one is, but can also be cancelled on its own.
@@ -108,5 +112,28 @@ public final class CancellationToken: Cancellable, Hashable {
 
     public func hash(into hasher: inout Hasher) {
         hasher.combine(ObjectIdentifier(self))
+    }
+}
+
+/// A flag that is raised when the token it is registered with is cancelled.
+///
+/// Operators that send two events for one upstream event (`first` sends the value, then
+/// `finished`) check it between the two, so a downstream that cancels while handling the first
+/// event receives nothing more. It holds no reference to the token, so closures held by the
+/// upstream may capture it.
+///
+/// Thread safety: the flag is an `Atomic`; it is raised with release and read with acquire order.
+final class CancellationFlag: Cancellable {
+    private let raised = Atomic<Bool>(false)
+
+    init() {}
+
+    /// `true` once the token the flag is registered with was cancelled.
+    var isCancelled: Bool {
+        raised.load(ordering: .acquiring)
+    }
+
+    func cancel() {
+        raised.store(true, ordering: .releasing)
     }
 }

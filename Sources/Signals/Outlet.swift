@@ -85,7 +85,6 @@ final class Outlet<Output: Sendable, Failure: Error>: Cancellable {
     private func dispose() {
         let teardown = state.withLock { state -> Teardown? in
             state.disposed = true
-            state.queue = []
             defer { state.teardown = nil }
             return state.teardown
         }
@@ -93,15 +92,19 @@ final class Outlet<Output: Sendable, Failure: Error>: Cancellable {
     }
 
     func cancel() {
-        let teardown = state.withLock { state -> Teardown? in
+        // What the subscription held is taken out under the lock and released after it: a
+        // `deinit` of something the observer or the events captured may run user code.
+        let released = state.withLock { state -> (Teardown?, Observer<Output, Failure>?, [Event<Output, Failure>])? in
             guard !state.disposed else { return nil }
             state.completed = true
             state.disposed = true
-            state.downstream = nil
-            state.queue = []
-            defer { state.teardown = nil }
-            return state.teardown
+            defer {
+                state.downstream = nil
+                state.queue = []
+                state.teardown = nil
+            }
+            return (state.teardown, state.downstream, state.queue)
         }
-        teardown?()
+        released?.0?()
     }
 }

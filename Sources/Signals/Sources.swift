@@ -31,12 +31,15 @@ extension Signal {
     /// before the next element, so an infinite sequence is fine under `first()` or `prefix`.
     public init<S: Sequence & Sendable>(sequence: S) where S.Element == Output {
         self.init(unchecked: { observer, token in
-            for element in sequence {
-                guard !token.isCancelled else { return }
+            var iterator = sequence.makeIterator()
+            // Check before pulling, so a cancelled subscription pulls no further element.
+            while !token.isCancelled {
+                guard let element = iterator.next() else {
+                    observer.finish()
+                    return
+                }
                 observer.send(element)
             }
-            guard !token.isCancelled else { return }
-            observer.finish()
         })
     }
 

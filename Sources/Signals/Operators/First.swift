@@ -6,15 +6,21 @@ extension Signal {
     }
 
     /// Sends the first value that satisfies `predicate` and finishes, cancelling the upstream.
+    ///
+    /// If the downstream cancels while it receives the value, `finished` is not sent.
     public func first(where predicate: @escaping @Sendable (Output) -> Bool) -> Signal<Output, Failure> {
         let body = self.body
         return Signal(unchecked: { observer, token in
+            let downstream = CancellationFlag()
+            guard token.add(downstream) else { return }
             let upstream = token.makeChild()
             body(Observer { event in
                 if case .value(let value) = event {
                     guard predicate(value) else { return }
                     upstream.cancel()
+                    guard !downstream.isCancelled else { return }
                     observer.send(value)
+                    guard !downstream.isCancelled else { return }
                     observer.finish()
                 } else {
                     observer.send(event)
@@ -24,6 +30,8 @@ extension Signal {
     }
 
     /// Sends at most the first `count` values, then finishes and cancels the upstream.
+    ///
+    /// If the downstream cancels while it receives the last value, `finished` is not sent.
     public func prefix(_ count: Int) -> Signal<Output, Failure> {
         let body = self.body
         return Signal(unchecked: { observer, token in
@@ -31,6 +39,8 @@ extension Signal {
                 if !token.isCancelled { observer.finish() }
                 return
             }
+            let downstream = CancellationFlag()
+            guard token.add(downstream) else { return }
             let upstream = token.makeChild()
             let remaining = LockedValue(count)
             body(Observer { event in
@@ -43,9 +53,15 @@ extension Signal {
                     return remaining
                 }
                 guard left >= 0 else { return }
-                if left == 0 { upstream.cancel() }
+                if left > 0 {
+                    observer.send(event)
+                    return
+                }
+                upstream.cancel()
+                guard !downstream.isCancelled else { return }
                 observer.send(event)
-                if left == 0 { observer.finish() }
+                guard !downstream.isCancelled else { return }
+                observer.finish()
             }, upstream)
         })
     }

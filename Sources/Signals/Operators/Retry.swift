@@ -26,28 +26,53 @@ extension Signal {
 }
 
 /// The state of one `retry` subscription. Thread safety: state behind a `Mutex`; the upstream is
-/// subscribed and events are forwarded outside it.
+/// subscribed and events are forwarded outside it. When the subscription ends (its terminal
+/// event is passed on, or it is cancelled) the upstream, the downstream and the predicate are
+/// released.
 private final class Retrier<Output: Sendable, Failure: Error>: Cancellable {
     typealias Body = Signal<Output, Failure>.Body
 
     private struct State {
         var remaining: Int
         var current: CancellationToken?
-        var cancelled = false
+        /// Cancelled, or the terminal event was passed on.
+        var ended = false
         var subscribing = false
         var resubscribeRequested = false
+        var body: Body?
+        var downstream: Observer<Output, Failure>?
+        var shouldRetry: (@Sendable (Failure) -> Bool)?
+
+        /// Marks the subscription as ended and takes out everything it holds, so the caller
+        /// releases it after the lock (a `deinit` of something the closures captured may run
+        /// user code).
+        mutating func end() -> Released {
+            ended = true
+            defer {
+                body = nil
+                downstream = nil
+                shouldRetry = nil
+                current = nil
+            }
+            return Released(current: current, body: body, downstream: downstream, shouldRetry: shouldRetry)
+        }
     }
 
-    private let body: Body
-    private let downstream: Observer<Output, Failure>
-    private let shouldRetry: @Sendable (Failure) -> Bool
+    private struct Released {
+        var current: CancellationToken?
+        var body: Body?
+        var downstream: Observer<Output, Failure>?
+        var shouldRetry: (@Sendable (Failure) -> Bool)?
+    }
+
+    private enum Decision {
+        case retry, pass(Released), drop
+    }
+
     private let state: Mutex<State>
 
     init(body: @escaping Body, downstream: Observer<Output, Failure>, remaining: Int, shouldRetry: @escaping @Sendable (Failure) -> Bool) {
-        self.body = body
-        self.downstream = downstream
-        self.shouldRetry = shouldRetry
-        state = Mutex(State(remaining: remaining))
+        state = Mutex(State(remaining: remaining, body: body, downstream: downstream, shouldRetry: shouldRetry))
     }
 
     /// Subscribes to the upstream; a request made while subscribing (a synchronous failure) is
@@ -64,16 +89,19 @@ private final class Retrier<Output: Sendable, Failure: Error>: Cancellable {
         guard enter else { return }
         while true {
             let attempt = CancellationToken()
-            let proceed = state.withLock { state -> Bool in
-                guard !state.cancelled else { return false }
+            let next = state.withLock { state -> (Body, Observer<Output, Failure>)? in
+                guard !state.ended, let body = state.body, let downstream = state.downstream else {
+                    state.subscribing = false
+                    return nil
+                }
                 state.resubscribeRequested = false
                 state.current = attempt
-                return true
+                return (body, downstream)
             }
-            guard proceed else { return }
-            body(Observer { [self] event in receive(event, from: attempt) }, attempt)
+            guard let (body, downstream) = next else { return }
+            body(Observer { [self] event in receive(event, from: attempt, downstream: downstream) }, attempt)
             let again = state.withLock { state -> Bool in
-                if state.resubscribeRequested && !state.cancelled { return true }
+                if state.resubscribeRequested && !state.ended { return true }
                 state.subscribing = false
                 return false
             }
@@ -81,42 +109,45 @@ private final class Retrier<Output: Sendable, Failure: Error>: Cancellable {
         }
     }
 
-    private func receive(_ event: Event<Output, Failure>, from attempt: CancellationToken) {
+    private func receive(_ event: Event<Output, Failure>, from attempt: CancellationToken, downstream: Observer<Output, Failure>) {
+        let decision: Decision
         switch event {
         case .value:
             downstream.send(event)
+            return
         case .finished:
-            end(attempt)
-            downstream.send(event)
+            decision = state.withLock { state in
+                guard !state.ended else { return .drop }
+                return .pass(state.end())
+            }
         case .failed(let error):
-            let retry = shouldRetry(error) && state.withLock { state -> Bool in
-                guard !state.cancelled, state.remaining > 0 else { return false }
-                state.remaining -= 1
-                return true
-            }
-            end(attempt)
-            if retry {
-                subscribe()
-            } else {
-                downstream.send(event)
+            guard let shouldRetry = state.withLock({ $0.ended ? nil : $0.shouldRetry }) else { return }
+            // The predicate is user code: it runs outside the lock, and may cancel.
+            let wantsRetry = shouldRetry(error)
+            decision = state.withLock { state in
+                guard !state.ended else { return .drop }
+                if wantsRetry && state.remaining > 0 {
+                    state.remaining -= 1
+                    if state.current === attempt { state.current = nil }
+                    return .retry
+                }
+                return .pass(state.end())
             }
         }
-    }
-
-    /// Ends an attempt: cancels its token so everything it created is released.
-    private func end(_ attempt: CancellationToken) {
-        state.withLock { state in
-            if state.current === attempt { state.current = nil }
-        }
+        // Ends the attempt, so everything it created is released.
         attempt.cancel()
+        switch decision {
+        case .retry: subscribe()
+        case .pass: downstream.send(event)
+        case .drop: break
+        }
     }
 
     func cancel() {
-        let current = state.withLock { state -> CancellationToken? in
-            state.cancelled = true
-            defer { state.current = nil }
-            return state.current
+        let released = state.withLock { state -> Released? in
+            guard !state.ended else { return nil }
+            return state.end()
         }
-        current?.cancel()
+        released?.current?.cancel()
     }
 }
