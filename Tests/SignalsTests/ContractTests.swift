@@ -40,9 +40,9 @@ struct ContractTests {
         probe.flood(values: [7, 8, 9], terminals: [.finished, .failed(TestError(code: 5))])
         #expect(recorder.events.count == delivered)
         #expect(recorder.violations == 0)
-        #expect(probe.teardowns == probe.subscriptions)
+        #expect(probe.everyTeardownRanOnce)
         token.cancel()
-        #expect(probe.teardowns == probe.subscriptions)
+        #expect(probe.everyTeardownRanOnce)
     }
 
     @Test(arguments: ContractOperatorCase.all)
@@ -61,7 +61,7 @@ struct ContractTests {
         #expect(recorder.events.count == delivered)
         #expect(recorder.terminalCount <= 1)
         #expect(recorder.violations == 0)
-        #expect(probe.teardowns == probe.subscriptions)
+        #expect(probe.everyTeardownRanOnce)
     }
 
     @Test(arguments: ContractOperatorCase.all)
@@ -81,7 +81,7 @@ struct ContractTests {
             // One value, then the sink cancelled: nothing else, not even a terminal event.
             // (`prefix(0)` finishes while subscribing, before there is anything to cancel.)
             #expect(recorder.events.count <= 1, "\(recorder.events)")
-            #expect(probe.teardowns == probe.subscriptions)
+            #expect(probe.everyTeardownRanOnce)
         }
     }
 
@@ -111,7 +111,7 @@ struct ContractTests {
         #expect(recorder.terminalCount <= 1)
         #expect(recorder.violations == 0)
         token.cancel()
-        #expect(probe.teardowns == probe.subscriptions)
+        #expect(probe.everyTeardownRanOnce)
     }
 
     @Test(arguments: ContractOperatorCase.all)
@@ -126,7 +126,7 @@ struct ContractTests {
         let delivered = recorder.events.count
         probe.flood(values: [7], terminals: [.finished])
         #expect(recorder.events.count == delivered)
-        #expect(probe.teardowns == probe.subscriptions)
+        #expect(probe.everyTeardownRanOnce)
     }
 
     // MARK: - Sources

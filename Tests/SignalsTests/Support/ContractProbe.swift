@@ -9,7 +9,8 @@ import Synchronization
 final class ContractProbe<Output: Sendable, Failure: Error>: Sendable {
     private struct State {
         var observers: [Observer<Output, Failure>] = []
-        var teardowns = 0
+        /// How many times the teardown of each subscription ran, by subscription.
+        var teardowns: [Int] = []
     }
 
     private let state = Mutex(State())
@@ -19,15 +20,21 @@ final class ContractProbe<Output: Sendable, Failure: Error>: Sendable {
     /// A cold signal: every subscription registers a new observer with the probe.
     var signal: Signal<Output, Failure> {
         Signal { [self] observer in
-            state.withLock { $0.observers.append(observer) }
-            return { [self] in state.withLock { $0.teardowns += 1 } }
+            let index = state.withLock { state -> Int in
+                state.observers.append(observer)
+                state.teardowns.append(0)
+                return state.observers.count - 1
+            }
+            return { [self] in state.withLock { $0.teardowns[index] += 1 } }
         }
     }
 
     /// How many times the signal was subscribed.
     var subscriptions: Int { state.withLock { $0.observers.count } }
-    /// How many times a subscription's teardown ran.
-    var teardowns: Int { state.withLock { $0.teardowns } }
+    /// How many teardowns ran, over all subscriptions.
+    var teardowns: Int { state.withLock { $0.teardowns.reduce(0, +) } }
+    /// `true` when the teardown of every subscription ran exactly once.
+    var everyTeardownRanOnce: Bool { state.withLock { $0.teardowns.allSatisfy { $0 == 1 } } }
     /// Every observer the probe was handed, oldest first.
     var observers: [Observer<Output, Failure>] { state.withLock { $0.observers } }
     /// The observer of the newest subscription.
