@@ -1,0 +1,86 @@
+/// The serialising half of an ``Outlet``, as a value to embed in an operator's own locked state.
+///
+/// Operators whose output depends on state they keep under a lock (flatMap's accounting, zip's
+/// buffers, combineLatest's latest values) decide *what* to emit and *accept* it for delivery in
+/// the same critical section, so the order of decisions is the order of delivery, with one lock
+/// instead of two.
+///
+/// Protocol, with `state` the operator's `Mutex`:
+/// ```swift
+/// let target = state.withLock { $0.emitter.accept(event) }   // plus any bookkeeping
+/// if let target { Emitter.deliver(event, to: target) { state.withLock { $0.emitter.next() } } }
+/// ```
+/// `accept` returns the observer only to the thread that must deliver; a thread that finds
+/// another one delivering leaves its event in the queue, and the delivering thread drains it
+/// before it returns. No lock is held while the downstream runs.
+struct Emitter<Output: Sendable, Failure: Error>: Sendable {
+    private var downstream: Observer<Output, Failure>?
+    private var emitting = false
+    /// A terminal event was accepted, or the emitter was closed.
+    private(set) var isClosed = false
+    private var queue: ContiguousArray<Event<Output, Failure>> = []
+    private var head = 0
+
+    init(_ downstream: Observer<Output, Failure>) {
+        self.downstream = downstream
+    }
+
+    /// Accepts `event` for delivery. Returns the observer if the caller must deliver it now, `nil`
+    /// if it was queued for the delivering thread or dropped (after a terminal event or close).
+    mutating func accept(_ event: Event<Output, Failure>) -> Observer<Output, Failure>? {
+        guard !isClosed, let downstream else { return nil }
+        if event.isTerminal { isClosed = true }
+        if emitting {
+            queue.append(event)
+            return nil
+        }
+        emitting = true
+        if event.isTerminal { self.downstream = nil }
+        return downstream
+    }
+
+    /// After a delivery: the next queued event and its observer, or `nil` when the queue is empty
+    /// (the caller then stops delivering).
+    mutating func next() -> (Event<Output, Failure>, Observer<Output, Failure>)? {
+        if head < queue.count, let downstream {
+            let event = queue[head]
+            head += 1
+            if event.isTerminal { self.downstream = nil }
+            return (event, downstream)
+        }
+        emitting = false
+        if !queue.isEmpty {
+            queue.removeAll(keepingCapacity: queue.count <= 16)
+            head = 0
+        }
+        return nil
+    }
+
+    /// Drops the downstream and everything queued: nothing more is delivered. Returns what it
+    /// held, so the caller releases it outside the lock.
+    mutating func close() -> (Observer<Output, Failure>?, ContiguousArray<Event<Output, Failure>>) {
+        isClosed = true
+        defer {
+            downstream = nil
+            queue = []
+            head = 0
+        }
+        return (downstream, queue)
+    }
+
+    /// Delivers `event` to `target`, then whatever `next` (the caller's locked ``next()``) hands
+    /// back, until the queue is empty.
+    @inline(__always)
+    static func deliver(
+        _ event: Event<Output, Failure>,
+        to target: Observer<Output, Failure>,
+        next: () -> (Event<Output, Failure>, Observer<Output, Failure>)?
+    ) {
+        var current = (event, target)
+        while true {
+            current.1.send(current.0)
+            guard let following = next() else { return }
+            current = following
+        }
+    }
+}

@@ -1,0 +1,217 @@
+import Synchronization
+
+/// The machinery shared by ``PassthroughSubject`` and ``CurrentValueSubject``: a list of
+/// subscribers and a serialised broadcast.
+///
+/// - Sends from any thread are serialised without holding the lock while subscribers run: a send
+///   that finds another one delivering is queued, and the delivering thread delivers it, in order,
+///   before it returns. A send with no contention costs two lock round trips (start, then "queue
+///   empty?") plus one atomic load per subscriber, and allocates nothing.
+/// - Once a terminal event is accepted, nothing else is; subscribers are dropped when it is
+///   delivered, and a subscriber that arrives later receives the terminal event at once.
+/// - A replaying core (the current-value flavour) delivers the current value to each new
+///   subscriber through the same serialised path, so a new subscriber sees the current value and
+///   then every later value, never out of order and never concurrently.
+///
+/// Thread safety: all state is behind one `Mutex`; subscriber cancellation is an atomic flag
+/// checked before every delivery, so a cancelled subscriber receives nothing more even when it is
+/// cancelled by another subscriber during a broadcast.
+final class SubjectCore<Output: Sendable, Failure: Error>: Sendable {
+    /// A subscriber as the broadcast list holds it: the observer lives here, so dropping the entry
+    /// (on cancel or on the terminal event) releases the downstream chain even while the user
+    /// still holds the token.
+    struct Entry: Sendable {
+        let subscription: SubjectSubscription<Output, Failure>
+        let observer: Observer<Output, Failure>
+    }
+
+    private enum Pending: Sendable {
+        case event(Event<Output, Failure>)
+        /// A replaying subscriber that arrived while another thread was delivering: it joins the
+        /// list, and receives `value`, at this point of the sequence.
+        case attach(Entry, Output)
+    }
+
+    private enum Start: Sendable {
+        case none
+        case terminal(Event<Output, Failure>)
+        case replay(Output)
+    }
+
+    private enum Step: Sendable {
+        case broadcast(Event<Output, Failure>, ContiguousArray<Entry>)
+        case attach(Entry, Output)
+        case done(ContiguousArray<Pending>)
+    }
+
+    private struct State {
+        var entries: ContiguousArray<Entry> = []
+        var current: Output?
+        var terminal: Event<Output, Failure>?
+        var emitting = false
+        var pending: ContiguousArray<Pending> = []
+        var head = 0
+    }
+
+    private let state: Mutex<State>
+    private let replays: Bool
+
+    /// A core without a current value (passthrough).
+    init() {
+        state = Mutex(State())
+        replays = false
+    }
+
+    /// A core that keeps `current` and replays it to every new subscriber.
+    init(current: Output) {
+        state = Mutex(State(current: current))
+        replays = true
+    }
+
+    /// The current value of a replaying core.
+    var current: Output? {
+        state.withLock { $0.current }
+    }
+
+    /// Whether a terminal event has been accepted.
+    var isCompleted: Bool {
+        state.withLock { $0.terminal != nil }
+    }
+
+    /// The signal that subscribes to this core.
+    var signal: Signal<Output, Failure> {
+        Signal(unchecked: { [self] observer, token in attach(observer, in: token) })
+    }
+
+    /// Broadcasts `event` to every subscriber, or queues it if another thread is delivering.
+    /// Ignored once a terminal event was accepted.
+    func send(_ event: Event<Output, Failure>) {
+        let targets = state.withLock { state -> ContiguousArray<Entry>? in
+            guard state.terminal == nil else { return nil }
+            if case .value(let value) = event {
+                if replays { state.current = value }
+            } else {
+                state.terminal = event
+            }
+            if state.emitting {
+                state.pending.append(.event(event))
+                return nil
+            }
+            state.emitting = true
+            let entries = state.entries
+            if event.isTerminal { state.entries = [] }
+            return entries
+        }
+        guard let targets else { return }
+        Self.broadcast(event, to: targets)
+        drain()
+    }
+
+    /// Adds a subscriber for the life of `token`.
+    func attach(_ observer: Observer<Output, Failure>, in token: CancellationToken) {
+        let subscription = SubjectSubscription(core: self)
+        guard token.add(subscription) else { return }
+        let entry = Entry(subscription: subscription, observer: observer)
+        let start = state.withLock { state -> Start in
+            if let terminal = state.terminal { return .terminal(terminal) }
+            // Checked under the lock: a cancel that sets the flag after this point finds the
+            // entry in the list (it removes it under the same lock).
+            guard !subscription.isCancelled else { return .none }
+            guard replays, let current = state.current else {
+                state.entries.append(entry)
+                return .none
+            }
+            if state.emitting {
+                state.pending.append(.attach(entry, current))
+                return .none
+            }
+            state.emitting = true
+            state.entries.append(entry)
+            return .replay(current)
+        }
+        switch start {
+        case .none:
+            return
+        case .terminal(let terminal):
+            observer.send(terminal)
+        case .replay(let value):
+            if !subscription.isCancelled { observer.send(.value(value)) }
+            drain()
+        }
+    }
+
+    /// Removes a cancelled subscriber. The entry is released outside the lock: dropping an
+    /// observer may run arbitrary deinitialisers.
+    func remove(_ subscription: SubjectSubscription<Output, Failure>) {
+        let removed = state.withLock { state -> Entry? in
+            guard let index = state.entries.firstIndex(where: { $0.subscription === subscription }) else {
+                return nil
+            }
+            return state.entries.remove(at: index)
+        }
+        _ = removed
+    }
+
+    /// Delivers whatever other threads queued while this one was delivering.
+    private func drain() {
+        while true {
+            let step = state.withLock { state -> Step in
+                while state.head < state.pending.count {
+                    let item = state.pending[state.head]
+                    state.head += 1
+                    switch item {
+                    case .event(let event):
+                        let entries = state.entries
+                        if event.isTerminal { state.entries = [] }
+                        return .broadcast(event, entries)
+                    case .attach(let entry, let value):
+                        guard !entry.subscription.isCancelled else { continue }
+                        state.entries.append(entry)
+                        return .attach(entry, value)
+                    }
+                }
+                state.emitting = false
+                state.head = 0
+                let spent = state.pending
+                if !spent.isEmpty { state.pending = [] }
+                return .done(spent)
+            }
+            switch step {
+            case .broadcast(let event, let entries):
+                Self.broadcast(event, to: entries)
+            case .attach(let entry, let value):
+                if !entry.subscription.isCancelled { entry.observer.send(.value(value)) }
+            case .done:
+                return
+            }
+        }
+    }
+
+    private static func broadcast(_ event: Event<Output, Failure>, to entries: ContiguousArray<Entry>) {
+        for entry in entries where !entry.subscription.isCancelled {
+            entry.observer.send(event)
+        }
+    }
+}
+
+/// One subscription to a subject, registered with the subscriber's token.
+///
+/// Thread safety: immutable apart from an atomic flag; cancelling is idempotent and removes the
+/// subscriber from the core's list.
+final class SubjectSubscription<Output: Sendable, Failure: Error>: Cancellable {
+    private let core: SubjectCore<Output, Failure>
+    private let cancelled = Atomic<Bool>(false)
+
+    init(core: SubjectCore<Output, Failure>) {
+        self.core = core
+    }
+
+    var isCancelled: Bool {
+        cancelled.load(ordering: .acquiring)
+    }
+
+    func cancel() {
+        guard !cancelled.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        core.remove(self)
+    }
+}

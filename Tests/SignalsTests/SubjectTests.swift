@@ -1,0 +1,366 @@
+import Dispatch
+import Signals
+import Synchronization
+import Testing
+
+/// An object whose lifetime tests follow with a weak reference.
+final class LifetimeProbe: Sendable {
+    init() {}
+}
+
+/// Detects overlapping deliveries: `enter` returns false if another delivery is in progress.
+final class OverlapDetector: Sendable {
+    private let inside = Atomic<Bool>(false)
+    private let overlaps = Atomic<Int>(0)
+    init() {}
+
+    func run(_ body: () -> Void) {
+        if inside.exchange(true, ordering: .acquiringAndReleasing) {
+            overlaps.add(1, ordering: .relaxed)
+        }
+        body()
+        inside.store(false, ordering: .releasing)
+    }
+
+    var count: Int { overlaps.load(ordering: .relaxed) }
+}
+
+@Suite struct PassthroughSubjectTests {
+    @Test func broadcastsToEveryCurrentSubscriber() {
+        let subject = PassthroughSubject<Int, TestError>()
+        let first = Recorder<Int, TestError>()
+        let second = Recorder<Int, TestError>()
+        let t1 = first.subscribe(to: subject.signal)
+        subject.send(1)
+        let t2 = second.subscribe(to: subject.signal)
+        subject.send(2)
+        subject.send(completion: .finished)
+        #expect(first.events == [.value(1), .value(2), .finished])
+        #expect(second.events == [.value(2), .finished])
+        _ = (t1, t2)
+    }
+
+    @Test func nothingIsAcceptedAfterCompletion() {
+        let subject = PassthroughSubject<Int, TestError>()
+        let recorder = Recorder<Int, TestError>()
+        let token = recorder.subscribe(to: subject.signal)
+        subject.send(completion: .failure(TestError(code: 1)))
+        subject.send(1)
+        subject.send(completion: .finished)
+        subject.send(completion: .failure(TestError(code: 2)))
+        #expect(recorder.events == [.failed(TestError(code: 1))])
+        #expect(recorder.violations == 0)
+        _ = token
+    }
+
+    @Test func lateSubscriberReceivesTheCompletionAtOnce() {
+        let subject = PassthroughSubject<Int, TestError>()
+        subject.send(1)
+        subject.send(completion: .failure(TestError(code: 3)))
+        let recorder = Recorder<Int, TestError>()
+        let token = recorder.subscribe(to: subject.signal)
+        #expect(recorder.events == [.failed(TestError(code: 3))])
+        _ = token
+    }
+
+    @Test func cancellingRemovesTheSubscriberAndReleasesIt() {
+        let subject = PassthroughSubject<Int, Never>()
+        let recorder = Recorder<Int, Never>()
+        weak var weakProbe: LifetimeProbe?
+        let token: CancellationToken
+        do {
+            let probe = LifetimeProbe()
+            weakProbe = probe
+            let observer = recorder.observer
+            token = subject.signal.observe(Observer { event in
+                _ = probe
+                observer.send(event)
+            })
+        }
+        subject.send(1)
+        #expect(weakProbe != nil)
+        token.cancel()
+        subject.send(2)
+        #expect(recorder.values == [1])
+        #expect(weakProbe == nil)
+    }
+
+    @Test func releasingTheTokenUnsubscribes() {
+        let subject = PassthroughSubject<Int, Never>()
+        let received = Counter()
+        do {
+            let token = subject.signal.sink { _ in received.increment() }
+            subject.send(1)
+            _ = token
+        }
+        subject.send(2)
+        #expect(received.count == 1)
+    }
+
+    @Test func completionReleasesSubscribersEvenWhileTheirTokensLive() {
+        let subject = PassthroughSubject<Int, Never>()
+        weak var weakProbe: LifetimeProbe?
+        let token: CancellationToken
+        do {
+            let probe = LifetimeProbe()
+            weakProbe = probe
+            token = subject.signal.sink { _ in _ = probe }
+        }
+        #expect(weakProbe != nil)
+        subject.send(completion: .finished)
+        #expect(weakProbe == nil)
+        _ = token
+    }
+
+    @Test func aSubscriberCancelledDuringABroadcastReceivesNothingMore() {
+        let subject = PassthroughSubject<Int, Never>()
+        let second = Recorder<Int, Never>()
+        let secondToken = Mutex<CancellationToken?>(nil)
+        let first = subject.signal.sink { _ in secondToken.withLock { $0 }?.cancel() }
+        secondToken.withLock { $0 = second.subscribe(to: subject.signal) }
+        subject.send(1)
+        subject.send(2)
+        #expect(second.events.isEmpty)
+        _ = first
+    }
+
+    @Test func aSendFromASubscriberIsDeliveredAfterTheCurrentValueToEveryone() {
+        let subject = PassthroughSubject<Int, Never>()
+        let second = Recorder<Int, Never>()
+        let firstValues = Mutex<[Int]>([])
+        let first = subject.signal.sink { value in
+            firstValues.withLock { $0.append(value) }
+            if value == 1 { subject.send(2) }
+        }
+        let token = second.subscribe(to: subject.signal)
+        subject.send(1)
+        #expect(firstValues.withLock { $0 } == [1, 2])
+        #expect(second.values == [1, 2])
+        _ = (first, token)
+    }
+
+    @Test func aCompletionSentFromASubscriberEndsEveryoneAfterTheCurrentValue() {
+        let subject = PassthroughSubject<Int, Never>()
+        let first = Recorder<Int, Never>()
+        let second = Recorder<Int, Never>()
+        let t0 = subject.signal.sink { _ in subject.send(completion: .finished) }
+        let t1 = first.subscribe(to: subject.signal)
+        let t2 = second.subscribe(to: subject.signal)
+        subject.send(1)
+        subject.send(2)
+        #expect(first.events == [.value(1), .finished])
+        #expect(second.events == [.value(1), .finished])
+        _ = (t0, t1, t2)
+    }
+
+    @Test func voidSubjectSends() {
+        let subject = PassthroughSubject<Void, Never>()
+        let received = Counter()
+        let token = subject.signal.sink { received.increment() }
+        subject.send()
+        subject.send()
+        #expect(received.count == 2)
+        _ = token
+    }
+
+    @Test func concurrentSendsAreSerialisedAndAllDelivered() {
+        let subject = PassthroughSubject<Int, Never>()
+        let threads = 8
+        let perThread = 500
+        let detector = OverlapDetector()
+        let received = Mutex<[Int]>([])
+        let completions = Counter()
+        let token = subject.signal.observe(Observer { event in
+            detector.run {
+                switch event {
+                case .value(let value): received.withLock { $0.append(value) }
+                case .finished, .failed: completions.increment()
+                }
+            }
+        })
+        DispatchQueue.concurrentPerform(iterations: threads) { thread in
+            for index in 0..<perThread { subject.send(thread * perThread + index) }
+        }
+        subject.send(completion: .finished)
+        let values = received.withLock { $0 }
+        #expect(detector.count == 0)
+        #expect(values.count == threads * perThread)
+        #expect(Set(values).count == threads * perThread)
+        // Each thread's values arrive in the order it sent them.
+        for thread in 0..<threads {
+            let mine = values.filter { $0 / perThread == thread }
+            #expect(mine == mine.sorted())
+        }
+        #expect(completions.count == 1)
+        _ = token
+    }
+
+    @Test func concurrentCompletionsDeliverExactlyOne() {
+        for _ in 0..<50 {
+            let subject = PassthroughSubject<Int, TestError>()
+            let recorder = Recorder<Int, TestError>()
+            let token = recorder.subscribe(to: subject.signal)
+            DispatchQueue.concurrentPerform(iterations: 4) { index in
+                subject.send(index)
+                if index % 2 == 0 {
+                    subject.send(completion: .finished)
+                } else {
+                    subject.send(completion: .failure(TestError(code: index)))
+                }
+                subject.send(index + 10)
+            }
+            #expect(recorder.terminalCount == 1)
+            #expect(recorder.violations == 0)
+            _ = token
+        }
+    }
+
+    @Test func concurrentSubscribeAndCancelWhileSending() {
+        let subject = PassthroughSubject<Int, Never>()
+        let stop = Atomic<Bool>(false)
+        let received = Counter()
+        DispatchQueue.concurrentPerform(iterations: 4) { index in
+            if index == 0 {
+                for value in 0..<2_000 { subject.send(value) }
+                stop.store(true, ordering: .releasing)
+            } else {
+                while !stop.load(ordering: .acquiring) {
+                    let token = subject.signal.sink { _ in received.increment() }
+                    token.cancel()
+                }
+            }
+        }
+        // Every subscriber was cancelled: a final send reaches nobody.
+        let before = received.count
+        subject.send(-1)
+        #expect(received.count == before)
+    }
+}
+
+@Suite struct CurrentValueSubjectTests {
+    @Test func newSubscriberReceivesTheCurrentValueFirst() {
+        let subject = CurrentValueSubject<Int, TestError>(1)
+        let first = Recorder<Int, TestError>()
+        let t1 = first.subscribe(to: subject.signal)
+        subject.send(2)
+        let second = Recorder<Int, TestError>()
+        let t2 = second.subscribe(to: subject.signal)
+        subject.value = 3
+        subject.send(completion: .finished)
+        #expect(first.events == [.value(1), .value(2), .value(3), .finished])
+        #expect(second.events == [.value(2), .value(3), .finished])
+        _ = (t1, t2)
+    }
+
+    @Test func valueReadsTheLatestSend() {
+        let subject = CurrentValueSubject<String, Never>("a")
+        #expect(subject.value == "a")
+        subject.send("b")
+        #expect(subject.value == "b")
+        subject.value = "c"
+        #expect(subject.value == "c")
+    }
+
+    @Test func afterCompletionTheValueStaysAndLateSubscribersGetOnlyTheCompletion() {
+        let subject = CurrentValueSubject<Int, TestError>(1)
+        subject.send(completion: .failure(TestError(code: 9)))
+        subject.value = 2
+        subject.send(3)
+        #expect(subject.value == 1)
+        let recorder = Recorder<Int, TestError>()
+        let token = recorder.subscribe(to: subject.signal)
+        #expect(recorder.events == [.failed(TestError(code: 9))])
+        _ = token
+    }
+
+    @Test func cancellingRemovesTheSubscriber() {
+        let subject = CurrentValueSubject<Int, Never>(0)
+        let recorder = Recorder<Int, Never>()
+        let token = recorder.subscribe(to: subject.signal)
+        subject.send(1)
+        token.cancel()
+        subject.send(2)
+        #expect(recorder.values == [0, 1])
+    }
+
+    @Test func aSubscriberThatCancelsOnTheReplayedValueReceivesNothingMore() {
+        let subject = CurrentValueSubject<Int, Never>(0)
+        let received = Mutex<[Int]>([])
+        let token = CancellationToken()
+        subject.signal.observe(Observer { event in
+            if let value = event.value { received.withLock { $0.append(value) } }
+            token.cancel()
+        }, in: token)
+        subject.send(1)
+        #expect(received.withLock { $0 } == [0])
+    }
+
+    @Test func subscribingDuringADeliveryReplaysAtThatPointOfTheSequence() {
+        let subject = CurrentValueSubject<Int, Never>(0)
+        let late = Recorder<Int, Never>()
+        let lateToken = Mutex<CancellationToken?>(nil)
+        // On 1: subscribe `late`, then send 2. `late` gets 1 (current when it subscribed), then 2.
+        let first = subject.signal.sink { value in
+            if value == 1 {
+                lateToken.withLock { $0 = late.subscribe(to: subject.signal) }
+                subject.send(2)
+            }
+        }
+        subject.send(1)
+        #expect(late.values == [1, 2])
+        _ = first
+    }
+
+    @Test func subscribingDuringADeliveryAfterAQueuedSendReplaysItOnce() {
+        let subject = CurrentValueSubject<Int, Never>(0)
+        let late = Recorder<Int, Never>()
+        let lateToken = Mutex<CancellationToken?>(nil)
+        // On 1: send 2 (queued), then subscribe `late`: it gets 2 exactly once.
+        let first = subject.signal.sink { value in
+            if value == 1 {
+                subject.send(2)
+                lateToken.withLock { $0 = late.subscribe(to: subject.signal) }
+            }
+        }
+        subject.send(1)
+        subject.send(3)
+        #expect(late.values == [2, 3])
+        _ = first
+    }
+
+    @Test func concurrentSubscribersSeeAnUnbrokenRunEndingAtTheLastValue() {
+        let subject = CurrentValueSubject<Int, Never>(0)
+        let last = 3_000
+        let recorders = (0..<40).map { _ in Recorder<Int, Never>() }
+        let tokens = Mutex<[CancellationToken]>([])
+        DispatchQueue.concurrentPerform(iterations: 5) { index in
+            if index == 0 {
+                for value in 1...last { subject.send(value) }
+            } else {
+                for recorder in recorders[(index - 1) * 10..<index * 10] {
+                    let token = recorder.subscribe(to: subject.signal)
+                    tokens.withLock { $0.append(token) }
+                }
+            }
+        }
+        for recorder in recorders {
+            let values = recorder.values
+            #expect(values.last == last)
+            // Consecutive: no gap, no duplicate, no reordering.
+            #expect(values == Array((values.first ?? 0)...last))
+        }
+    }
+
+    @Test func concurrentSendsAreSerialised() {
+        let subject = CurrentValueSubject<Int, Never>(-1)
+        let detector = OverlapDetector()
+        let received = Counter()
+        let token = subject.signal.sink { _ in detector.run { received.increment() } }
+        DispatchQueue.concurrentPerform(iterations: 8) { thread in
+            for index in 0..<300 { subject.value = thread * 1000 + index }
+        }
+        #expect(detector.count == 0)
+        #expect(received.count == 1 + 8 * 300)
+        _ = token
+    }
+}
