@@ -13,20 +13,23 @@
 /// `accept` returns the observer only to the thread that must deliver; a thread that finds
 /// another one delivering leaves its event in the queue, and the delivering thread drains it
 /// before it returns. No lock is held while the downstream runs.
+@usableFromInline
 struct Emitter<Output: Sendable, Failure: Error>: Sendable {
-    private var downstream: Observer<Output, Failure>?
-    private var emitting = false
+    @usableFromInline var downstream: Observer<Output, Failure>?
+    @usableFromInline var emitting = false
     /// A terminal event was accepted, or the emitter was closed.
-    private(set) var isClosed = false
-    private var queue: ContiguousArray<Event<Output, Failure>> = []
-    private var head = 0
+    @usableFromInline var isClosed = false
+    @usableFromInline var queue: ContiguousArray<Event<Output, Failure>> = []
+    @usableFromInline var head = 0
 
+    @inlinable
     init(_ downstream: Observer<Output, Failure>) {
         self.downstream = downstream
     }
 
     /// Accepts `event` for delivery. Returns the observer if the caller must deliver it now, `nil`
     /// if it was queued for the delivering thread or dropped (after a terminal event or close).
+    @inlinable
     mutating func accept(_ event: Event<Output, Failure>) -> Observer<Output, Failure>? {
         guard !isClosed, let downstream else { return nil }
         if event.isTerminal { isClosed = true }
@@ -41,6 +44,7 @@ struct Emitter<Output: Sendable, Failure: Error>: Sendable {
 
     /// After a delivery: the next queued event and its observer, or `nil` when the queue is empty
     /// (the caller then stops delivering).
+    @inlinable
     mutating func next() -> (Event<Output, Failure>, Observer<Output, Failure>)? {
         if head < queue.count, let downstream {
             let event = queue[head]
@@ -58,6 +62,7 @@ struct Emitter<Output: Sendable, Failure: Error>: Sendable {
 
     /// Drops the downstream and everything queued: nothing more is delivered. Returns what it
     /// held, so the caller releases it outside the lock.
+    @inlinable
     mutating func close() -> (Observer<Output, Failure>?, ContiguousArray<Event<Output, Failure>>) {
         isClosed = true
         defer {
@@ -70,7 +75,7 @@ struct Emitter<Output: Sendable, Failure: Error>: Sendable {
 
     /// Delivers `event` to `target`, then whatever `next` (the caller's locked ``next()``) hands
     /// back, until the queue is empty.
-    @inline(__always)
+    @inlinable
     static func deliver(
         _ event: Event<Output, Failure>,
         to target: Observer<Output, Failure>,

@@ -21,6 +21,7 @@ extension Signal {
     ///   long-lived upstream does not accumulate finished inners. Inner signals that finish
     ///   synchronously are subscribed in a loop, not by recursion: the stack does not grow with
     ///   the number of waiting values.
+    @inlinable
     public func flatMap<T>(
         maxConcurrent: Int = .max,
         _ transform: @escaping @Sendable (Output) -> Signal<T, Failure>
@@ -43,6 +44,7 @@ extension Signal where Failure == Never {
     /// Disfavoured so that, when the upstream's failure type is inferred (`Signal(value: x)`),
     /// the general overload wins instead of making the call ambiguous.
     @_disfavoredOverload
+    @inlinable
     public func flatMap<T, E: Error>(
         maxConcurrent: Int = .max,
         _ transform: @escaping @Sendable (Output) -> Signal<T, E>
@@ -60,28 +62,56 @@ extension Signal where Failure == Never {
 /// Thread safety: all mutable state is behind a `Mutex`; user code (the transform, inner
 /// signals, the downstream) runs outside it, and what the subscription drops at its end is
 /// released outside it too.
+///
+/// Everything here is `@inlinable` so that it is specialised for the concrete types in the
+/// caller's module: unspecialised generic code looks up type metadata at run time, which costs
+/// more than the work itself on this hot path (`Signal(value:).flatMap { … }` runs per request).
+@usableFromInline
 final class FlatMapState<Input: Sendable, Output: Sendable, Failure: Error>: Cancellable {
+    @usableFromInline
     typealias Transform = @Sendable (Input) -> Signal<Output, Failure>
 
-    /// What a subscription drops at its end, to be released outside the lock.
-    private typealias Leftovers = (Transform?, ContiguousArray<Input>)
+    /// The transform, wrapped so that moving it in and out of `Mutex.withLock` (generic in its
+    /// result) does not allocate a reabstraction thunk every time.
+    @usableFromInline
+    struct TransformBox {
+        @usableFromInline let call: Transform
 
-    private struct State {
-        var emitter: Emitter<Output, Failure>
+        @inlinable
+        init(call: @escaping Transform) {
+            self.call = call
+        }
+    }
+
+    /// What a subscription drops at its end, to be released outside the lock.
+    @usableFromInline
+    typealias Leftovers = (TransformBox?, ContiguousArray<Input>)
+
+    @usableFromInline
+    struct State {
+        @usableFromInline var emitter: Emitter<Output, Failure>
         /// Dropped at the terminal event or cancellation, so a token kept after the end does not
         /// keep what the closure captured.
-        var transform: Transform?
-        var upstreamFinished = false
+        @usableFromInline var transform: TransformBox?
+        @usableFromInline var upstreamFinished = false
         /// Inner signals subscribed (or about to be) and not yet finished.
-        var active = 0
+        @usableFromInline var active = 0
         /// A thread is running the subscription loop; others leave values in `waiting`.
-        var subscribing = false
-        var waiting: ContiguousArray<Input> = []
-        var waitingHead = 0
+        @usableFromInline var subscribing = false
+        @usableFromInline var waiting: ContiguousArray<Input> = []
+        @usableFromInline var waitingHead = 0
+
+        @inlinable
+        init(emitter: Emitter<Output, Failure>, transform: TransformBox) {
+            self.emitter = emitter
+            self.transform = transform
+        }
 
         /// Everything is done: no inner is running or waiting and the upstream finished.
+        @inlinable
         var isComplete: Bool { upstreamFinished && active == 0 && waitingHead == waiting.count }
 
+        @inlinable
         mutating func popWaiting() -> Input? {
             guard waitingHead < waiting.count else { return nil }
             let value = waiting[waitingHead]
@@ -98,6 +128,7 @@ final class FlatMapState<Input: Sendable, Output: Sendable, Failure: Error>: Can
 
         /// Accepts the terminal `event` (if nothing ended the subscription yet) and drops what the
         /// subscription no longer needs.
+        @inlinable
         mutating func end(_ event: Event<Output, Failure>) -> (Observer<Output, Failure>?, Leftovers) {
             let target = emitter.accept(event)
             defer {
@@ -109,25 +140,31 @@ final class FlatMapState<Input: Sendable, Output: Sendable, Failure: Error>: Can
         }
     }
 
-    private enum Next {
+    @usableFromInline
+    enum Next {
         case none
         case finish(Observer<Output, Failure>?, Leftovers)
-        case subscribe(Input, Transform)
+        case subscribe(Input, TransformBox)
     }
 
-    let scope = CancellationToken()
-    private let limit: Int
-    private let state: Mutex<State>
+    /// Set once the terminal event has been delivered and everything released: `cancel()` (run
+    /// for every subscription when its token goes) then has nothing to do and returns at once.
+    @usableFromInline let ended = Atomic<Bool>(false)
+    @usableFromInline let scope = CancellationToken()
+    @usableFromInline let limit: Int
+    @usableFromInline let state: Mutex<State>
 
+    @inlinable
     init(downstream: Observer<Output, Failure>, limit: Int, transform: @escaping Transform) {
         self.limit = limit
-        state = Mutex(State(emitter: Emitter(downstream), transform: transform))
+        state = Mutex(State(emitter: Emitter(downstream), transform: TransformBox(call: transform)))
     }
 
+    @inlinable
     func receiveUpstream(_ event: Event<Input, Failure>) {
         switch event {
         case .value(let value):
-            let start = state.withLock { state -> Transform? in
+            let start = state.withLock { state -> TransformBox? in
                 guard let transform = state.transform else { return nil }
                 if state.subscribing || state.active >= limit {
                     state.waiting.append(value)
@@ -152,11 +189,12 @@ final class FlatMapState<Input: Sendable, Output: Sendable, Failure: Error>: Can
     }
 
     /// Subscribes `first`, then every waiting value that fits under the limit, iteratively.
-    private func subscribeLoop(first: Input, transform: Transform) {
+    @inlinable
+    func subscribeLoop(first: Input, transform: TransformBox) {
         var next = (first, transform)
         while true {
             subscribeInner(next.0, transform: next.1)
-            let following = state.withLock { state -> (Input, Transform)? in
+            let following = state.withLock { state -> (Input, TransformBox)? in
                 guard let transform = state.transform, state.active < limit, let value = state.popWaiting() else {
                     state.subscribing = false
                     return nil
@@ -169,13 +207,15 @@ final class FlatMapState<Input: Sendable, Output: Sendable, Failure: Error>: Can
         }
     }
 
-    private func subscribeInner(_ value: Input, transform: Transform) {
-        let inner = transform(value)
+    @inlinable
+    func subscribeInner(_ value: Input, transform: TransformBox) {
+        let inner = transform.call(value)
         let token = scope.makeChild()
         inner.body(Observer { [self] event in receiveInner(event, from: token) }, token)
     }
 
-    private func receiveInner(_ event: Event<Output, Failure>, from token: CancellationToken) {
+    @inlinable
+    func receiveInner(_ event: Event<Output, Failure>, from token: CancellationToken) {
         switch event {
         case .value:
             let target = state.withLock { $0.emitter.accept(event) }
@@ -209,24 +249,32 @@ final class FlatMapState<Input: Sendable, Output: Sendable, Failure: Error>: Can
         }
     }
 
-    private func fail(_ event: Event<Output, Failure>) {
+    @inlinable
+    func fail(_ event: Event<Output, Failure>) {
         let (target, leftovers) = state.withLock { $0.end(event) }
         end(event, to: target, leftovers)
     }
 
     /// Cancels the upstream and every inner (releasing them), then delivers the terminal event if
     /// this thread must.
-    private func end(_ event: Event<Output, Failure>, to target: Observer<Output, Failure>?, _ leftovers: Leftovers) {
+    @inlinable
+    func end(_ event: Event<Output, Failure>, to target: Observer<Output, Failure>?, _ leftovers: Leftovers) {
         scope.cancel()
         _ = leftovers
-        if let target { deliver(event, to: target) }
+        if let target {
+            deliver(event, to: target)
+            ended.store(true, ordering: .releasing)
+        }
     }
 
-    private func deliver(_ event: Event<Output, Failure>, to target: Observer<Output, Failure>) {
+    @inlinable
+    func deliver(_ event: Event<Output, Failure>, to target: Observer<Output, Failure>) {
         Emitter.deliver(event, to: target) { state.withLock { $0.emitter.next() } }
     }
 
+    @usableFromInline
     func cancel() {
+        guard !ended.load(ordering: .acquiring) else { return }
         let released = state.withLock { state in
             defer {
                 state.transform = nil

@@ -14,6 +14,7 @@ extension Signal {
     /// - The first failure, of the upstream or of the current inner signal, cancels the other and
     ///   fails the result once.
     /// - Cancelling cancels the upstream and the current inner signal.
+    @inlinable
     public func flatMapLatest<T>(
         _ transform: @escaping @Sendable (Output) -> Signal<T, Failure>
     ) -> Signal<T, Failure> {
@@ -33,6 +34,7 @@ extension Signal where Failure == Never {
     /// Disfavoured so that, when the upstream's failure type is inferred, the general overload
     /// wins instead of making the call ambiguous.
     @_disfavoredOverload
+    @inlinable
     public func flatMapLatest<T, E: Error>(
         _ transform: @escaping @Sendable (Output) -> Signal<T, E>
     ) -> Signal<T, E> {
@@ -46,21 +48,45 @@ extension Signal where Failure == Never {
 /// generation is not the current one are dropped under the lock that also serialises the output.
 ///
 /// Thread safety: all mutable state is behind a `Mutex`; user code runs outside it.
+///
+/// `@inlinable` throughout so that it is specialised for the caller's concrete types (see
+/// `FlatMapState`).
+@usableFromInline
 final class FlatMapLatestState<Input: Sendable, Output: Sendable, Failure: Error>: Cancellable {
+    @usableFromInline
     typealias Transform = @Sendable (Input) -> Signal<Output, Failure>
 
-    private struct State {
-        var emitter: Emitter<Output, Failure>
-        var transform: Transform?
-        var upstreamFinished = false
-        var generation: UInt64 = 0
+    /// The transform, wrapped so that moving it through `Mutex.withLock` does not allocate a
+    /// reabstraction thunk.
+    @usableFromInline
+    struct TransformBox {
+        @usableFromInline let call: Transform
+
+        @inlinable
+        init(call: @escaping Transform) {
+            self.call = call
+        }
+    }
+
+    @usableFromInline
+    struct State {
+        @usableFromInline var emitter: Emitter<Output, Failure>
+        @usableFromInline var transform: TransformBox?
+        @usableFromInline var upstreamFinished = false
+        @usableFromInline var generation: UInt64 = 0
         /// The token of the current inner signal, while it runs.
-        var current: CancellationToken?
+        @usableFromInline var current: CancellationToken?
+
+        @inlinable
+        init(emitter: Emitter<Output, Failure>, transform: TransformBox) {
+            self.emitter = emitter
+            self.transform = transform
+        }
 
         /// Accepts the terminal `event` and drops the transform and the current inner's token,
         /// returning them to be cancelled and released outside the lock.
-        mutating func end(_ event: Event<Output, Failure>)
-            -> (Observer<Output, Failure>?, Transform?, CancellationToken?) {
+        @inlinable
+        mutating func end(_ event: Event<Output, Failure>) -> Ending {
             let target = emitter.accept(event)
             defer {
                 transform = nil
@@ -70,26 +96,33 @@ final class FlatMapLatestState<Input: Sendable, Output: Sendable, Failure: Error
         }
     }
 
-    private typealias Ending = (Observer<Output, Failure>?, Transform?, CancellationToken?)
+    @usableFromInline
+    typealias Ending = (Observer<Output, Failure>?, TransformBox?, CancellationToken?)
 
-    private enum Step {
+    @usableFromInline
+    enum Step {
         case none
         case release(CancellationToken?)
         case end(Ending)
     }
 
-    let upstream = CancellationToken()
-    private let state: Mutex<State>
+    /// Set once the terminal event has been delivered and everything released, so `cancel()`
+    /// returns at once.
+    @usableFromInline let ended = Atomic<Bool>(false)
+    @usableFromInline let upstream = CancellationToken()
+    @usableFromInline let state: Mutex<State>
 
+    @inlinable
     init(downstream: Observer<Output, Failure>, transform: @escaping Transform) {
-        state = Mutex(State(emitter: Emitter(downstream), transform: transform))
+        state = Mutex(State(emitter: Emitter(downstream), transform: TransformBox(call: transform)))
     }
 
+    @inlinable
     func receiveUpstream(_ event: Event<Input, Failure>) {
         switch event {
         case .value(let value):
             guard let transform = state.withLock({ $0.transform }) else { return }
-            let inner = transform(value)
+            let inner = transform.call(value)
             let token = CancellationToken()
             let switched = state.withLock { state -> (UInt64, CancellationToken?)? in
                 guard state.transform != nil else { return nil }
@@ -112,7 +145,8 @@ final class FlatMapLatestState<Input: Sendable, Output: Sendable, Failure: Error
         }
     }
 
-    private func receiveInner(_ event: Event<Output, Failure>, generation: UInt64) {
+    @inlinable
+    func receiveInner(_ event: Event<Output, Failure>, generation: UInt64) {
         switch event {
         case .value:
             let target = state.withLock { state -> Observer<Output, Failure>? in
@@ -143,7 +177,8 @@ final class FlatMapLatestState<Input: Sendable, Output: Sendable, Failure: Error
 
     /// Cancels the upstream and the current inner, then delivers the terminal event if this
     /// thread must.
-    private func end(
+    @inlinable
+    func end(
         _ event: Event<Output, Failure>,
         _ ending: Ending
     ) {
@@ -151,14 +186,20 @@ final class FlatMapLatestState<Input: Sendable, Output: Sendable, Failure: Error
         inner?.cancel()
         upstream.cancel()
         _ = transform
-        if let target { deliver(event, to: target) }
+        if let target {
+            deliver(event, to: target)
+            ended.store(true, ordering: .releasing)
+        }
     }
 
-    private func deliver(_ event: Event<Output, Failure>, to target: Observer<Output, Failure>) {
+    @inlinable
+    func deliver(_ event: Event<Output, Failure>, to target: Observer<Output, Failure>) {
         Emitter.deliver(event, to: target) { state.withLock { $0.emitter.next() } }
     }
 
+    @usableFromInline
     func cancel() {
+        guard !ended.load(ordering: .acquiring) else { return }
         let released = state.withLock { state in
             defer {
                 state.transform = nil

@@ -15,7 +15,7 @@
 /// - After a completion, ``value`` keeps the last value; setting it is ignored, and a new
 ///   subscriber receives only the completion.
 public final class CurrentValueSubject<Output: Sendable, Failure: Error>: Sendable {
-    private let core: SubjectCore<Output, Failure>
+    @usableFromInline let core: SubjectCore<Output, Failure>
 
     /// Creates a subject whose current value is `value`.
     public init(_ value: Output) {
@@ -23,6 +23,7 @@ public final class CurrentValueSubject<Output: Sendable, Failure: Error>: Sendab
     }
 
     /// The current value. Setting it is the same as ``send(_:)``.
+    @inlinable
     public var value: Output {
         get {
             // A replaying core always holds a value.
@@ -35,12 +36,14 @@ public final class CurrentValueSubject<Output: Sendable, Failure: Error>: Sendab
 
     /// Makes `value` the current value and sends it to every current subscriber. Ignored after a
     /// completion.
+    @inlinable
     public func send(_ value: Output) {
         core.send(.value(value))
     }
 
     /// Ends every current and future subscription with `completion`. Only the first completion
     /// counts; later sends are ignored.
+    @inlinable
     public func send(completion: Completion<Failure>) {
         switch completion {
         case .finished: core.send(.finished)

@@ -21,18 +21,20 @@
 /// - Cancelling a subscription removes the subscriber; it receives nothing more, even when it is
 ///   cancelled in the middle of a broadcast.
 public final class PassthroughSubject<Output: Sendable, Failure: Error>: Sendable {
-    private let core = SubjectCore<Output, Failure>()
+    @usableFromInline let core = SubjectCore<Output, Failure>()
 
     /// Creates a subject with no subscribers.
     public init() {}
 
     /// Sends `value` to every current subscriber. Ignored after a completion.
+    @inlinable
     public func send(_ value: Output) {
         core.send(.value(value))
     }
 
     /// Ends every current and future subscription with `completion`. Only the first completion
     /// counts; later sends are ignored.
+    @inlinable
     public func send(completion: Completion<Failure>) {
         switch completion {
         case .finished: core.send(.finished)
@@ -49,6 +51,7 @@ public final class PassthroughSubject<Output: Sendable, Failure: Error>: Sendabl
 
 extension PassthroughSubject where Output == Void {
     /// Sends `()` to every current subscriber.
+    @inlinable
     public func send() {
         send(())
     }

@@ -16,59 +16,81 @@ import Synchronization
 /// Thread safety: all state is behind one `Mutex`; subscriber cancellation is an atomic flag
 /// checked before every delivery, so a cancelled subscriber receives nothing more even when it is
 /// cancelled by another subscriber during a broadcast.
+///
+/// The send path is `@inlinable` so that it is specialised for the subject's concrete types in the
+/// caller's module: unspecialised generic code would look up type metadata at run time on every
+/// send, which costs more than the locks.
+@usableFromInline
 final class SubjectCore<Output: Sendable, Failure: Error>: Sendable {
     /// A subscriber as the broadcast list holds it: the observer lives here, so dropping the entry
     /// (on cancel or on the terminal event) releases the downstream chain even while the user
     /// still holds the token.
+    @usableFromInline
     struct Entry: Sendable {
-        let subscription: SubjectSubscription<Output, Failure>
-        let observer: Observer<Output, Failure>
+        @usableFromInline let subscription: SubjectSubscription<Output, Failure>
+        @usableFromInline let observer: Observer<Output, Failure>
+
+        @inlinable
+        init(subscription: SubjectSubscription<Output, Failure>, observer: Observer<Output, Failure>) {
+            self.subscription = subscription
+            self.observer = observer
+        }
     }
 
-    private enum Pending: Sendable {
+    @usableFromInline
+    enum Pending: Sendable {
         case event(Event<Output, Failure>)
         /// A replaying subscriber that arrived while another thread was delivering: it joins the
         /// list, and receives `value`, at this point of the sequence.
         case attach(Entry, Output)
     }
 
-    private enum Start: Sendable {
+    enum Start: Sendable {
         case none
         case terminal(Event<Output, Failure>)
         case replay(Output)
     }
 
-    private enum Step: Sendable {
+    @usableFromInline
+    enum Step: Sendable {
         case broadcast(Event<Output, Failure>, ContiguousArray<Entry>)
         case attach(Entry, Output)
         case done(ContiguousArray<Pending>)
     }
 
-    private struct State {
-        var entries: ContiguousArray<Entry> = []
-        var current: Output?
-        var terminal: Event<Output, Failure>?
-        var emitting = false
-        var pending: ContiguousArray<Pending> = []
-        var head = 0
+    @usableFromInline
+    struct State {
+        @usableFromInline var entries: ContiguousArray<Entry> = []
+        @usableFromInline var current: Output?
+        @usableFromInline var terminal: Event<Output, Failure>?
+        @usableFromInline var emitting = false
+        @usableFromInline var pending: ContiguousArray<Pending> = []
+        @usableFromInline var head = 0
+
+        init(current: Output?) {
+            self.current = current
+        }
     }
 
-    private let state: Mutex<State>
-    private let replays: Bool
+    @usableFromInline let state: Mutex<State>
+    @usableFromInline let replays: Bool
 
     /// A core without a current value (passthrough).
+    @usableFromInline
     init() {
-        state = Mutex(State())
+        state = Mutex(State(current: nil))
         replays = false
     }
 
     /// A core that keeps `current` and replays it to every new subscriber.
+    @usableFromInline
     init(current: Output) {
         state = Mutex(State(current: current))
         replays = true
     }
 
     /// The current value of a replaying core.
+    @usableFromInline
     var current: Output? {
         state.withLock { $0.current }
     }
@@ -79,12 +101,14 @@ final class SubjectCore<Output: Sendable, Failure: Error>: Sendable {
     }
 
     /// The signal that subscribes to this core.
+    @usableFromInline
     var signal: Signal<Output, Failure> {
         Signal(unchecked: { [self] observer, token in attach(observer, in: token) })
     }
 
     /// Broadcasts `event` to every subscriber, or queues it if another thread is delivering.
     /// Ignored once a terminal event was accepted.
+    @inlinable
     func send(_ event: Event<Output, Failure>) {
         let targets = state.withLock { state -> ContiguousArray<Entry>? in
             guard state.terminal == nil else { return nil }
@@ -153,7 +177,8 @@ final class SubjectCore<Output: Sendable, Failure: Error>: Sendable {
     }
 
     /// Delivers whatever other threads queued while this one was delivering.
-    private func drain() {
+    @inlinable
+    func drain() {
         while true {
             let step = state.withLock { state -> Step in
                 while state.head < state.pending.count {
@@ -187,7 +212,8 @@ final class SubjectCore<Output: Sendable, Failure: Error>: Sendable {
         }
     }
 
-    private static func broadcast(_ event: Event<Output, Failure>, to entries: ContiguousArray<Entry>) {
+    @inlinable
+    static func broadcast(_ event: Event<Output, Failure>, to entries: ContiguousArray<Entry>) {
         for entry in entries where !entry.subscription.isCancelled {
             entry.observer.send(event)
         }
@@ -198,18 +224,21 @@ final class SubjectCore<Output: Sendable, Failure: Error>: Sendable {
 ///
 /// Thread safety: immutable apart from an atomic flag; cancelling is idempotent and removes the
 /// subscriber from the core's list.
+@usableFromInline
 final class SubjectSubscription<Output: Sendable, Failure: Error>: Cancellable {
     private let core: SubjectCore<Output, Failure>
-    private let cancelled = Atomic<Bool>(false)
+    @usableFromInline let cancelled = Atomic<Bool>(false)
 
     init(core: SubjectCore<Output, Failure>) {
         self.core = core
     }
 
+    @inlinable
     var isCancelled: Bool {
         cancelled.load(ordering: .acquiring)
     }
 
+    @usableFromInline
     func cancel() {
         guard !cancelled.exchange(true, ordering: .acquiringAndReleasing) else { return }
         core.remove(self)
