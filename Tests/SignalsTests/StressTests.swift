@@ -272,7 +272,7 @@ private final class StressChecker: Sendable {
         var late: [String] = []
     }
 
-    private let state = Mutex(Record())
+    private let state = SanitizedBox(Record())
     private let delivering = Atomic<Bool>(false)
 
     var record: Record { state.withLock { $0 } }
@@ -313,7 +313,7 @@ private final class StressChecker: Sendable {
 
 /// Values appended from any thread.
 private final class LockedLog: Sendable {
-    private let state = Mutex<[Int]>([])
+    private let state = SanitizedBox<[Int]>([])
     func append(_ value: Int) { state.withLock { $0.append(value) } }
     var values: [Int] { state.withLock { $0 } }
 }

@@ -5,6 +5,7 @@ extension Signal {
     ///
     /// A failure is passed on and the collected values are dropped. If the downstream cancels
     /// while it receives the array, `finished` is not sent.
+    @inlinable
     public func collect() -> Signal<[Output], Failure> {
         let body = self.body
         return Signal<[Output], Failure>(unchecked: { observer, token in
@@ -30,34 +31,48 @@ extension Signal {
 
 /// The values `collect` has gathered so far. Cancelling drops them.
 ///
-/// Thread safety: all state is behind one `Mutex`.
-private final class CollectBuffer<Output: Sendable>: Cancellable {
-    private let state = Mutex<(values: [Output], cancelled: Bool)>(([], false))
+/// Thread safety: the fields below `lock` are only touched with it held, which is why the class
+/// may be `@unchecked Sendable`.
+@usableFromInline
+final class CollectBuffer<Output: Sendable>: Cancellable, @unchecked Sendable {
+    @usableFromInline
+    let lock = SanitizedMutex()
+    @usableFromInline
+    @exclusivity(unchecked) var values: [Output] = []
+    @usableFromInline
+    @exclusivity(unchecked) var cancelled = false
 
+    @inlinable
+    init() {}
+
+    @inlinable
     func append(_ value: Output) {
-        state.withLock { if !$0.cancelled { $0.values.append(value) } }
+        lock.withLock { if !cancelled { values.append(value) } }
     }
 
     /// Takes the values out, or returns `nil` if the subscription was cancelled.
+    @inlinable
     func take() -> [Output]? {
-        state.withLock { state -> [Output]? in
-            guard !state.cancelled else { return nil }
-            defer { state.values = [] }
-            return state.values
+        lock.withLock { () -> [Output]? in
+            guard !cancelled else { return nil }
+            defer { values = [] }
+            return values
         }
     }
 
+    @inlinable
     var isCancelled: Bool {
-        state.withLock { $0.cancelled }
+        lock.withLock { cancelled }
     }
 
+    @usableFromInline
     func cancel() {
-        let dropped = state.withLock { state -> [Output] in
-            state.cancelled = true
-            defer { state.values = [] }
-            return state.values
+        // The values are released after the lock: their deinit may run user code.
+        let dropped = lock.withLock { () -> [Output] in
+            cancelled = true
+            defer { values = [] }
+            return values
         }
-        // The values are released here, outside the lock: their deinit may run user code.
         _ = dropped
     }
 }

@@ -1,6 +1,7 @@
 extension Signal {
     /// Sends the first value and finishes, cancelling the upstream. Finishes without a value if
     /// the upstream finishes first.
+    @inlinable
     public func first() -> Signal<Output, Failure> {
         first { _ in true }
     }
@@ -8,6 +9,7 @@ extension Signal {
     /// Sends the first value that satisfies `predicate` and finishes, cancelling the upstream.
     ///
     /// If the downstream cancels while it receives the value, `finished` is not sent.
+    @inlinable
     public func first(where predicate: @escaping @Sendable (Output) -> Bool) -> Signal<Output, Failure> {
         let body = self.body
         return Signal(unchecked: { observer, token in
@@ -32,6 +34,7 @@ extension Signal {
     /// Sends at most the first `count` values, then finishes and cancels the upstream.
     ///
     /// If the downstream cancels while it receives the last value, `finished` is not sent.
+    @inlinable
     public func prefix(_ count: Int) -> Signal<Output, Failure> {
         let body = self.body
         return Signal(unchecked: { observer, token in

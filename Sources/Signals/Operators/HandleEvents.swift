@@ -9,6 +9,7 @@ extension Signal {
     ///   - receiveCompletion: runs for the terminal event, before it is passed on.
     ///   - receiveCancel: runs once when the subscription is cancelled before its terminal event,
     ///     and never after it; the closure is released when the subscription ends either way.
+    @inlinable
     public func handleEvents(
         receiveSubscription: (@Sendable () -> Void)? = nil,
         receiveValue: (@Sendable (Output) -> Void)? = nil,
@@ -41,29 +42,38 @@ extension Signal {
 
 /// Runs `receiveCancel` if the subscription is cancelled before it ends, at most once.
 ///
-/// Thread safety: the closure is behind a `Mutex`, taken out before it runs.
-private final class CancelWatch: Cancellable {
-    private let action: Mutex<(@Sendable () -> Void)?>
+/// Thread safety: the closure is only touched with `lock` held (which is why the class may be
+/// `@unchecked Sendable`), and taken out before it runs.
+@usableFromInline
+final class CancelWatch: Cancellable, @unchecked Sendable {
+    @usableFromInline
+    let lock = SanitizedMutex()
+    @usableFromInline
+    @exclusivity(unchecked) var action: (@Sendable () -> Void)?
 
+    @inlinable
     init(_ action: @escaping @Sendable () -> Void) {
-        self.action = Mutex(action)
+        self.action = action
+    }
+
+    /// Takes the closure out (under the lock); the caller releases or runs it after.
+    @inlinable
+    func take() -> (@Sendable () -> Void)? {
+        lock.withLock { () -> (@Sendable () -> Void)? in
+            defer { action = nil }
+            return action
+        }
     }
 
     /// Marks the subscription as ended and releases the closure. Returns `false` if it had
     /// already ended or been cancelled.
+    @inlinable
     func end() -> Bool {
-        let action = self.action.withLock { action -> (@Sendable () -> Void)? in
-            defer { action = nil }
-            return action
-        }
-        return action != nil
+        take() != nil
     }
 
+    @usableFromInline
     func cancel() {
-        let action = self.action.withLock { action -> (@Sendable () -> Void)? in
-            defer { action = nil }
-            return action
-        }
-        action?()
+        take()?()
     }
 }

@@ -6,148 +6,206 @@ extension Signal {
     /// Every attempt re-runs the upstream's work from the start (request modifiers, token reads,
     /// URL building). The failure of the last attempt is passed on. Re-subscription is iterative,
     /// so an upstream that fails synchronously does not grow the stack.
+    @inlinable
     public func retry(_ times: Int) -> Signal<Output, Failure> {
         retry(times) { _ in true }
     }
 
     /// On a failure for which `shouldRetry` returns `true`, subscribes to the upstream again, up
     /// to `times` more times. Other failures pass through at once.
+    @inlinable
     public func retry(
         _ times: Int,
         if shouldRetry: @escaping @Sendable (Failure) -> Bool
     ) -> Signal<Output, Failure> {
         let body = self.body
         return Signal(unchecked: { observer, token in
-            let retrier = Retrier(body: body, downstream: observer, remaining: max(0, times), shouldRetry: shouldRetry)
+            let retrier = Retrier(body: body, downstream: observer, remaining: Swift.max(0, times), shouldRetry: shouldRetry)
             guard token.add(retrier) else { return }
             retrier.subscribe()
         })
     }
 }
 
-/// The state of one `retry` subscription. Thread safety: state behind a `Mutex`; the upstream is
-/// subscribed and events are forwarded outside it. When the subscription ends (its terminal
-/// event is passed on, or it is cancelled) the upstream, the downstream and the predicate are
-/// released.
-private final class Retrier<Output: Sendable, Failure: Error>: Cancellable {
+/// The state of one `retry` subscription. The upstream is subscribed and events are forwarded
+/// outside the lock. When the subscription ends (its terminal event is passed on, or it is
+/// cancelled) the upstream, the downstream and the predicate are released, after the lock.
+///
+/// Thread safety: the fields below `lock` are only touched with it held, which is why the class
+/// may be `@unchecked Sendable`.
+@usableFromInline
+final class Retrier<Output: Sendable, Failure: Error>: Cancellable, @unchecked Sendable {
+    @usableFromInline
     typealias Body = Signal<Output, Failure>.Body
+    @usableFromInline
+    typealias Predicate = @Sendable (Failure) -> Bool
 
-    private struct State {
-        var remaining: Int
-        var current: CancellationToken?
-        /// Cancelled, or the terminal event was passed on.
-        var ended = false
-        var subscribing = false
-        var resubscribeRequested = false
-        var body: Body?
-        var downstream: Observer<Output, Failure>?
-        var shouldRetry: (@Sendable (Failure) -> Bool)?
+    /// What an attempt needs, and what an ended subscription held (released by the caller after
+    /// the lock). A struct, so that the closures it carries keep their abstraction when they
+    /// leave `withLock`, which is generic in its result: no reabstraction thunk is allocated.
+    @usableFromInline
+    struct Parts {
+        @usableFromInline let body: Body?
+        @usableFromInline let downstream: Observer<Output, Failure>?
+        @usableFromInline let shouldRetry: Predicate?
+        @usableFromInline let attempt: CancellationToken?
 
-        /// Marks the subscription as ended and takes out everything it holds, so the caller
-        /// releases it after the lock (a `deinit` of something the closures captured may run
-        /// user code).
-        mutating func end() -> Released {
-            ended = true
-            defer {
-                body = nil
-                downstream = nil
-                shouldRetry = nil
-                current = nil
-            }
-            return Released(current: current, body: body, downstream: downstream, shouldRetry: shouldRetry)
+        @inlinable
+        init(body: Body?, downstream: Observer<Output, Failure>?, shouldRetry: Predicate?, attempt: CancellationToken?) {
+            self.body = body
+            self.downstream = downstream
+            self.shouldRetry = shouldRetry
+            self.attempt = attempt
         }
     }
 
-    private struct Released {
-        var current: CancellationToken?
-        var body: Body?
-        var downstream: Observer<Output, Failure>?
-        var shouldRetry: (@Sendable (Failure) -> Bool)?
+    /// Raised (with `ended`, under the lock) when the subscription ends, so a `cancel()` after
+    /// the end, the common case, returns without locking.
+    @usableFromInline
+    let over = Atomic<Bool>(false)
+    @usableFromInline
+    let lock = SanitizedMutex()
+    @usableFromInline
+    @exclusivity(unchecked) var remaining: Int
+    @usableFromInline
+    @exclusivity(unchecked) var current: CancellationToken?
+    /// Cancelled, or the terminal event was passed on.
+    @usableFromInline
+    @exclusivity(unchecked) var ended = false
+    @usableFromInline
+    @exclusivity(unchecked) var subscribing = false
+    @usableFromInline
+    @exclusivity(unchecked) var resubscribeRequested = false
+    @usableFromInline
+    @exclusivity(unchecked) var body: Body?
+    @usableFromInline
+    @exclusivity(unchecked) var downstream: Observer<Output, Failure>?
+    @usableFromInline
+    @exclusivity(unchecked) var shouldRetry: Predicate?
+
+    @inlinable
+    init(body: @escaping Body, downstream: Observer<Output, Failure>, remaining: Int, shouldRetry: @escaping Predicate) {
+        self.body = body
+        self.downstream = downstream
+        self.remaining = remaining
+        self.shouldRetry = shouldRetry
     }
 
-    private enum Decision {
-        case retry, pass(Released), drop
+    /// Marks the subscription as ended and takes out everything it holds. Call with the lock held.
+    @inlinable
+    func end() -> Parts {
+        ended = true
+        over.store(true, ordering: .releasing)
+        defer {
+            current = nil
+            body = nil
+            downstream = nil
+            shouldRetry = nil
+        }
+        return Parts(body: body, downstream: downstream, shouldRetry: shouldRetry, attempt: current)
     }
 
-    private let state: Mutex<State>
-
-    init(body: @escaping Body, downstream: Observer<Output, Failure>, remaining: Int, shouldRetry: @escaping @Sendable (Failure) -> Bool) {
-        state = Mutex(State(remaining: remaining, body: body, downstream: downstream, shouldRetry: shouldRetry))
+    /// Starts an attempt with a new token (call with the lock held), or returns `nil` if the
+    /// subscription ended.
+    @inlinable
+    func startAttempt() -> Parts? {
+        guard !ended, let body, let downstream else {
+            subscribing = false
+            return nil
+        }
+        resubscribeRequested = false
+        let attempt = CancellationToken()
+        current = attempt
+        return Parts(body: body, downstream: downstream, shouldRetry: nil, attempt: attempt)
     }
 
     /// Subscribes to the upstream; a request made while subscribing (a synchronous failure) is
     /// handled by the loop instead of recursion.
+    @inlinable
     func subscribe() {
-        let enter = state.withLock { state -> Bool in
-            if state.subscribing {
-                state.resubscribeRequested = true
-                return false
+        var next = lock.withLock { () -> Parts? in
+            if subscribing {
+                resubscribeRequested = true
+                return nil
             }
-            state.subscribing = true
-            return true
+            subscribing = true
+            return startAttempt()
         }
-        guard enter else { return }
-        while true {
-            let attempt = CancellationToken()
-            let next = state.withLock { state -> (Body, Observer<Output, Failure>)? in
-                guard !state.ended, let body = state.body, let downstream = state.downstream else {
-                    state.subscribing = false
+        while let parts = next, let body = parts.body, let downstream = parts.downstream, let attempt = parts.attempt {
+            body(Observer { [self] event in receive(event, from: attempt, downstream: downstream) }, attempt)
+            next = lock.withLock { () -> Parts? in
+                guard resubscribeRequested else {
+                    subscribing = false
                     return nil
                 }
-                state.resubscribeRequested = false
-                state.current = attempt
-                return (body, downstream)
+                return startAttempt()
             }
-            guard let (body, downstream) = next else { return }
-            body(Observer { [self] event in receive(event, from: attempt, downstream: downstream) }, attempt)
-            let again = state.withLock { state -> Bool in
-                if state.resubscribeRequested && !state.ended { return true }
-                state.subscribing = false
-                return false
-            }
-            if !again { return }
         }
     }
 
-    private func receive(_ event: Event<Output, Failure>, from attempt: CancellationToken, downstream: Observer<Output, Failure>) {
-        let decision: Decision
+    @inlinable
+    func receive(_ event: Event<Output, Failure>, from attempt: CancellationToken, downstream: Observer<Output, Failure>) {
+        // After the lock: retry, or pass the event on if the subscription ended here (what it
+        // held is in `released` until this function returns), or drop it (cancelled).
+        var retry = false
+        var released: Parts?
         switch event {
         case .value:
             downstream.send(event)
             return
         case .finished:
-            decision = state.withLock { state in
-                guard !state.ended else { return .drop }
-                return .pass(state.end())
-            }
+            released = lock.withLock { () -> Parts? in ended ? nil : end() }
         case .failed(let error):
-            guard let shouldRetry = state.withLock({ $0.ended ? nil : $0.shouldRetry }) else { return }
+            let predicate = lock.withLock { () -> Parts? in
+                ended ? nil : Parts(body: nil, downstream: nil, shouldRetry: shouldRetry, attempt: nil)
+            }
+            guard let shouldRetry = predicate?.shouldRetry else { return }
             // The predicate is user code: it runs outside the lock, and may cancel.
             let wantsRetry = shouldRetry(error)
-            decision = state.withLock { state in
-                guard !state.ended else { return .drop }
-                if wantsRetry && state.remaining > 0 {
-                    state.remaining -= 1
-                    if state.current === attempt { state.current = nil }
-                    return .retry
+            released = lock.withLock { () -> Parts? in
+                guard !ended else { return nil }
+                if wantsRetry && remaining > 0 {
+                    remaining -= 1
+                    if current === attempt { current = nil }
+                    retry = true
+                    return nil
                 }
-                return .pass(state.end())
+                return end()
             }
         }
         // Ends the attempt, so everything it created is released.
         attempt.cancel()
-        switch decision {
-        case .retry: subscribe()
-        case .pass: downstream.send(event)
-        case .drop: break
+        if retry {
+            subscribe()
+        } else if released != nil {
+            downstream.send(event)
         }
     }
 
+    // `cancel()` is reached through the `Cancellable` witness, which is not specialised for the
+    // client's types: it only touches fields whose layout does not depend on them, and returns a
+    // non-generic type from the lock, so it needs no runtime type metadata.
+    @usableFromInline
     func cancel() {
-        let released = state.withLock { state -> Released? in
-            guard !state.ended else { return nil }
-            return state.end()
+        guard !over.load(ordering: .acquiring) else { return }
+        var body: Body?
+        var downstream: Observer<Output, Failure>?
+        var shouldRetry: Predicate?
+        let current = lock.withLock { () -> CancellationToken? in
+            guard !ended else { return nil }
+            ended = true
+            over.store(true, ordering: .releasing)
+            body = self.body
+            downstream = self.downstream
+            shouldRetry = self.shouldRetry
+            self.body = nil
+            self.downstream = nil
+            self.shouldRetry = nil
+            defer { self.current = nil }
+            return self.current
         }
-        released?.current?.cancel()
+        current?.cancel()
+        // Released here, after the lock.
+        withExtendedLifetime((body, downstream, shouldRetry)) {}
     }
 }
