@@ -25,8 +25,32 @@ public final class CancellationToken: Cancellable, Hashable, @unchecked Sendable
     @exclusivity(unchecked) private var second: (any Cancellable)?
     @exclusivity(unchecked) private var rest: [any Cancellable] = []
 
+    /// `true` for a token that something else cancels when it ends: a child (cancelled with its
+    /// parent) or a `retry` attempt. The closures of a subscription may hold such a token
+    /// strongly, since the cycle they form is broken when it is cancelled; they must never hold
+    /// a root token (the one `sink` returns), which has to be able to deallocate to cancel.
+    /// Operators that only read a scope (`catch`) use a scope token as it is, and make a child
+    /// of a root one.
+    @usableFromInline
+    let isScope: Bool
+
     /// Creates an empty, active token.
-    public init() {}
+    public init() {
+        isScope = false
+    }
+
+    /// Creates an empty, active token; `isScope` as described on the property.
+    @usableFromInline
+    init(isScope: Bool) {
+        self.isScope = isScope
+    }
+
+    /// A token the closures of a subscription may hold: this one if it is a scope token, a new
+    /// child of it otherwise.
+    @inlinable
+    func makeScope() -> CancellationToken {
+        isScope ? self : makeChild()
+    }
 
     /// Creates a token that runs `action` when it is cancelled or released.
     public convenience init(_ action: @escaping @Sendable () -> Void) {
@@ -94,7 +118,7 @@ public final class CancellationToken: Cancellable, Hashable, @unchecked Sendable
 
     /// Creates a token that is cancelled when this one is, but can also be cancelled on its own.
     public func makeChild() -> CancellationToken {
-        let child = CancellationToken()
+        let child = CancellationToken(isScope: true)
         add(child)
         return child
     }

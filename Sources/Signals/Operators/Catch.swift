@@ -10,7 +10,8 @@ extension Signal {
     ) -> Signal<Output, NewFailure> {
         let body = self.body
         return Signal<Output, NewFailure>(unchecked: { observer, token in
-            let scope = token.makeChild()
+            // The closure below holds the scope; a root token is never held (see `isScope`).
+            let scope = token.makeScope()
             body(Observer { event in
                 switch event {
                 case .value(let value): observer.send(value)

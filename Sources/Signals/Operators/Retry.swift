@@ -20,9 +20,12 @@ extension Signal {
     ) -> Signal<Output, Failure> {
         let body = self.body
         return Signal(unchecked: { observer, token in
-            let retrier = Retrier(body: body, downstream: observer, remaining: Swift.max(0, times), shouldRetry: shouldRetry)
+            // The first attempt is set up before the retrier is published (by `add`), so it
+            // needs no lock.
+            let attempt = CancellationToken(isScope: true)
+            let retrier = Retrier(body: body, downstream: observer, remaining: Swift.max(0, times), shouldRetry: shouldRetry, firstAttempt: attempt)
             guard token.add(retrier) else { return }
-            retrier.subscribe()
+            retrier.run(body, downstream: observer, attempt: attempt)
         })
     }
 }
@@ -84,11 +87,13 @@ final class Retrier<Output: Sendable, Failure: Error>: Cancellable, @unchecked S
     @exclusivity(unchecked) var shouldRetry: Predicate?
 
     @inlinable
-    init(body: @escaping Body, downstream: Observer<Output, Failure>, remaining: Int, shouldRetry: @escaping Predicate) {
+    init(body: @escaping Body, downstream: Observer<Output, Failure>, remaining: Int, shouldRetry: @escaping Predicate, firstAttempt: CancellationToken) {
         self.body = body
         self.downstream = downstream
         self.remaining = remaining
         self.shouldRetry = shouldRetry
+        current = firstAttempt
+        subscribing = true
     }
 
     /// Marks the subscription as ended and takes out everything it holds. Call with the lock held.
@@ -114,16 +119,16 @@ final class Retrier<Output: Sendable, Failure: Error>: Cancellable, @unchecked S
             return nil
         }
         resubscribeRequested = false
-        let attempt = CancellationToken()
+        let attempt = CancellationToken(isScope: true)
         current = attempt
         return Parts(body: body, downstream: downstream, shouldRetry: nil, attempt: attempt)
     }
 
-    /// Subscribes to the upstream; a request made while subscribing (a synchronous failure) is
-    /// handled by the loop instead of recursion.
+    /// Subscribes to the upstream again (after a failure); a request made while another call is
+    /// subscribing (a synchronous failure) is handled by that call's loop instead of recursion.
     @inlinable
     func subscribe() {
-        var next = lock.withLock { () -> Parts? in
+        let next = lock.withLock { () -> Parts? in
             if subscribing {
                 resubscribeRequested = true
                 return nil
@@ -131,15 +136,27 @@ final class Retrier<Output: Sendable, Failure: Error>: Cancellable, @unchecked S
             subscribing = true
             return startAttempt()
         }
-        while let parts = next, let body = parts.body, let downstream = parts.downstream, let attempt = parts.attempt {
+        guard let next, let body = next.body, let downstream = next.downstream, let attempt = next.attempt else { return }
+        run(body, downstream: downstream, attempt: attempt)
+    }
+
+    /// Runs `attempt` (set up as the current one, with `subscribing` raised), then every attempt
+    /// requested meanwhile.
+    @inlinable
+    func run(_ body: Body, downstream: Observer<Output, Failure>, attempt: CancellationToken) {
+        var current = (body, downstream, attempt)
+        while true {
+            let (body, downstream, attempt) = current
             body(Observer { [self] event in receive(event, from: attempt, downstream: downstream) }, attempt)
-            next = lock.withLock { () -> Parts? in
+            let next = lock.withLock { () -> Parts? in
                 guard resubscribeRequested else {
                     subscribing = false
                     return nil
                 }
                 return startAttempt()
             }
+            guard let next, let body = next.body, let downstream = next.downstream, let attempt = next.attempt else { return }
+            current = (body, downstream, attempt)
         }
     }
 
