@@ -82,21 +82,23 @@ final class Outlet<Output: Sendable, Failure: Error>: Cancellable, @unchecked Se
     }
 
     /// Delivers `event`, then whatever other threads queued meanwhile, until the queue is empty.
+    /// The delivering thread keeps `target` for the whole loop; the lock only tells it whether
+    /// there is more, and whether the outlet was cancelled meanwhile (then it stops).
     @inlinable
     func deliver(_ event: Event<Output, Failure>, to target: Observer<Output, Failure>) {
-        var current = (event, target)
+        var current = event
         while true {
-            current.1.send(current.0)
-            if current.0.isTerminal {
+            target.send(current)
+            if current.isTerminal {
                 dispose()
                 return
             }
-            let next = lock.withLock { () -> (Event<Output, Failure>, Observer<Output, Failure>)? in
-                if head < queue.count, let target = downstream {
+            let next = lock.withLock { () -> Event<Output, Failure>? in
+                if head < queue.count, downstream != nil {
                     let event = queue[head]
                     head += 1
                     if event.isTerminal { downstream = nil }
-                    return (event, target)
+                    return event
                 }
                 emitting = false
                 if !queue.isEmpty {

@@ -30,6 +30,10 @@ do {
         switch argument {
         case "--repetitions":
             repetitions = arguments.popFirst().flatMap(Int.init) ?? repetitions
+        case "--values":
+            valueCount = arguments.popFirst().flatMap(Int.init) ?? valueCount
+        case "--subscriptions":
+            subscriptionCount = arguments.popFirst().flatMap(Int.init) ?? subscriptionCount
         case "--profile":
             profiled = arguments.popFirst()
         case "--quick":
@@ -37,7 +41,7 @@ do {
             valueCount = 100_000
             subscriptionCount = 20_000
         default:
-            print("usage: signals-bench [--repetitions N] [--quick] [--profile signals-value|signals-generator|signals-subscription|opencombine-value|opencombine-subscription|floor-value|floor-subscription]")
+            print("usage: signals-bench [--repetitions N] [--quick] [--values N] [--subscriptions N] [--profile signals-value|signals-generator|signals-subscription|opencombine-value|opencombine-subscription|floor-value|floor-subscription]")
             exit(2)
         }
     }
