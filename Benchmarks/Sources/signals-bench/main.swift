@@ -41,7 +41,7 @@ do {
             valueCount = 100_000
             subscriptionCount = 20_000
         default:
-            print("usage: signals-bench [--repetitions N] [--quick] [--values N] [--subscriptions N] [--profile signals-value|signals-generator|signals-subscription|opencombine-value|opencombine-subscription|floor-value|floor-subscription]")
+            print("usage: signals-bench [--repetitions N] [--quick] [--values N] [--subscriptions N] [--profile signals-value|signals-generator|signals-subscription|signals-subscription-without-flatmap|opencombine-value|opencombine-subscription|floor-value|floor-subscription]")
             exit(2)
         }
     }
@@ -119,6 +119,24 @@ func signalsPerSubscription(_ count: Int) -> Duration {
             Signal<Int, Never>(value: value)
                 .map { $0 &+ 1 }
                 .flatMap { Signal<Int, Never>(value: $0) }
+                .tryMap { value -> Int in
+                    if value < 0 { throw BenchError() }
+                    return value
+                }
+                .catch { _ in Signal<Int, Never>(value: 0) }
+                .retry(2)
+                .sink { total &+= $0 }
+        }
+    }
+}
+
+/// Signals without the flatMap stage (to see its share): Signal(value:) → map → tryMap → catch →
+/// retry(2) → sink. Profile only.
+func signalsPerSubscriptionWithoutFlatMap(_ count: Int) -> Duration {
+    ContinuousClock().measure {
+        for value in 0..<count {
+            Signal<Int, Never>(value: value)
+                .map { $0 &+ 1 }
                 .tryMap { value -> Int in
                     if value < 0 { throw BenchError() }
                     return value
@@ -210,6 +228,7 @@ if let profiled {
         "signals-value": { signalsSubjectPerValue(valueCount) },
         "signals-generator": { signalsGeneratorPerValue(valueCount) },
         "signals-subscription": { signalsPerSubscription(subscriptionCount) },
+        "signals-subscription-without-flatmap": { signalsPerSubscriptionWithoutFlatMap(subscriptionCount) },
         "opencombine-value": { openCombinePerValue(valueCount) },
         "opencombine-subscription": { openCombinePerSubscription(subscriptionCount) },
         "floor-value": { floorPerValue(valueCount) },

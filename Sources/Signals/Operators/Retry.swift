@@ -75,10 +75,17 @@ final class Retrier<Output: Sendable, Failure: Error>: Cancellable, @unchecked S
     /// Cancelled, or the terminal event was passed on.
     @usableFromInline
     @exclusivity(unchecked) var ended = false
+    /// Who subscribes: `idle`, `running` (a thread is in the attempt loop) or `requested` (a
+    /// failure arrived while it was, so the loop runs one more attempt). An atomic, so the loop
+    /// ends without a lock when nothing was requested.
     @usableFromInline
-    @exclusivity(unchecked) var subscribing = false
+    let phase = Atomic<Int>(Retrier.running)
     @usableFromInline
-    @exclusivity(unchecked) var resubscribeRequested = false
+    static var idle: Int { 0 }
+    @usableFromInline
+    static var running: Int { 1 }
+    @usableFromInline
+    static var requested: Int { 2 }
     @usableFromInline
     @exclusivity(unchecked) var body: Body?
     @usableFromInline
@@ -93,7 +100,6 @@ final class Retrier<Output: Sendable, Failure: Error>: Cancellable, @unchecked S
         self.remaining = remaining
         self.shouldRetry = shouldRetry
         current = firstAttempt
-        subscribing = true
     }
 
     /// Marks the subscription as ended and takes out everything it holds. Call with the lock held.
@@ -114,11 +120,7 @@ final class Retrier<Output: Sendable, Failure: Error>: Cancellable, @unchecked S
     /// subscription ended.
     @inlinable
     func startAttempt() -> Parts? {
-        guard !ended, let body, let downstream else {
-            subscribing = false
-            return nil
-        }
-        resubscribeRequested = false
+        guard !ended, let body, let downstream else { return nil }
         let attempt = CancellationToken(isScope: true)
         current = attempt
         return Parts(body: body, downstream: downstream, shouldRetry: nil, attempt: attempt)
@@ -128,19 +130,24 @@ final class Retrier<Output: Sendable, Failure: Error>: Cancellable, @unchecked S
     /// subscribing (a synchronous failure) is handled by that call's loop instead of recursion.
     @inlinable
     func subscribe() {
-        let next = lock.withLock { () -> Parts? in
-            if subscribing {
-                resubscribeRequested = true
-                return nil
+        while true {
+            let (claimed, seen) = phase.compareExchange(expected: Self.idle, desired: Self.running, ordering: .acquiringAndReleasing)
+            if claimed { break }
+            if seen == Self.requested { return }
+            // Running: ask the running loop for one more attempt (unless it just went idle).
+            if phase.compareExchange(expected: Self.running, desired: Self.requested, ordering: .acquiringAndReleasing).exchanged {
+                return
             }
-            subscribing = true
-            return startAttempt()
         }
-        guard let next, let body = next.body, let downstream = next.downstream, let attempt = next.attempt else { return }
+        guard let next = lock.withLock({ startAttempt() }), let body = next.body, let downstream = next.downstream,
+              let attempt = next.attempt else {
+            phase.store(Self.idle, ordering: .releasing)
+            return
+        }
         run(body, downstream: downstream, attempt: attempt)
     }
 
-    /// Runs `attempt` (set up as the current one, with `subscribing` raised), then every attempt
+    /// Runs `attempt` (set up as the current one, with `phase` running), then every attempt
     /// requested meanwhile.
     @inlinable
     func run(_ body: Body, downstream: Observer<Output, Failure>, attempt: CancellationToken) {
@@ -148,14 +155,16 @@ final class Retrier<Output: Sendable, Failure: Error>: Cancellable, @unchecked S
         while true {
             let (body, downstream, attempt) = current
             body(Observer { [self] event in receive(event, from: attempt, downstream: downstream) }, attempt)
-            let next = lock.withLock { () -> Parts? in
-                guard resubscribeRequested else {
-                    subscribing = false
-                    return nil
-                }
-                return startAttempt()
+            if phase.compareExchange(expected: Self.running, desired: Self.idle, ordering: .acquiringAndReleasing).exchanged {
+                return
             }
-            guard let next, let body = next.body, let downstream = next.downstream, let attempt = next.attempt else { return }
+            // A failure asked for another attempt while this one was being subscribed.
+            phase.store(Self.running, ordering: .releasing)
+            guard let next = lock.withLock({ startAttempt() }), let body = next.body, let downstream = next.downstream,
+                  let attempt = next.attempt else {
+                phase.store(Self.idle, ordering: .releasing)
+                return
+            }
             current = (body, downstream, attempt)
         }
     }
