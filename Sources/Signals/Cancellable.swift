@@ -9,24 +9,26 @@ public protocol Cancellable: AnyObject, Sendable {
 }
 
 /// A ``Cancellable`` that runs a closure the first time it is cancelled, and never again.
-public final class ActionCancellable: Cancellable {
-    private let action: Mutex<(@Sendable () -> Void)?>
+///
+/// Thread safety: `action` is only touched with `lock` held, which is why the class may be
+/// `@unchecked Sendable`; it is taken out before it runs.
+public final class ActionCancellable: Cancellable, @unchecked Sendable {
+    private let lock = SanitizedMutex()
+    @exclusivity(unchecked) private var action: (@Sendable () -> Void)?
 
     /// Creates a cancellable that runs `action` once, on the first call to ``cancel()``.
     public init(_ action: @escaping @Sendable () -> Void) {
-        self.action = Mutex(action)
+        self.action = action
     }
 
     /// `true` once ``cancel()`` has been called.
     public var isCancelled: Bool {
-        action.withLock { $0 == nil }
+        lock.withLock { action == nil }
     }
 
     public func cancel() {
-        let action = self.action.withLock { action -> (@Sendable () -> Void)? in
-            defer { action = nil }
-            return action
-        }
-        action?()
+        var taken: (@Sendable () -> Void)?
+        lock.withLock { swap(&taken, &action) }
+        taken?()
     }
 }

@@ -15,9 +15,11 @@ import Synchronization
 /// ```
 ///
 /// Thread safety: every method may be called from any thread. Cancellation runs outside the
-/// bag's lock.
-public final class CancellationBag: Sendable {
-    private let items = Mutex<[any Cancellable]?>([])
+/// bag's lock. `items` is only touched with `lock` held, which is why the class may be
+/// `@unchecked Sendable`.
+public final class CancellationBag: @unchecked Sendable {
+    private let lock = SanitizedMutex()
+    @exclusivity(unchecked) private var items: [any Cancellable]? = []
 
     /// Creates an empty bag.
     public init() {}
@@ -29,7 +31,7 @@ public final class CancellationBag: Sendable {
     /// Adds `cancellable` to the bag. If the bag was already released (only possible while its
     /// `deinit` runs), it is cancelled at once.
     public func insert(_ cancellable: any Cancellable) {
-        let stored = items.withLock { items -> Bool in
+        let stored = lock.withLock { () -> Bool in
             guard items != nil else { return false }
             items!.append(cancellable)
             return true
@@ -39,14 +41,14 @@ public final class CancellationBag: Sendable {
 
     /// The number of cancellables the bag holds.
     public var count: Int {
-        items.withLock { $0?.count ?? 0 }
+        lock.withLock { items?.count ?? 0 }
     }
 
     /// Cancels everything in the bag and empties it. The bag stays usable.
     public func cancelAll() {
-        let taken = items.withLock { items -> [any Cancellable] in
-            defer { if items != nil { items = [] } }
-            return items ?? []
+        var taken: [any Cancellable] = []
+        lock.withLock {
+            if items != nil { swap(&taken, &items!) }
         }
         for cancellable in taken { cancellable.cancel() }
     }

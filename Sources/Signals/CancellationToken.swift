@@ -12,18 +12,45 @@ import Synchronization
 /// on its own (``Signal/first()``, ``Signal/retry(_:)``, …) subscribes it with a child token.
 ///
 /// Thread safety: every method may be called from any thread at any time. Registered cancellables
-/// are cancelled outside the token's lock, in registration order.
-public final class CancellationToken: Cancellable, Hashable {
-    private struct State {
-        var isCancelled = false
-        var first: (any Cancellable)?
-        var rest: [any Cancellable] = []
-    }
+/// are cancelled outside the token's lock, in registration order. The registrations are only
+/// touched with `lock` held (which is why the class may be `@unchecked Sendable`); the cancelled
+/// flag is an atomic, so ``isCancelled`` takes no lock.
+public final class CancellationToken: Cancellable, Hashable, @unchecked Sendable {
+    /// Set, under `lock`, before the registrations are taken out to be cancelled.
+    @usableFromInline
+    let cancelled = Atomic<Bool>(false)
+    private let lock = SanitizedMutex()
+    // Two inline slots: most tokens hold one or two registrations, and need no array.
+    @exclusivity(unchecked) private var first: (any Cancellable)?
+    @exclusivity(unchecked) private var second: (any Cancellable)?
+    @exclusivity(unchecked) private var rest: [any Cancellable] = []
 
-    private let state = Mutex(State())
+    /// `true` for a token that something else cancels when it ends: a child (cancelled with its
+    /// parent) or a `retry` attempt. The closures of a subscription may hold such a token
+    /// strongly, since the cycle they form is broken when it is cancelled; they must never hold
+    /// a root token (the one `sink` returns), which has to be able to deallocate to cancel.
+    /// Operators that only read a scope (`catch`) use a scope token as it is, and make a child
+    /// of a root one.
+    @usableFromInline
+    let isScope: Bool
 
     /// Creates an empty, active token.
-    public init() {}
+    public init() {
+        isScope = false
+    }
+
+    /// Creates an empty, active token; `isScope` as described on the property.
+    @usableFromInline
+    init(isScope: Bool) {
+        self.isScope = isScope
+    }
+
+    /// A token the closures of a subscription may hold: this one if it is a scope token, a new
+    /// child of it otherwise.
+    @inlinable
+    func makeScope() -> CancellationToken {
+        isScope ? self : makeChild()
+    }
 
     /// Creates a token that runs `action` when it is cancelled or released.
     public convenience init(_ action: @escaping @Sendable () -> Void) {
@@ -36,8 +63,9 @@ public final class CancellationToken: Cancellable, Hashable {
     }
 
     /// `true` once the token has been cancelled.
+    @inlinable
     public var isCancelled: Bool {
-        state.withLock { $0.isCancelled }
+        cancelled.load(ordering: .acquiring)
     }
 
     /// Registers `cancellable` to be cancelled with this token. If the token is already
@@ -46,12 +74,14 @@ public final class CancellationToken: Cancellable, Hashable {
     /// - Returns: `false` if the token was already cancelled.
     @discardableResult
     public func add(_ cancellable: any Cancellable) -> Bool {
-        let accepted = state.withLock { state -> Bool in
-            guard !state.isCancelled else { return false }
-            if state.first == nil {
-                state.first = cancellable
+        let accepted = lock.withLock { () -> Bool in
+            guard !cancelled.load(ordering: .relaxed) else { return false }
+            if first == nil {
+                first = cancellable
+            } else if second == nil {
+                second = cancellable
             } else {
-                state.rest.append(cancellable)
+                rest.append(cancellable)
             }
             return true
         }
@@ -66,35 +96,54 @@ public final class CancellationToken: Cancellable, Hashable {
 
     /// Forgets `cancellable` without cancelling it.
     public func remove(_ cancellable: any Cancellable) {
-        state.withLock { state in
-            if let first = state.first, first === cancellable {
-                state.first = state.rest.isEmpty ? nil : state.rest.removeFirst()
-            } else if let index = state.rest.firstIndex(where: { $0 === cancellable }) {
-                state.rest.remove(at: index)
+        // The removed reference is released after the lock: it may be the last one.
+        let removed = lock.withLock { () -> (any Cancellable)? in
+            // Shift the later registrations down, so the slots stay in registration order.
+            if let registered = first, registered === cancellable {
+                first = second
+                second = rest.isEmpty ? nil : rest.removeFirst()
+                return registered
             }
+            if let registered = second, registered === cancellable {
+                second = rest.isEmpty ? nil : rest.removeFirst()
+                return registered
+            }
+            if let index = rest.firstIndex(where: { $0 === cancellable }) {
+                return rest.remove(at: index)
+            }
+            return nil
         }
+        _ = removed
     }
 
     /// Creates a token that is cancelled when this one is, but can also be cancelled on its own.
     public func makeChild() -> CancellationToken {
-        let child = CancellationToken()
+        let child = CancellationToken(isScope: true)
         add(child)
         return child
     }
 
-    /// Cancels the token and everything registered with it. Calling it again does nothing.
+    /// Cancels the token and everything registered with it, in registration order. Calling it
+    /// again does nothing.
     public func cancel() {
-        let (first, rest) = state.withLock { state -> ((any Cancellable)?, [any Cancellable]) in
-            guard !state.isCancelled else { return (nil, []) }
-            state.isCancelled = true
-            defer {
-                state.first = nil
-                state.rest = []
-            }
-            return (state.first, state.rest)
+        // Already cancelled (a token released after its subscription ended, the common case):
+        // nothing to take, no lock.
+        guard !cancelled.load(ordering: .acquiring) else { return }
+        var taken0: (any Cancellable)?
+        var taken1: (any Cancellable)?
+        var takenRest: [any Cancellable] = []
+        let proceed = lock.withLock { () -> Bool in
+            guard !cancelled.load(ordering: .relaxed) else { return false }
+            cancelled.store(true, ordering: .releasing)
+            swap(&taken0, &first)
+            swap(&taken1, &second)
+            if !rest.isEmpty { swap(&takenRest, &rest) }
+            return true
         }
-        first?.cancel()
-        for cancellable in rest { cancellable.cancel() }
+        guard proceed else { return }
+        taken0?.cancel()
+        taken1?.cancel()
+        for cancellable in takenRest { cancellable.cancel() }
     }
 
     /// Keeps this token alive in `bag` until the bag is emptied or released.
@@ -108,5 +157,33 @@ public final class CancellationToken: Cancellable, Hashable {
 
     public func hash(into hasher: inout Hasher) {
         hasher.combine(ObjectIdentifier(self))
+    }
+}
+
+/// A flag that is raised when the token it is registered with is cancelled.
+///
+/// Operators that send two events for one upstream event (`first` sends the value, then
+/// `finished`) check it between the two, so a downstream that cancels while handling the first
+/// event receives nothing more. It holds no reference to the token, so closures held by the
+/// upstream may capture it.
+///
+/// Thread safety: the flag is an `Atomic`; it is raised with release and read with acquire order.
+@usableFromInline
+final class CancellationFlag: Cancellable {
+    @usableFromInline
+    let raised = Atomic<Bool>(false)
+
+    @inlinable
+    init() {}
+
+    /// `true` once the token the flag is registered with was cancelled.
+    @inlinable
+    var isCancelled: Bool {
+        raised.load(ordering: .acquiring)
+    }
+
+    @usableFromInline
+    func cancel() {
+        raised.store(true, ordering: .releasing)
     }
 }

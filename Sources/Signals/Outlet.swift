@@ -8,59 +8,84 @@ import Synchronization
 /// - At most one terminal event gets through, and nothing after it.
 /// - After `cancel()`, nothing is delivered; events already queued are dropped.
 /// - The downstream observer and the teardown are released as soon as the subscription ends, so
-///   a producer that keeps its observer does not keep the chain alive.
+///   a producer that keeps its observer does not keep the chain alive. What it held is released
+///   after the lock, since a `deinit` of something it captured may run user code.
 ///
-/// Thread safety: all state is behind one `Mutex`; this is why it may be shared freely.
-final class Outlet<Output: Sendable, Failure: Error>: Cancellable {
+/// The hot path is `@inlinable`, so a client specialises it for its own types. An uncontended
+/// value costs two short critical sections (claim the delivery, then "queue empty?").
+///
+/// Thread safety: the fields below `lock` are only touched with it held, which is why the class
+/// may be `@unchecked Sendable`.
+@usableFromInline
+final class Outlet<Output: Sendable, Failure: Error>: Cancellable, @unchecked Sendable {
+    @usableFromInline
     typealias Teardown = @Sendable () -> Void
 
-    private struct State {
-        var downstream: Observer<Output, Failure>?
-        var emitting = false
-        /// A terminal event was accepted (delivered or queued) or the outlet was cancelled.
-        var completed = false
-        /// The teardown has run or must run as soon as it is set.
-        var disposed = false
-        var queue: [Event<Output, Failure>] = []
-        var teardown: Teardown?
-    }
+    @usableFromInline
+    let lock = SanitizedMutex()
+    @usableFromInline
+    @exclusivity(unchecked) var downstream: Observer<Output, Failure>?
+    @usableFromInline
+    @exclusivity(unchecked) var emitting = false
+    /// A terminal event was accepted (delivered or queued) or the outlet was cancelled.
+    @usableFromInline
+    @exclusivity(unchecked) var completed = false
+    /// The teardown has run or must run as soon as it is set.
+    @usableFromInline
+    @exclusivity(unchecked) var disposed = false
+    @usableFromInline
+    @exclusivity(unchecked) var queue: ContiguousArray<Event<Output, Failure>> = []
+    @usableFromInline
+    @exclusivity(unchecked) var head = 0
+    @usableFromInline
+    @exclusivity(unchecked) var teardown: Teardown?
 
-    private let state: Mutex<State>
-
+    @inlinable
     init(_ downstream: Observer<Output, Failure>) {
-        state = Mutex(State(downstream: downstream))
+        self.downstream = downstream
     }
 
     /// The observer handed to the producer.
+    @inlinable
     var observer: Observer<Output, Failure> {
         Observer { [self] event in send(event) }
     }
 
     /// Stores the producer's teardown, or runs it at once if the subscription already ended.
-    func setTeardown(_ teardown: (@Sendable () -> Void)?) {
+    @inlinable
+    func setTeardown(_ teardown: Teardown?) {
         guard let teardown else { return }
-        let runNow = state.withLock { state -> Bool in
-            if state.disposed { return true }
-            state.teardown = teardown
+        let runNow = lock.withLock { () -> Bool in
+            if disposed { return true }
+            self.teardown = teardown
             return false
         }
         if runNow { teardown() }
     }
 
+    @inlinable
     func send(_ event: Event<Output, Failure>) {
         let isTerminal = event.isTerminal
-        let first = state.withLock { state -> Observer<Output, Failure>? in
-            guard !state.completed, let downstream = state.downstream else { return nil }
-            if isTerminal { state.completed = true }
-            if state.emitting {
-                state.queue.append(event)
+        let first = lock.withLock { () -> Observer<Output, Failure>? in
+            guard !completed, let target = downstream else { return nil }
+            if isTerminal { completed = true }
+            if emitting {
+                queue.append(event)
                 return nil
             }
-            state.emitting = true
-            if isTerminal { state.downstream = nil }
-            return downstream
+            emitting = true
+            if isTerminal { downstream = nil }
+            return target
         }
-        guard var target = first else { return }
+        guard let first else { return }
+        deliver(event, to: first)
+    }
+
+    /// Delivers `event`, then whatever other threads queued meanwhile, until the queue is empty.
+    /// The delivering thread keeps `target` for the whole loop; the lock only tells it whether
+    /// there is more, and whether the outlet was cancelled meanwhile (then it stops).
+    @inlinable
+    func deliver(_ event: Event<Output, Failure>, to target: Observer<Output, Failure>) {
         var current = event
         while true {
             target.send(current)
@@ -68,40 +93,63 @@ final class Outlet<Output: Sendable, Failure: Error>: Cancellable {
                 dispose()
                 return
             }
-            let next = state.withLock { state -> (Event<Output, Failure>, Observer<Output, Failure>)? in
-                guard !state.queue.isEmpty, let downstream = state.downstream else {
-                    state.emitting = false
-                    return nil
+            let next = lock.withLock { () -> Event<Output, Failure>? in
+                if head < queue.count, downstream != nil {
+                    let event = queue[head]
+                    head += 1
+                    if event.isTerminal { downstream = nil }
+                    return event
                 }
-                let event = state.queue.removeFirst()
-                if event.isTerminal { state.downstream = nil }
-                return (event, downstream)
+                emitting = false
+                if !queue.isEmpty {
+                    queue.removeAll(keepingCapacity: queue.count <= 16)
+                    head = 0
+                }
+                return nil
             }
             guard let next else { return }
-            (current, target) = next
+            current = next
         }
     }
 
-    private func dispose() {
-        let teardown = state.withLock { state -> Teardown? in
-            state.disposed = true
-            state.queue = []
-            defer { state.teardown = nil }
-            return state.teardown
+    /// After the terminal event: runs the teardown (once) and drops what the queue held.
+    @inlinable
+    func dispose() {
+        let released = lock.withLock { () -> (Teardown?, ContiguousArray<Event<Output, Failure>>) in
+            disposed = true
+            defer {
+                teardown = nil
+                queue = []
+                head = 0
+            }
+            return (teardown, queue)
         }
-        teardown?()
+        released.0?()
     }
 
+    // `cancel()` is reached through the `Cancellable` witness, which is not specialised for the
+    // client's types: it returns a non-generic type from the lock and moves fields out into
+    // locals, so it needs no runtime type metadata.
+    @usableFromInline
     func cancel() {
-        let teardown = state.withLock { state -> Teardown? in
-            guard !state.disposed else { return nil }
-            state.completed = true
-            state.disposed = true
-            state.downstream = nil
-            state.queue = []
-            defer { state.teardown = nil }
-            return state.teardown
+        // What the subscription held is taken out under the lock and released after it.
+        var target: Observer<Output, Failure>?
+        var queued: ContiguousArray<Event<Output, Failure>>?
+        let teardown = lock.withLock { () -> Teardown? in
+            guard !disposed else { return nil }
+            completed = true
+            disposed = true
+            target = downstream
+            downstream = nil
+            if !queue.isEmpty {
+                queued = queue
+                queue = []
+                head = 0
+            }
+            defer { self.teardown = nil }
+            return self.teardown
         }
         teardown?()
+        withExtendedLifetime((target, queued)) {}
     }
 }

@@ -42,6 +42,7 @@ public struct Signal<Output: Sendable, Failure: Error>: Sendable {
     ///     return { timer.invalidate() }
     /// }
     /// ```
+    @inlinable
     public init(
         _ generator: @escaping @Sendable (Observer<Output, Failure>) -> (@Sendable () -> Void)?
     ) {
@@ -55,6 +56,7 @@ public struct Signal<Output: Sendable, Failure: Error>: Sendable {
     /// Subscribes `observer` and returns the token that keeps the subscription alive.
     ///
     /// Releasing or cancelling the token cancels the subscription.
+    @inlinable
     @discardableResult
     public func observe(_ observer: Observer<Output, Failure>) -> CancellationToken {
         let token = CancellationToken()
@@ -64,6 +66,7 @@ public struct Signal<Output: Sendable, Failure: Error>: Sendable {
 
     /// Subscribes `observer` as part of an existing cancellation scope: cancelling `token`
     /// cancels this subscription. Use it to build operators from the outside.
+    @inlinable
     public func observe(_ observer: Observer<Output, Failure>, in token: CancellationToken) {
         body(observer, token)
     }
@@ -71,6 +74,7 @@ public struct Signal<Output: Sendable, Failure: Error>: Sendable {
     /// Subscribes with closures for the values and the completion.
     ///
     /// - Returns: the token that keeps the subscription alive; release or cancel it to stop.
+    @inlinable
     @discardableResult
     public func sink(
         receiveCompletion: @escaping @Sendable (Completion<Failure>) -> Void,
@@ -88,6 +92,7 @@ public struct Signal<Output: Sendable, Failure: Error>: Sendable {
 
 extension Signal where Failure == Never {
     /// Subscribes with a closure for the values of a signal that cannot fail.
+    @inlinable
     @discardableResult
     public func sink(receiveValue: @escaping @Sendable (Output) -> Void) -> CancellationToken {
         observe(Observer { event in

@@ -1,5 +1,6 @@
 extension Signal {
     /// A signal that sends `value` and finishes.
+    @inlinable
     public init(value: Output) {
         self.init(unchecked: { observer, token in
             guard !token.isCancelled else { return }
@@ -10,6 +11,7 @@ extension Signal {
     }
 
     /// A signal that fails at once with `error`.
+    @inlinable
     public init(error: Failure) {
         self.init(unchecked: { observer, token in
             guard !token.isCancelled else { return }
@@ -18,6 +20,7 @@ extension Signal {
     }
 
     /// A signal that sends the success value and finishes, or fails with the failure.
+    @inlinable
     public init(result: Result<Output, Failure>) {
         switch result {
         case .success(let value): self.init(value: value)
@@ -29,14 +32,18 @@ extension Signal {
     ///
     /// Elements are sent synchronously on the subscribing thread; cancelling stops the iteration
     /// before the next element, so an infinite sequence is fine under `first()` or `prefix`.
+    @inlinable
     public init<S: Sequence & Sendable>(sequence: S) where S.Element == Output {
         self.init(unchecked: { observer, token in
-            for element in sequence {
-                guard !token.isCancelled else { return }
+            var iterator = sequence.makeIterator()
+            // Check before pulling, so a cancelled subscription pulls no further element.
+            while !token.isCancelled {
+                guard let element = iterator.next() else {
+                    observer.finish()
+                    return
+                }
                 observer.send(element)
             }
-            guard !token.isCancelled else { return }
-            observer.finish()
         })
     }
 
@@ -44,6 +51,7 @@ extension Signal {
     ///
     /// The factory runs inside the subscription, on every attempt: this is how a retried chain
     /// reads fresh state.
+    @inlinable
     public init(deferred factory: @escaping @Sendable () -> Signal<Output, Failure>) {
         self.init(unchecked: { observer, token in
             guard !token.isCancelled else { return }
@@ -52,6 +60,7 @@ extension Signal {
     }
 
     /// A signal that finishes at once without sending a value.
+    @inlinable
     public static var empty: Signal<Output, Failure> {
         Signal(unchecked: { observer, token in
             guard !token.isCancelled else { return }
@@ -60,6 +69,7 @@ extension Signal {
     }
 
     /// A signal that never sends anything and never finishes.
+    @inlinable
     public static var never: Signal<Output, Failure> {
         Signal(unchecked: { _, _ in })
     }

@@ -16,6 +16,7 @@ extension PropertyListDecoder: SignalDecoder {}
 extension Signal {
     /// Decodes every value with `decoder`. A decoding error cancels the upstream and fails the
     /// signal with the `DecodingError`.
+    @inlinable
     public func decode<T: Decodable & Sendable, D: SignalDecoder>(
         _ type: T.Type,
         decoder: D

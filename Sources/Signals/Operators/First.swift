@@ -1,20 +1,28 @@
 extension Signal {
     /// Sends the first value and finishes, cancelling the upstream. Finishes without a value if
     /// the upstream finishes first.
+    @inlinable
     public func first() -> Signal<Output, Failure> {
         first { _ in true }
     }
 
     /// Sends the first value that satisfies `predicate` and finishes, cancelling the upstream.
+    ///
+    /// If the downstream cancels while it receives the value, `finished` is not sent.
+    @inlinable
     public func first(where predicate: @escaping @Sendable (Output) -> Bool) -> Signal<Output, Failure> {
         let body = self.body
         return Signal(unchecked: { observer, token in
+            let downstream = CancellationFlag()
+            guard token.add(downstream) else { return }
             let upstream = token.makeChild()
             body(Observer { event in
                 if case .value(let value) = event {
                     guard predicate(value) else { return }
                     upstream.cancel()
+                    guard !downstream.isCancelled else { return }
                     observer.send(value)
+                    guard !downstream.isCancelled else { return }
                     observer.finish()
                 } else {
                     observer.send(event)
@@ -24,6 +32,9 @@ extension Signal {
     }
 
     /// Sends at most the first `count` values, then finishes and cancels the upstream.
+    ///
+    /// If the downstream cancels while it receives the last value, `finished` is not sent.
+    @inlinable
     public func prefix(_ count: Int) -> Signal<Output, Failure> {
         let body = self.body
         return Signal(unchecked: { observer, token in
@@ -31,6 +42,8 @@ extension Signal {
                 if !token.isCancelled { observer.finish() }
                 return
             }
+            let downstream = CancellationFlag()
+            guard token.add(downstream) else { return }
             let upstream = token.makeChild()
             let remaining = LockedValue(count)
             body(Observer { event in
@@ -43,9 +56,15 @@ extension Signal {
                     return remaining
                 }
                 guard left >= 0 else { return }
-                if left == 0 { upstream.cancel() }
+                if left > 0 {
+                    observer.send(event)
+                    return
+                }
+                upstream.cancel()
+                guard !downstream.isCancelled else { return }
                 observer.send(event)
-                if left == 0 { observer.finish() }
+                guard !downstream.isCancelled else { return }
+                observer.finish()
             }, upstream)
         })
     }

@@ -262,8 +262,10 @@ final class FlatMapState<Input: Sendable, Output: Sendable, Failure: Error>: Can
         scope.cancel()
         _ = leftovers
         if let target {
-            deliver(event, to: target)
+            // Raised before the delivery: a downstream that cancels while it receives the terminal
+            // event (retry and catch end their attempt there) finds nothing left to do.
             ended.store(true, ordering: .releasing)
+            deliver(event, to: target)
         }
     }
 

@@ -71,6 +71,7 @@ extension Signal {
 
     /// Transforms every value with a closure that may throw. A thrown error cancels the upstream
     /// and fails the signal with that error.
+    @inlinable
     public func tryMap<T>(_ transform: @escaping @Sendable (Output) throws -> T) -> Signal<T, any Error> {
         let body = self.body
         return Signal<T, any Error>(unchecked: { observer, token in

@@ -1,0 +1,32 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+// Benchmarks for Signals, against OpenCombine and a hand-written floor. A separate package so the
+// root package keeps depending on nothing. Run from this folder:
+//
+//     swift run -c release signals-bench
+let package = Package(
+    name: "TransitBenchmarks",
+    platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
+    dependencies: [
+        .package(name: "Transit", path: ".."),
+        .package(url: "https://github.com/OpenCombine/OpenCombine", exact: "0.14.0"),
+    ],
+    targets: [
+        // Counts the calls to malloc and the bytes they ask for (Linux: it replaces the C
+        // library's allocator entry points and forwards to them).
+        .target(name: "MallocCounter"),
+        // The hand-written floor, in its own module like any library.
+        .target(name: "BenchFloor"),
+        .executableTarget(
+            name: "signals-bench",
+            dependencies: [
+                "BenchFloor",
+                "MallocCounter",
+                .product(name: "Signals", package: "Transit"),
+                .product(name: "OpenCombine", package: "OpenCombine"),
+            ]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,215 @@
+import Dispatch
+import Foundation
+import Signals
+import Synchronization
+
+/// A value behind a lock whose hand-offs the thread sanitizer can see (the tests' copy of the
+/// core's `SanitizedMutex`): on Linux a contended `Mutex` is handed over inside the kernel, which
+/// the sanitizer cannot see, so state kept inside a plain `Mutex` is reported as racy. Here the
+/// state lives outside the `Mutex`, and an atomic stored with release order before unlocking and
+/// loaded with acquire order after locking shows the sanitizer the hand-off.
+///
+/// Thread safety: `value` is only touched inside `mutex.withLock`, which is why the class may be
+/// `@unchecked Sendable`.
+final class SanitizedBox<Value>: @unchecked Sendable {
+    private let mutex = Mutex(())
+    private let handoff = Atomic<UInt8>(0)
+    private var value: Value
+
+    init(_ value: Value) {
+        self.value = value
+    }
+
+    func withLock<R>(_ body: (inout Value) throws -> R) rethrows -> R {
+        try mutex.withLock { _ in
+            _ = handoff.load(ordering: .acquiring)
+            defer { handoff.store(0, ordering: .releasing) }
+            return try body(&value)
+        }
+    }
+}
+
+/// A hostile producer for contract tests: it hands every subscription's observer to the test, so
+/// the test can keep sending after a terminal event or a cancellation, from any thread, and it
+/// counts subscriptions and teardowns.
+final class ContractProbe<Output: Sendable, Failure: Error>: Sendable {
+    private struct State {
+        var observers: [Observer<Output, Failure>] = []
+        /// How many times the teardown of each subscription ran, by subscription.
+        var teardowns: [Int] = []
+    }
+
+    private let state = SanitizedBox(State())
+
+    init() {}
+
+    /// A cold signal: every subscription registers a new observer with the probe.
+    var signal: Signal<Output, Failure> {
+        Signal { [self] observer in
+            let index = state.withLock { state -> Int in
+                state.observers.append(observer)
+                state.teardowns.append(0)
+                return state.observers.count - 1
+            }
+            return { [self] in state.withLock { $0.teardowns[index] += 1 } }
+        }
+    }
+
+    /// How many times the signal was subscribed.
+    var subscriptions: Int { state.withLock { $0.observers.count } }
+    /// How many teardowns ran, over all subscriptions.
+    var teardowns: Int { state.withLock { $0.teardowns.reduce(0, +) } }
+    /// `true` when the teardown of every subscription ran exactly once.
+    var everyTeardownRanOnce: Bool { state.withLock { $0.teardowns.allSatisfy { $0 == 1 } } }
+    /// Every observer the probe was handed, oldest first.
+    var observers: [Observer<Output, Failure>] { state.withLock { $0.observers } }
+    /// The observer of the newest subscription.
+    var latest: Observer<Output, Failure>? { state.withLock { $0.observers.last } }
+
+    /// Sends `event` to the newest subscription.
+    func send(_ event: Event<Output, Failure>) {
+        latest?.send(event)
+    }
+
+    /// Sends `event` to every subscription ever made, including ones that ended.
+    func broadcast(_ event: Event<Output, Failure>) {
+        for observer in observers { observer.send(event) }
+    }
+
+    /// Sends `terminal` to the newest subscription until no new subscription appears (a `retry` or
+    /// a `catch` that resubscribes the probe gets `terminal` on every attempt).
+    func terminateAll(with terminal: Event<Output, Failure>) {
+        var handled = 0
+        while handled < subscriptions {
+            let next = observers[handled]
+            handled += 1
+            next.send(terminal)
+        }
+    }
+
+    /// Sends values and terminal events to every subscription ever made, from several threads at
+    /// once, and returns when all of them are done.
+    func flood(values: [Output], terminals: [Event<Output, Failure>], threads: Int = 4) {
+        let targets = observers
+        DispatchQueue.concurrentPerform(iterations: threads) { thread in
+            for round in 0..<values.count {
+                for observer in targets {
+                    observer.send(values[(round + thread) % values.count])
+                    if !terminals.isEmpty, round % 3 == thread % 3 {
+                        observer.send(terminals[(round + thread) % terminals.count])
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A box for the token of a subscription, so closures set up before subscribing can reach it.
+final class ContractTokenBox: Sendable {
+    private let stored = SanitizedBox<CancellationToken?>(nil)
+    init() {}
+    var token: CancellationToken? {
+        get { stored.withLock { $0 } }
+        set { stored.withLock { $0 = newValue } }
+    }
+    func cancel() { token?.cancel() }
+}
+
+/// An object that user closures capture, so leak tests can watch it with a weak reference.
+final class ContractCanary: Sendable {
+    init() {}
+    /// Returns `value`; calling it makes a closure capture the canary.
+    func touch<T>(_ value: T) -> T { value }
+}
+
+/// One operator (or chain) under test, with its output erased to `String` and its failure to
+/// `any Error`, so the same contract checks run over every operator. Every user closure of the
+/// operator captures the canary it is given.
+struct ContractOperatorCase: Sendable, CustomStringConvertible {
+    let description: String
+    let apply: @Sendable (Signal<Int, TestError>, ContractCanary) -> Signal<String, any Error>
+
+    init<O: Sendable, F: Error>(
+        _ name: String,
+        _ transform: @escaping @Sendable (Signal<Int, TestError>, ContractCanary) -> Signal<O, F>
+    ) {
+        description = name
+        // `map` and `mapError` forward events untouched and guard nothing, so they cannot hide a
+        // contract violation of the operator under test.
+        apply = { upstream, canary in
+            transform(upstream, canary).map { "\($0)" }.mapError { $0 as any Error }
+        }
+    }
+
+    func apply(_ upstream: Signal<Int, TestError>) -> Signal<String, any Error> {
+        apply(upstream, ContractCanary())
+    }
+
+    /// The upstream failure the cases are driven with; `tryCatch(TestError(code: 1))` matches it.
+    static let failure = TestError(code: 1)
+
+    /// Every core operator, alone and in chains.
+    static let all: [ContractOperatorCase] = [
+        ContractOperatorCase("generator") { up, _ in up },
+        ContractOperatorCase("map") { up, c in up.map { c.touch($0 * 2) } },
+        ContractOperatorCase("map(keyPath)") { up, _ in up.map(\.description) },
+        ContractOperatorCase("compactMap") { up, c in up.compactMap { c.touch($0 == 2 ? nil : $0) } },
+        ContractOperatorCase("filter") { up, c in up.filter { c.touch($0 != 2) } },
+        ContractOperatorCase("tryMap") { up, c in up.tryMap { c.touch($0) } },
+        ContractOperatorCase("tryMap throwing") { up, c in
+            up.tryMap { value -> Int in
+                if c.touch(value) == 2 { throw TestError(code: 99) }
+                return value
+            }
+        },
+        ContractOperatorCase("mapError") { up, c in up.mapError { c.touch(TestError(code: $0.code + 100)) } },
+        ContractOperatorCase("eraseError") { up, _ in up.eraseError() },
+        ContractOperatorCase("catch") { up, c in up.catch { _ in c.touch(Signal<Int, Never>(value: -1)) } },
+        ContractOperatorCase("catch resubscribing") { up, c in up.catch { _ in c.touch(up) } },
+        ContractOperatorCase("tryCatch resubscribing") { up, c in up.tryCatch { _ in c.touch(up) } },
+        ContractOperatorCase("tryCatch throwing") { up, c in
+            up.tryCatch { error -> Signal<Int, TestError> in
+                throw c.touch(TestError(code: error.code + 100))
+            }
+        },
+        ContractOperatorCase("tryCatch(error)") { up, c in up.tryCatch(failure) { _ in c.touch(up) } },
+        ContractOperatorCase("replaceError") { up, _ in up.replaceError(with: -1) },
+        ContractOperatorCase("replaceErrorWithEmpty") { up, _ in up.replaceErrorWithEmpty() },
+        ContractOperatorCase("mapToResult") { up, _ in up.mapToResult() },
+        ContractOperatorCase("retry") { up, _ in up.retry(2) },
+        ContractOperatorCase("retry(if:)") { up, c in up.retry(2) { c.touch($0.code == 1) } },
+        ContractOperatorCase("first") { up, _ in up.first() },
+        ContractOperatorCase("first(where:)") { up, c in up.first { c.touch($0 == 2) } },
+        ContractOperatorCase("prefix(2)") { up, _ in up.prefix(2) },
+        ContractOperatorCase("prefix(0)") { up, _ in up.prefix(0) },
+        ContractOperatorCase("collect") { up, _ in up.collect() },
+        ContractOperatorCase("decode") { up, c in
+            up.map { c.touch(Data("\($0)".utf8)) }.decode(Int.self, decoder: JSONDecoder())
+        },
+        ContractOperatorCase("decode failing") { up, c in
+            up.map { _ in c.touch(Data("not json".utf8)) }.decode(Int.self, decoder: JSONDecoder())
+        },
+        ContractOperatorCase("handleEvents") { up, c in
+            up.handleEvents(
+                receiveSubscription: { _ = c },
+                receiveValue: { _ = c.touch($0) },
+                receiveCompletion: { _ = c.touch($0) },
+                receiveCancel: { _ = c }
+            )
+        },
+        ContractOperatorCase("chain map.filter.tryMap.catch.retry") { up, c in
+            up.map { c.touch($0 + 1) }
+                .filter { c.touch($0 > 0) }
+                .tryMap { c.touch($0) }
+                .catch { _ in c.touch(up.eraseError()) }
+                .retry(1)
+        },
+        ContractOperatorCase("chain handleEvents.retry.first.collect") { up, c in
+            up.handleEvents(receiveCancel: { _ = c })
+                .retry(1) { c.touch($0.code == 1) }
+                .first { c.touch($0 > 1) }
+                .collect()
+                .mapToResult()
+        },
+    ]
+}
