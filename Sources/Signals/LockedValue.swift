@@ -13,13 +13,13 @@ import Synchronization
 @usableFromInline
 struct SanitizedMutex: ~Copyable, Sendable {
     @usableFromInline
-    let mutex: Mutex<Void>
+    let mutex: Synchronization.Mutex<Void>
     @usableFromInline
     let handoff: Atomic<UInt8>
 
     @inlinable
     init() {
-        mutex = Mutex(())
+        mutex = Synchronization.Mutex(())
         handoff = Atomic(0)
     }
 

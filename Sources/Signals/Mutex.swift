@@ -1,108 +1,54 @@
-#if canImport(Darwin)
-import Darwin
-#elseif canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 // Imported so that this module's `Mutex` shadows `Synchronization.Mutex` in every file of the
 // package that imports both.
 import Synchronization
 
-#if canImport(Darwin)
-@usableFromInline
-typealias PlatformLock = os_unfair_lock
-#else
-@usableFromInline
-typealias PlatformLock = pthread_mutex_t
-#endif
-
-/// The lock every Transit module uses: a value that can only be reached while holding a
-/// platform lock (`os_unfair_lock` on Apple platforms, `pthread_mutex_t` elsewhere).
+/// The general-purpose lock of every Transit module: a value reachable only while holding a
+/// ``SanitizedMutex``.
 ///
-/// Why not `Synchronization.Mutex`: on Linux it takes its contended path in the kernel
-/// (priority-inheritance futexes), which the thread sanitizer cannot see, so every contended
-/// `Mutex` is reported as a data race and `swift test --sanitize=thread` fails although the code
-/// is correct. The platform locks are understood by the sanitizer, and this type drops the OS
-/// version floor `Synchronization.Mutex` needs on Apple platforms.
+/// Why not `Synchronization.Mutex` directly: on Linux a contended `Mutex` is handed from one
+/// thread to the next inside the kernel (a priority-inheriting futex) where the thread sanitizer
+/// cannot see it, so it reports races on data the lock does protect and
+/// `swift test --sanitize=thread` fails on correct code. ``SanitizedMutex`` adds the hand-off the
+/// sanitizer needs.
 ///
-/// The value and the lock live in one allocation. Copies of a `Mutex` share the same lock and
-/// value. Never call out to user code or an observer from inside `withLock`.
+/// Unlike `Synchronization.Mutex` this type is copyable: copies share one lock and one value
+/// (the value lives in a class), so it can be captured by closures. Hot paths of the Signals core
+/// use ``SanitizedMutex`` inline in their own classes instead, which saves that allocation.
+/// Never call out to user code or an observer from inside `withLock`.
 @usableFromInline
 package struct Mutex<Value>: @unchecked Sendable {
     // Sendable: the value is only reachable through `withLock`, under the lock.
     @usableFromInline
-    let storage: LockStorage<Value>
+    let box: MutexBox<Value>
 
     /// Creates a lock protecting `value`.
     @inlinable
     package init(_ value: Value) {
-        storage = LockStorage.make(value)
+        box = MutexBox(value)
     }
 
     /// Runs `body` with exclusive access to the value.
     @inlinable
     package func withLock<Result, E: Error>(_ body: (inout Value) throws(E) -> Result) throws(E) -> Result {
-        let lock = storage.lockPointer
-        let value = storage.valuePointer
-        storage.acquire(lock)
-        defer { storage.release(lock) }
-        return try body(&value.pointee)
+        try box.withLock(body)
     }
 }
 
+/// The storage of a ``Mutex``. Thread safety: `stored` is only touched inside `lock.withLock`.
 @usableFromInline
-final class LockStorage<Value>: ManagedBuffer<Value, PlatformLock> {
+final class MutexBox<Value>: @unchecked Sendable {
+    @usableFromInline
+    let lock = SanitizedMutex()
+    @usableFromInline
+    @exclusivity(unchecked) var stored: Value
+
     @inlinable
-    static func make(_ value: Value) -> LockStorage<Value> {
-        let buffer = create(minimumCapacity: 1) { _ in value }
-        let storage = unsafeDowncast(buffer, to: LockStorage<Value>.self)
-        storage.withUnsafeMutablePointerToElements { lock in
-            #if canImport(Darwin)
-            lock.initialize(to: os_unfair_lock())
-            #else
-            lock.initialize(to: pthread_mutex_t())
-            _ = pthread_mutex_init(lock, nil)
-            #endif
-        }
-        return storage
+    init(_ value: Value) {
+        stored = value
     }
 
     @inlinable
-    var lockPointer: UnsafeMutablePointer<PlatformLock> {
-        withUnsafeMutablePointerToElements { $0 }
-    }
-
-    @inlinable
-    var valuePointer: UnsafeMutablePointer<Value> {
-        withUnsafeMutablePointerToHeader { $0 }
-    }
-
-    @inlinable
-    func acquire(_ lock: UnsafeMutablePointer<PlatformLock>) {
-        #if canImport(Darwin)
-        os_unfair_lock_lock(lock)
-        #else
-        _ = pthread_mutex_lock(lock)
-        #endif
-    }
-
-    @inlinable
-    func release(_ lock: UnsafeMutablePointer<PlatformLock>) {
-        #if canImport(Darwin)
-        os_unfair_lock_unlock(lock)
-        #else
-        _ = pthread_mutex_unlock(lock)
-        #endif
-    }
-
-    @inlinable
-    deinit {
-        withUnsafeMutablePointers { _, lock in
-            #if !canImport(Darwin)
-            _ = pthread_mutex_destroy(lock)
-            #endif
-            _ = lock.deinitialize(count: 1)
-        }
+    func withLock<Result, E: Error>(_ body: (inout Value) throws(E) -> Result) throws(E) -> Result {
+        try lock.withLock { () throws(E) -> Result in try body(&stored) }
     }
 }

@@ -1,33 +1,9 @@
 import Dispatch
 import Foundation
 import Signals
-import Synchronization
 
-/// A value behind a lock whose hand-offs the thread sanitizer can see (the tests' copy of the
-/// core's `SanitizedMutex`): on Linux a contended `Mutex` is handed over inside the kernel, which
-/// the sanitizer cannot see, so state kept inside a plain `Mutex` is reported as racy. Here the
-/// state lives outside the `Mutex`, and an atomic stored with release order before unlocking and
-/// loaded with acquire order after locking shows the sanitizer the hand-off.
-///
-/// Thread safety: `value` is only touched inside `mutex.withLock`, which is why the class may be
-/// `@unchecked Sendable`.
-final class SanitizedBox<Value>: @unchecked Sendable {
-    private let mutex = Mutex(())
-    private let handoff = Atomic<UInt8>(0)
-    private var value: Value
-
-    init(_ value: Value) {
-        self.value = value
-    }
-
-    func withLock<R>(_ body: (inout Value) throws -> R) rethrows -> R {
-        try mutex.withLock { _ in
-            _ = handoff.load(ordering: .acquiring)
-            defer { handoff.store(0, ordering: .releasing) }
-            return try body(&value)
-        }
-    }
-}
+/// A value behind the package's sanitizer-visible lock.
+typealias SanitizedBox<Value> = Mutex<Value>
 
 /// A hostile producer for contract tests: it hands every subscription's observer to the test, so
 /// the test can keep sending after a terminal event or a cancellation, from any thread, and it
