@@ -59,7 +59,7 @@ extension Signal where Failure == Never {
 /// or cancelling cancels `scope`, which reaches everything at once. The accounting (active inners,
 /// waiting values) and the output serialisation share one lock.
 ///
-/// Thread safety: all mutable state is behind a `Mutex`; user code (the transform, inner
+/// Thread safety: all mutable state is behind a `SanitizedMutex`; user code (the transform, inner
 /// signals, the downstream) runs outside it, and what the subscription drops at its end is
 /// released outside it too.
 ///
@@ -67,7 +67,8 @@ extension Signal where Failure == Never {
 /// caller's module: unspecialised generic code looks up type metadata at run time, which costs
 /// more than the work itself on this hot path (`Signal(value:).flatMap { … }` runs per request).
 @usableFromInline
-final class FlatMapState<Input: Sendable, Output: Sendable, Failure: Error>: Cancellable {
+final class FlatMapState<Input: Sendable, Output: Sendable, Failure: Error>: Cancellable, @unchecked Sendable {
+    // @unchecked: all mutable state is `unsafeState`, touched only under `lock`.
     @usableFromInline
     typealias Transform = @Sendable (Input) -> Signal<Output, Failure>
 
@@ -152,19 +153,28 @@ final class FlatMapState<Input: Sendable, Output: Sendable, Failure: Error>: Can
     @usableFromInline let ended = Atomic<Bool>(false)
     @usableFromInline let scope = CancellationToken()
     @usableFromInline let limit: Int
-    @usableFromInline let state: Mutex<State>
+    /// Guards `unsafeState`; see ``withState(_:)``.
+    @usableFromInline let lock = SanitizedMutex()
+    /// Only touched inside ``withState(_:)``.
+    @usableFromInline @exclusivity(unchecked) var unsafeState: State
+
+    /// Runs `body` with the state, under the lock. `body` must not call out.
+    @inlinable
+    func withState<R>(_ body: (inout State) -> R) -> R {
+        lock.withLock { body(&unsafeState) }
+    }
 
     @inlinable
     init(downstream: Observer<Output, Failure>, limit: Int, transform: @escaping Transform) {
         self.limit = limit
-        state = Mutex(State(emitter: Emitter(downstream), transform: TransformBox(call: transform)))
+        unsafeState = State(emitter: Emitter(downstream), transform: TransformBox(call: transform))
     }
 
     @inlinable
     func receiveUpstream(_ event: Event<Input, Failure>) {
         switch event {
         case .value(let value):
-            let start = state.withLock { state -> TransformBox? in
+            let start = withState { state -> TransformBox? in
                 guard let transform = state.transform else { return nil }
                 if state.subscribing || state.active >= limit {
                     state.waiting.append(value)
@@ -176,7 +186,7 @@ final class FlatMapState<Input: Sendable, Output: Sendable, Failure: Error>: Can
             }
             if let start { subscribeLoop(first: value, transform: start) }
         case .finished:
-            let next = state.withLock { state -> Next in
+            let next = withState { state -> Next in
                 state.upstreamFinished = true
                 guard state.isComplete, !state.emitter.isClosed else { return .none }
                 let (target, leftovers) = state.end(.finished)
@@ -194,7 +204,7 @@ final class FlatMapState<Input: Sendable, Output: Sendable, Failure: Error>: Can
         var next = (first, transform)
         while true {
             subscribeInner(next.0, transform: next.1)
-            let following = state.withLock { state -> (Input, TransformBox)? in
+            let following = withState { state -> (Input, TransformBox)? in
                 guard let transform = state.transform, state.active < limit, let value = state.popWaiting() else {
                     state.subscribing = false
                     return nil
@@ -218,13 +228,13 @@ final class FlatMapState<Input: Sendable, Output: Sendable, Failure: Error>: Can
     func receiveInner(_ event: Event<Output, Failure>, from token: CancellationToken) {
         switch event {
         case .value:
-            let target = state.withLock { $0.emitter.accept(event) }
+            let target = withState { $0.emitter.accept(event) }
             if let target { deliver(event, to: target) }
         case .finished:
             // Release the finished inner (and what it registered) at once.
             scope.remove(token)
             token.cancel()
-            let next = state.withLock { state -> Next in
+            let next = withState { state -> Next in
                 state.active -= 1
                 guard !state.emitter.isClosed else { return .none }
                 if state.isComplete {
@@ -251,7 +261,7 @@ final class FlatMapState<Input: Sendable, Output: Sendable, Failure: Error>: Can
 
     @inlinable
     func fail(_ event: Event<Output, Failure>) {
-        let (target, leftovers) = state.withLock { $0.end(event) }
+        let (target, leftovers) = withState { $0.end(event) }
         end(event, to: target, leftovers)
     }
 
@@ -271,13 +281,13 @@ final class FlatMapState<Input: Sendable, Output: Sendable, Failure: Error>: Can
 
     @inlinable
     func deliver(_ event: Event<Output, Failure>, to target: Observer<Output, Failure>) {
-        Emitter.deliver(event, to: target) { state.withLock { $0.emitter.next() } }
+        Emitter.deliver(event, to: target) { withState { $0.emitter.next() } }
     }
 
     @usableFromInline
     func cancel() {
         guard !ended.load(ordering: .acquiring) else { return }
-        let released = state.withLock { state in
+        let released = withState { state in
             defer {
                 state.transform = nil
                 state.waiting = []

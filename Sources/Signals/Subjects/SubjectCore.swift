@@ -13,7 +13,7 @@ import Synchronization
 ///   subscriber through the same serialised path, so a new subscriber sees the current value and
 ///   then every later value, never out of order and never concurrently.
 ///
-/// Thread safety: all state is behind one `Mutex`; subscriber cancellation is an atomic flag
+/// Thread safety: all state is behind one `SanitizedMutex`; subscriber cancellation is an atomic flag
 /// checked before every delivery, so a cancelled subscriber receives nothing more even when it is
 /// cancelled by another subscriber during a broadcast.
 ///
@@ -21,7 +21,8 @@ import Synchronization
 /// caller's module: unspecialised generic code would look up type metadata at run time on every
 /// send, which costs more than the locks.
 @usableFromInline
-final class SubjectCore<Output: Sendable, Failure: Error>: Sendable {
+final class SubjectCore<Output: Sendable, Failure: Error>: @unchecked Sendable {
+    // @unchecked: all mutable state is `unsafeState`, touched only under `lock`.
     /// A subscriber as the broadcast list holds it: the observer lives here, so dropping the entry
     /// (on cancel or on the terminal event) releases the downstream chain even while the user
     /// still holds the token.
@@ -72,32 +73,41 @@ final class SubjectCore<Output: Sendable, Failure: Error>: Sendable {
         }
     }
 
-    @usableFromInline let state: Mutex<State>
+    /// Guards `unsafeState`; see ``withState(_:)``.
+    @usableFromInline let lock = SanitizedMutex()
+    /// Only touched inside ``withState(_:)``.
+    @usableFromInline @exclusivity(unchecked) var unsafeState: State
+
+    /// Runs `body` with the state, under the lock. `body` must not call out.
+    @inlinable
+    func withState<R>(_ body: (inout State) -> R) -> R {
+        lock.withLock { body(&unsafeState) }
+    }
     @usableFromInline let replays: Bool
 
     /// A core without a current value (passthrough).
     @usableFromInline
     init() {
-        state = Mutex(State(current: nil))
+        unsafeState = State(current: nil)
         replays = false
     }
 
     /// A core that keeps `current` and replays it to every new subscriber.
     @usableFromInline
     init(current: Output) {
-        state = Mutex(State(current: current))
+        unsafeState = State(current: current)
         replays = true
     }
 
     /// The current value of a replaying core.
     @usableFromInline
     var current: Output? {
-        state.withLock { $0.current }
+        withState { $0.current }
     }
 
     /// Whether a terminal event has been accepted.
     var isCompleted: Bool {
-        state.withLock { $0.terminal != nil }
+        withState { $0.terminal != nil }
     }
 
     /// The signal that subscribes to this core.
@@ -110,7 +120,7 @@ final class SubjectCore<Output: Sendable, Failure: Error>: Sendable {
     /// Ignored once a terminal event was accepted.
     @inlinable
     func send(_ event: Event<Output, Failure>) {
-        let targets = state.withLock { state -> ContiguousArray<Entry>? in
+        let targets = withState { state -> ContiguousArray<Entry>? in
             guard state.terminal == nil else { return nil }
             if case .value(let value) = event {
                 if replays { state.current = value }
@@ -128,7 +138,14 @@ final class SubjectCore<Output: Sendable, Failure: Error>: Sendable {
         }
         guard let targets else { return }
         Self.broadcast(event, to: targets)
-        drain()
+        // Fast path: nothing was queued meanwhile (the common case) — stop emitting without
+        // building a drain step.
+        let idle = withState { state -> Bool in
+            guard state.pending.isEmpty else { return false }
+            state.emitting = false
+            return true
+        }
+        if !idle { drain() }
     }
 
     /// Adds a subscriber for the life of `token`.
@@ -136,7 +153,7 @@ final class SubjectCore<Output: Sendable, Failure: Error>: Sendable {
         let subscription = SubjectSubscription(core: self)
         guard token.add(subscription) else { return }
         let entry = Entry(subscription: subscription, observer: observer)
-        let start = state.withLock { state -> Start in
+        let start = withState { state -> Start in
             if let terminal = state.terminal { return .terminal(terminal) }
             // Checked under the lock: a cancel that sets the flag after this point finds the
             // entry in the list (it removes it under the same lock).
@@ -167,7 +184,7 @@ final class SubjectCore<Output: Sendable, Failure: Error>: Sendable {
     /// Removes a cancelled subscriber. The entry is released outside the lock: dropping an
     /// observer may run arbitrary deinitialisers.
     func remove(_ subscription: SubjectSubscription<Output, Failure>) {
-        let removed = state.withLock { state -> Entry? in
+        let removed = withState { state -> Entry? in
             guard let index = state.entries.firstIndex(where: { $0.subscription === subscription }) else {
                 return nil
             }
@@ -180,7 +197,7 @@ final class SubjectCore<Output: Sendable, Failure: Error>: Sendable {
     @inlinable
     func drain() {
         while true {
-            let step = state.withLock { state -> Step in
+            let step = withState { state -> Step in
                 while state.head < state.pending.count {
                     let item = state.pending[state.head]
                     state.head += 1
