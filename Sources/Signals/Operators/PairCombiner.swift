@@ -91,26 +91,26 @@ final class PairCombiner<Rule: PairingRule, Failure: Error>: Cancellable {
     }
 
     func receiveLeft(_ event: Event<Rule.Left, Failure>) {
-        switch event {
-        case .value(let value):
-            handle(state.withLock { $0.receive { $0.pair(afterLeft: value) } })
-        case .finished:
-            handle(state.withLock { state in
-                state.leftFinished = true
-                return state.checkEnd()
-            })
-        case .failed(let error):
-            fail(error)
-        }
+        receive(event, keep: { $0.pair(afterLeft: $1) }, finish: { $0.leftFinished = true })
     }
 
     func receiveRight(_ event: Event<Rule.Right, Failure>) {
+        receive(event, keep: { $0.pair(afterRight: $1) }, finish: { $0.rightFinished = true })
+    }
+
+    /// Handles an event of one side: `keep` stores its values in the rule, `finish` marks it
+    /// finished.
+    private func receive<Value>(
+        _ event: Event<Value, Failure>,
+        keep: (inout Rule, Value) -> Output?,
+        finish: (inout State) -> Void
+    ) {
         switch event {
         case .value(let value):
-            handle(state.withLock { $0.receive { $0.pair(afterRight: value) } })
+            handle(state.withLock { $0.receive { keep(&$0, value) } })
         case .finished:
             handle(state.withLock { state in
-                state.rightFinished = true
+                finish(&state)
                 return state.checkEnd()
             })
         case .failed(let error):
