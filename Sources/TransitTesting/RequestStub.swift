@@ -3,6 +3,7 @@ import Foundation
 import FoundationNetworking
 #endif
 import Signals
+import Transit
 
 /// A request matcher and its canned answers, shared by ``StubTransport`` and
 /// ``StubURLProtocol``. Add answers with ``thenRespond(_:)``.
@@ -41,5 +42,51 @@ public final class RequestStub<Answer: Sendable>: Sendable {
             answers.next += 1
             return answers.list[index]
         }
+    }
+}
+
+/// The stubs of a ``StubTransport`` or a ``StubURLProtocol/Registry``, in the order they were
+/// added, and every request they were asked about.
+///
+/// Thread safety: stubs and requests are behind a `Mutex`; matchers run outside it.
+final class RequestStubs<Answer: Sendable>: Sendable {
+    private let state = Mutex<(stubs: [RequestStub<Answer>], requests: [URLRequest])>(([], []))
+
+    init() {}
+
+    /// Adds a stub for the requests `matches` accepts.
+    func add(matching matches: @escaping @Sendable (URLRequest) -> Bool) -> RequestStub<Answer> {
+        let stub = RequestStub<Answer>(matches: matches)
+        state.withLock { $0.stubs.append(stub) }
+        return stub
+    }
+
+    /// Adds a stub for requests with `method` (any when `nil`) whose URL path is `path` (any when
+    /// `nil`), whatever the host and query.
+    func add(_ method: HTTPMethod?, path: String?) -> RequestStub<Answer> {
+        add { request in
+            if let method, (request.httpMethod ?? "GET").uppercased() != method.rawValue { return false }
+            if let path, request.url?.path != path { return false }
+            return true
+        }
+    }
+
+    /// Every request recorded so far, in order.
+    var requests: [URLRequest] {
+        state.withLock { $0.requests }
+    }
+
+    /// Forgets the recorded requests; the stubs stay.
+    func clearRequests() {
+        state.withLock { $0.requests = [] }
+    }
+
+    /// Records `request` and returns the first stub that matches it, if any.
+    func record(_ request: URLRequest) -> RequestStub<Answer>? {
+        let stubs = state.withLock { state -> [RequestStub<Answer>] in
+            state.requests.append(request)
+            return state.stubs
+        }
+        return stubs.first { $0.matches(request) }
     }
 }

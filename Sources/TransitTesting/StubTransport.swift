@@ -91,7 +91,7 @@ public final class StubTransport: HTTPTransport {
     public typealias Stub = RequestStub<StubResponse>
 
     private let scheduler: any Scheduler
-    private let state = Mutex<(stubs: [Stub], requests: [URLRequest])>(([], []))
+    private let stubs = RequestStubs<StubResponse>()
 
     /// Creates a transport that delivers delayed answers on `scheduler` (a `TestScheduler` in
     /// tests of time-based behaviour). Undelayed answers are delivered at once, on the
@@ -103,39 +103,30 @@ public final class StubTransport: HTTPTransport {
     /// Adds a stub for the requests `matches` accepts.
     @discardableResult
     public func stub(matching matches: @escaping @Sendable (URLRequest) -> Bool) -> Stub {
-        let stub = Stub(matches: matches)
-        state.withLock { $0.stubs.append(stub) }
-        return stub
+        stubs.add(matching: matches)
     }
 
     /// Adds a stub for requests with `method` whose URL path is `path` (any query), or any path
     /// when `path` is `nil`.
     @discardableResult
     public func stub(_ method: HTTPMethod? = nil, path: String? = nil) -> Stub {
-        stub { request in
-            if let method, (request.httpMethod ?? "GET").uppercased() != method.rawValue { return false }
-            if let path, request.url?.path != path { return false }
-            return true
-        }
+        stubs.add(method, path: path)
     }
 
     /// Every request sent so far, in order, including unexpected ones.
     public var requests: [URLRequest] {
-        state.withLock { $0.requests }
+        stubs.requests
     }
 
     /// Forgets the recorded requests; the stubs stay.
     public func clearRequests() {
-        state.withLock { $0.requests = [] }
+        stubs.clearRequests()
     }
 
     public func send(_ request: URLRequest) -> Signal<HTTPResponse, any Error> {
         let scheduler = self.scheduler
         return Signal { [self] observer in
-            let stub = state.withLock { state -> Stub? in
-                state.requests.append(request)
-                return state.stubs.first { $0.matches(request) }
-            }
+            let stub = stubs.record(request)
             guard let stub, let answer = stub.nextAnswer() else {
                 observer.fail(UnexpectedRequest(request: request, matchedStubWithoutAnswer: stub != nil))
                 return nil

@@ -102,13 +102,8 @@ public class StubURLProtocol: URLProtocol {
     /// A set of stubs, the requests they received, and the `URLProtocol` class that serves them.
     /// Make one per test.
     public final class Registry: Sendable {
-        private struct State: Sendable {
-            var stubs: [Stub] = []
-            var requests: [URLRequest] = []
-            var stopped = 0
-        }
-
-        private let state = Mutex(State())
+        private let stubs = RequestStubs<StubURLProtocol.Response>()
+        private let stopped = Mutex(0)
         /// The `URLProtocol` class that answers from this registry (and only from it). Put it in
         /// `URLSessionConfiguration.protocolClasses`, or use ``configuration(basedOn:)``.
         public let protocolClass: AnyClass
@@ -135,20 +130,14 @@ public class StubURLProtocol: URLProtocol {
         /// added; the first that matches answers.
         @discardableResult
         public func stub(matching matches: @escaping @Sendable (URLRequest) -> Bool) -> Stub {
-            let stub = Stub(matches: matches)
-            state.withLock { $0.stubs.append(stub) }
-            return stub
+            stubs.add(matching: matches)
         }
 
         /// Adds a stub for requests with `method` (any when `nil`) whose URL path is `path` (any
         /// when `nil`), whatever the host and query.
         @discardableResult
         public func stub(_ method: HTTPMethod? = nil, path: String? = nil) -> Stub {
-            stub { request in
-                if let method, (request.httpMethod ?? "GET").uppercased() != method.rawValue { return false }
-                if let path, request.url?.path != path { return false }
-                return true
-            }
+            stubs.add(method, path: path)
         }
 
         /// Adds a stub for requests to exactly `url` (scheme, host, port, path and query), any
@@ -162,30 +151,26 @@ public class StubURLProtocol: URLProtocol {
         /// Every request received so far, in order, unexpected ones included. Bodies are in
         /// `httpBody` even when the session handed over a stream.
         public var requests: [URLRequest] {
-            state.withLock { $0.requests }
+            stubs.requests
         }
 
         /// How many loads were stopped (cancelled) before they answered — a ``Response/pending``
         /// request whose task was cancelled, for instance.
         public var stoppedRequestCount: Int {
-            state.withLock { $0.stopped }
+            stopped.withLock { $0 }
         }
 
         /// Forgets the recorded requests; the stubs stay.
         public func clearRequests() {
-            state.withLock { $0.requests = [] }
+            stubs.clearRequests()
         }
 
         func record(_ request: URLRequest) -> Stub? {
-            let stubs = state.withLock { state -> [Stub] in
-                state.requests.append(request)
-                return state.stubs
-            }
-            return stubs.first { $0.matches(request) }
+            stubs.record(request)
         }
 
         func recordStop() {
-            state.withLock { $0.stopped += 1 }
+            stopped.withLock { $0 += 1 }
         }
     }
 

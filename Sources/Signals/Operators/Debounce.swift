@@ -16,13 +16,7 @@ extension Signal {
     ///   - interval: the quiet time a value must survive before it is sent.
     ///   - scheduler: where and when values and the terminal event are delivered.
     public func debounce(for interval: Duration, on scheduler: some Scheduler) -> Signal<Output, Failure> {
-        let body = self.body
-        let scheduler: any Scheduler = scheduler
-        return Signal(unchecked: { observer, token in
-            let debouncer = Debouncer(Outlet(observer), interval: interval, scheduler: scheduler)
-            guard token.add(debouncer) else { return }
-            body(Observer { event in debouncer.receive(event) }, token)
-        })
+        scheduled(through: Debouncer.self, interval: interval, on: scheduler)
     }
 }
 
@@ -31,47 +25,40 @@ extension Signal {
 /// Each timer carries a generation; only the timer of the latest value delivers it.
 ///
 /// Thread safety: all state is behind a `Mutex`; events go through an ``Outlet`` outside the lock.
-private final class Debouncer<Output: Sendable, Failure: Error>: Cancellable {
+private final class Debouncer<Output: Sendable, Failure: Error>: ScheduledStage {
     private struct State {
         var generation: UInt64 = 0
         var pending: Output?
         var timer: (any Cancellable)?
         var ended = false
+
+        /// Starts a new generation in which `value` (if any) waits, and the result has ended if
+        /// `ending`. Returns the new generation and the previous generation's timer, to cancel.
+        mutating func advance(waiting value: Output?, ending: Bool) -> (UInt64, (any Cancellable)?) {
+            if ending { ended = true }
+            generation += 1
+            pending = value
+            defer { timer = nil }
+            return (generation, timer)
+        }
     }
 
-    private let outlet: Outlet<Output, Failure>
-    private let interval: Duration
-    private let scheduler: any Scheduler
+    private let output: TimedOutlet<Output, Failure>
     private let state = Mutex(State())
 
-    init(_ outlet: Outlet<Output, Failure>, interval: Duration, scheduler: any Scheduler) {
-        self.outlet = outlet
-        self.interval = interval
-        self.scheduler = scheduler
+    init(_ output: TimedOutlet<Output, Failure>) {
+        self.output = output
     }
 
     func receive(_ event: Event<Output, Failure>) {
         switch event {
         case .value(let value):
-            let armed = state.withLock { state -> (UInt64, (any Cancellable)?)? in
-                guard !state.ended else { return nil }
-                state.generation += 1
-                state.pending = value
-                defer { state.timer = nil }
-                return (state.generation, state.timer)
-            }
+            let armed = state.withLock { $0.ended ? nil : $0.advance(waiting: value, ending: false) }
             guard let (generation, previous) = armed else { return }
             previous?.cancel()
-            schedule(after: interval, generation: generation) { [weak self] in self?.fire(generation) }
+            schedule(after: output.interval, generation: generation) { [weak self] in self?.fire(generation) }
         case .finished, .failed:
-            let armed = state.withLock { state -> (UInt64, (any Cancellable)?)? in
-                guard !state.ended else { return nil }
-                state.ended = true
-                state.generation += 1
-                state.pending = nil
-                defer { state.timer = nil }
-                return (state.generation, state.timer)
-            }
+            let armed = state.withLock { $0.ended ? nil : $0.advance(waiting: nil, ending: true) }
             guard let (generation, previous) = armed else { return }
             previous?.cancel()
             schedule(after: .zero, generation: generation) { [weak self] in
@@ -82,7 +69,7 @@ private final class Debouncer<Output: Sendable, Failure: Error>: Cancellable {
 
     /// Schedules `action` and keeps its cancellable while `generation` is current.
     private func schedule(after delay: Duration, generation: UInt64, _ action: @escaping @Sendable () -> Void) {
-        let timer = scheduler.schedule(after: delay, action)
+        let timer = output.scheduler.schedule(after: delay, action)
         let stale = state.withLock { state -> Bool in
             guard state.generation == generation else { return true }
             state.timer = timer
@@ -98,7 +85,7 @@ private final class Debouncer<Output: Sendable, Failure: Error>: Cancellable {
             defer { state.pending = nil }
             return state.pending
         }
-        if let value { outlet.send(.value(value)) }
+        if let value { output.outlet.send(.value(value)) }
     }
 
     private func complete(_ event: Event<Output, Failure>, generation: UInt64) {
@@ -107,18 +94,12 @@ private final class Debouncer<Output: Sendable, Failure: Error>: Cancellable {
             state.timer = nil
             return true
         }
-        if current { outlet.send(event) }
+        if current { output.outlet.send(event) }
     }
 
     func cancel() {
-        let timer = state.withLock { state -> (any Cancellable)? in
-            state.ended = true
-            state.generation += 1
-            state.pending = nil
-            defer { state.timer = nil }
-            return state.timer
-        }
+        let (_, timer) = state.withLock { $0.advance(waiting: nil, ending: true) }
         timer?.cancel()
-        outlet.cancel()
+        output.outlet.cancel()
     }
 }

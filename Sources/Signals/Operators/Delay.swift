@@ -16,13 +16,7 @@ extension Signal {
     ///     runs it".
     ///   - scheduler: where and when events are delivered (a ``TestScheduler`` in tests).
     public func delay(for interval: Duration, on scheduler: some Scheduler) -> Signal<Output, Failure> {
-        let body = self.body
-        let scheduler: any Scheduler = scheduler
-        return Signal(unchecked: { observer, token in
-            let delayer = Delayer(Outlet(observer), interval: interval, scheduler: scheduler)
-            guard token.add(delayer) else { return }
-            body(Observer { event in delayer.receive(event) }, token)
-        })
+        scheduled(through: Delayer.self, interval: interval, on: scheduler)
     }
 }
 
@@ -34,7 +28,7 @@ extension Signal {
 ///
 /// Thread safety: all state is behind a `Mutex`; events are delivered through an ``Outlet``
 /// outside the lock.
-private final class Delayer<Output: Sendable, Failure: Error>: Cancellable {
+private final class Delayer<Output: Sendable, Failure: Error>: ScheduledStage {
     private struct State {
         var queue = FIFOBuffer<Event<Output, Failure>>()
         var scheduled: [UInt64: any Cancellable] = [:]
@@ -44,15 +38,11 @@ private final class Delayer<Output: Sendable, Failure: Error>: Cancellable {
         var cancelled = false
     }
 
-    private let outlet: Outlet<Output, Failure>
-    private let interval: Duration
-    private let scheduler: any Scheduler
+    private let output: TimedOutlet<Output, Failure>
     private let state = Mutex(State())
 
-    init(_ outlet: Outlet<Output, Failure>, interval: Duration, scheduler: any Scheduler) {
-        self.outlet = outlet
-        self.interval = interval
-        self.scheduler = scheduler
+    init(_ output: TimedOutlet<Output, Failure>) {
+        self.output = output
     }
 
     func receive(_ event: Event<Output, Failure>) {
@@ -63,7 +53,7 @@ private final class Delayer<Output: Sendable, Failure: Error>: Cancellable {
             return state.nextID
         }
         guard let id else { return }
-        let action = scheduler.schedule(after: interval) { [weak self] in self?.fire(id) }
+        let action = output.scheduler.schedule(after: output.interval) { [weak self] in self?.fire(id) }
         let stale = state.withLock { state -> Bool in
             if state.cancelled { return true }
             if state.ranEarly.remove(id) == nil { state.scheduled[id] = action }
@@ -78,7 +68,7 @@ private final class Delayer<Output: Sendable, Failure: Error>: Cancellable {
             guard !state.cancelled else { return nil }
             return state.queue.popFirst()
         }
-        if let event { outlet.send(event) }
+        if let event { output.outlet.send(event) }
     }
 
     func cancel() {
@@ -90,6 +80,6 @@ private final class Delayer<Output: Sendable, Failure: Error>: Cancellable {
             return Array(state.scheduled.values)
         }
         for action in scheduled { action.cancel() }
-        outlet.cancel()
+        output.outlet.cancel()
     }
 }
