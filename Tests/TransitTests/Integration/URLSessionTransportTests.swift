@@ -161,7 +161,7 @@ struct URLSessionTransportTests {
     @Test func cancellingASlowRequestEndsItAtOnceAndClosesTheSocket() async throws {
         let log = TransferLog()
         try await withLoopbackServer { server in
-            server.enqueue(.text("too late").delayed(by: .seconds(10)))
+            server.enqueue(.text("too late").delayed(by: .seconds(600)))
             let transport = makeTransport(observer: log)
             let recorder = TransportRecorder()
             let token = recorder.subscribe(to: transport.send(URLRequest(url: server.url("/slow"))))
@@ -182,7 +182,7 @@ struct URLSessionTransportTests {
 
     @Test func releasingTheTokenCancelsTheRequest() async throws {
         try await withLoopbackServer { server in
-            server.enqueue(.text("too late").delayed(by: .seconds(10)))
+            server.enqueue(.text("too late").delayed(by: .seconds(600)))
             let transport = makeTransport()
             let recorder = TransportRecorder()
             var token: CancellationToken? = recorder.subscribe(to: transport.send(URLRequest(url: server.url("/slow"))))
