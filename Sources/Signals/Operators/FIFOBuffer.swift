@@ -1,6 +1,6 @@
 /// A first-in, first-out queue with amortised O(1) `append` and `popFirst`, used by the operators
-/// that hold events while they wait (``Signal/delay(for:on:)``, ``Signal/receive(on:)``) and by
-/// the async bridge.
+/// that hold events while they wait (``Signal/delay(for:on:)``, ``Signal/receive(on:)``,
+/// ``Signal/zip(_:)``) and by the async bridge.
 ///
 /// Popped slots are cleared at once, so a queue never keeps a delivered element alive.
 struct FIFOBuffer<Element> {
@@ -42,3 +42,5 @@ struct FIFOBuffer<Element> {
         head = 0
     }
 }
+
+extension FIFOBuffer: Sendable where Element: Sendable {}

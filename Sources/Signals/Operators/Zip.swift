@@ -18,18 +18,18 @@ extension Signal {
 /// `zip`'s rule: values wait in order for a partner; pairs are made first with first; no pair is
 /// left possible once a side has finished with none of its values waiting.
 struct ZipRule<Left: Sendable, Right: Sendable>: PairingRule {
-    private var left = ZipBuffer<Left>()
-    private var right = ZipBuffer<Right>()
+    private var left = FIFOBuffer<Left>()
+    private var right = FIFOBuffer<Right>()
 
     init() {}
 
     mutating func pair(afterLeft value: Left) -> (Left, Right)? {
-        left.push(value)
+        left.append(value)
         return nextPair()
     }
 
     mutating func pair(afterRight value: Right) -> (Left, Right)? {
-        right.push(value)
+        right.append(value)
         return nextPair()
     }
 
@@ -39,37 +39,9 @@ struct ZipRule<Left: Sendable, Right: Sendable>: PairingRule {
 
     /// The oldest waiting value of each side, if both sides have one.
     private mutating func nextPair() -> (Left, Right)? {
-        guard !left.isEmpty && !right.isEmpty else { return nil }
-        return (left.pop(), right.pop())
-    }
-}
-
-/// A first-in, first-out queue for values waiting for a partner.
-struct ZipBuffer<Element> {
-    private var items: ContiguousArray<Element> = []
-    private var head = 0
-
-    init() {}
-
-    var isEmpty: Bool { head == items.count }
-
-    mutating func push(_ element: Element) {
-        items.append(element)
-    }
-
-    /// Removes and returns the oldest element. The buffer must not be empty.
-    mutating func pop() -> Element {
-        let element = items[head]
-        head += 1
-        if head == items.count {
-            items.removeAll(keepingCapacity: items.count <= 16)
-            head = 0
-        } else if head >= 64 && head * 2 >= items.count {
-            items.removeFirst(head)
-            head = 0
+        guard !left.isEmpty && !right.isEmpty, let first = left.popFirst(), let second = right.popFirst() else {
+            return nil
         }
-        return element
+        return (first, second)
     }
 }
-
-extension ZipBuffer: Sendable where Element: Sendable {}
