@@ -24,6 +24,15 @@ public enum Event<Output: Sendable, Failure: Error>: Sendable {
         return nil
     }
 
+    /// The terminal event for `completion`: `.finished`, or `.failed` with its error.
+    @inlinable
+    public init(_ completion: Completion<Failure>) {
+        switch completion {
+        case .finished: self = .finished
+        case .failure(let error): self = .failed(error)
+        }
+    }
+
     /// The terminal event as a ``Completion``, or `nil` for a value.
     @inlinable
     public var completion: Completion<Failure>? {

@@ -41,9 +41,6 @@ public struct Observer<Output: Sendable, Failure: Error>: Sendable {
     /// Ends the subscription with the given completion.
     @inlinable
     public func complete(_ completion: Completion<Failure>) {
-        switch completion {
-        case .finished: action(.finished)
-        case .failure(let error): action(.failed(error))
-        }
+        action(Event(completion))
     }
 }

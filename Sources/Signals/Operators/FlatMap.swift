@@ -72,17 +72,9 @@ final class FlatMapState<Input: Sendable, Output: Sendable, Failure: Error>: Can
     @usableFromInline
     typealias Transform = @Sendable (Input) -> Signal<Output, Failure>
 
-    /// The transform, wrapped so that moving it in and out of `Mutex.withLock` (generic in its
-    /// result) does not allocate a reabstraction thunk every time.
     @usableFromInline
-    struct TransformBox {
-        @usableFromInline let call: Transform
+    typealias TransformBox = SignalTransform<Input, Output, Failure>
 
-        @inlinable
-        init(call: @escaping Transform) {
-            self.call = call
-        }
-    }
 
     /// What a subscription drops at its end, to be released outside the lock.
     @usableFromInline

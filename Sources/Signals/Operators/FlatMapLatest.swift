@@ -56,17 +56,9 @@ final class FlatMapLatestState<Input: Sendable, Output: Sendable, Failure: Error
     @usableFromInline
     typealias Transform = @Sendable (Input) -> Signal<Output, Failure>
 
-    /// The transform, wrapped so that moving it through `Mutex.withLock` does not allocate a
-    /// reabstraction thunk.
     @usableFromInline
-    struct TransformBox {
-        @usableFromInline let call: Transform
+    typealias TransformBox = SignalTransform<Input, Output, Failure>
 
-        @inlinable
-        init(call: @escaping Transform) {
-            self.call = call
-        }
-    }
 
     @usableFromInline
     struct State {

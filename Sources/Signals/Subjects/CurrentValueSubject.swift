@@ -45,10 +45,7 @@ public final class CurrentValueSubject<Output: Sendable, Failure: Error>: Sendab
     /// counts; later sends are ignored.
     @inlinable
     public func send(completion: Completion<Failure>) {
-        switch completion {
-        case .finished: core.send(.finished)
-        case .failure(let error): core.send(.failed(error))
-        }
+        core.send(Event(completion))
     }
 
     /// The signal to subscribe to. Every subscription receives the current value first, then the

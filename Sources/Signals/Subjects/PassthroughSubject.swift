@@ -36,10 +36,7 @@ public final class PassthroughSubject<Output: Sendable, Failure: Error>: Sendabl
     /// counts; later sends are ignored.
     @inlinable
     public func send(completion: Completion<Failure>) {
-        switch completion {
-        case .finished: core.send(.finished)
-        case .failure(let error): core.send(.failed(error))
-        }
+        core.send(Event(completion))
     }
 
     /// The signal to subscribe to. Every subscription adds one subscriber, removed when its token
