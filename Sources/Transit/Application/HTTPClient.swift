@@ -4,26 +4,6 @@ import FoundationNetworking
 #endif
 import Signals
 
-/// Observes every request an ``HTTPClient`` sends: for logging, metrics or an example's narration.
-///
-/// Methods are called on the transport's threads and must return quickly. Every method has an
-/// empty default implementation.
-public protocol HTTPEventMonitor: Sendable {
-    /// The request is about to be handed to the transport (after every modifier and default
-    /// header was applied). Called once per attempt.
-    func requestWillSend(_ request: URLRequest)
-    /// The transport delivered a response, whatever its status code.
-    func request(_ request: URLRequest, didReceive response: HTTPResponse)
-    /// The transport failed (connection refused, timed out, cancelled, …).
-    func request(_ request: URLRequest, didFailWith error: any Error)
-}
-
-extension HTTPEventMonitor {
-    public func requestWillSend(_ request: URLRequest) {}
-    public func request(_ request: URLRequest, didReceive response: HTTPResponse) {}
-    public func request(_ request: URLRequest, didFailWith error: any Error) {}
-}
-
 /// The application-level owner of networking: one per app or per backend.
 ///
 /// It holds the transport, the default headers (a `User-Agent` among them) and the event
@@ -90,34 +70,5 @@ public final class HTTPClient: Sendable {
                 }
             }
         )
-    }
-
-    /// The first reason `request` must not be sent: input a fluent helper refused (or a missing
-    /// URL, see `URLRequest.rejectedInput`), or a header name that is not a token, or a header value with a control character, or a method that
-    /// is not a token.
-    static func validate(_ request: URLRequest) -> URLRequestError? {
-        if let refused = request.rejectedInput { return refused }
-        if let method = request.httpMethod, !HTTPSyntax.isToken(method) { return .invalidMethod(method) }
-        for (field, value) in request.allHTTPHeaderFields ?? [:] {
-            if let error = URLRequest.checkHeader(field, value) { return error }
-        }
-        return nil
-    }
-
-    /// The `URLError.userInfo` key under which ``send(_:)`` records the method of the request a
-    /// transport error belongs to (a `String`), so that ``RetryPolicy`` can tell whether sending
-    /// it again is safe without being told the method.
-    public static let requestMethodKey = "TransitRequestMethod"
-
-    /// A transport `URLError` with the request's method (and URL, if missing) added to its
-    /// `userInfo`; the code is unchanged. Other errors are returned as they are.
-    static func annotate(_ error: any Error, sentWith request: URLRequest) -> any Error {
-        guard let urlError = error as? URLError, urlError.userInfo[requestMethodKey] == nil else { return error }
-        var userInfo = urlError.userInfo
-        userInfo[requestMethodKey] = request.httpMethod ?? "GET"
-        if userInfo[NSURLErrorFailingURLErrorKey] == nil, let url = request.url {
-            userInfo[NSURLErrorFailingURLErrorKey] = url
-        }
-        return URLError(urlError.code, userInfo: userInfo)
     }
 }
