@@ -172,8 +172,7 @@ public final class HTTPClient: Sendable {
             prepared.setValue(value, forHTTPHeaderField: field)
         }
         let sent = prepared
-        let signal = body(sent).mapError { Self.annotate($0, sentWith: sent) }
-        return monitored(signal, sent)
+        return monitored(body(sent), sent)
     }
 
     /// The parts of `request`'s final response: redirects followed, the deadline enforced.
@@ -188,7 +187,11 @@ public final class HTTPClient: Sendable {
             sensitiveHeaders: sensitiveHeaders
         )
         guard let deadline else { return parts }
-        return parts.within(deadline, scheduler: scheduler)
+        let sent = request.urlRequest
+        // The deadline's `URLError(.timedOut)` carries the request like a transport's would.
+        return parts.within(deadline, scheduler: scheduler).mapError { error in
+            error is URLError ? Self.annotate(error, sentWith: sent) : error
+        }
     }
 
     private func monitored<Output>(_ signal: Signal<Output, any Error>, _ sent: URLRequest) -> Signal<Output, any Error> {
