@@ -14,7 +14,9 @@ final class AttachmentCDN: Sendable {
     /// The archive's bytes: deterministic, so the example can check what it downloaded.
     static let archive: Data = {
         let block = Data((0..<4096).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 13) })
-        return Data((0..<(archiveSize / block.count)).lazy.flatMap { _ in block })
+        var archive = Data(capacity: archiveSize)
+        for _ in 0..<(archiveSize / block.count) { archive.append(block) }
+        return archive
     }()
 
     private let server: LoopbackServer
