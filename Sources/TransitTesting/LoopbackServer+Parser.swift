@@ -93,7 +93,7 @@ enum LoopbackRequestParser {
               let version = String(bytes: parts[2], encoding: .ascii)
         else { return .invalid(bad("malformed request line")) }
         guard target.first == "/" || target == "*" || target.hasPrefix("http://") || target.hasPrefix("https://"),
-              !target.contains(where: { $0.isWhitespace })
+              !target.utf8.contains(where: { $0 <= 0x20 || $0 == 0x7F }) // no whitespace or control character
         else { return .invalid(bad("malformed request target")) }
         guard version == "HTTP/1.1" || version == "HTTP/1.0" else {
             if version.hasPrefix("HTTP/"), version.count == 8 {
