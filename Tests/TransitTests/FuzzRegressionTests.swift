@@ -4,7 +4,7 @@ import FoundationNetworking
 #endif
 import Testing
 import Transit
-import TransitTesting
+@testable import TransitTesting
 
 /// Defects the fuzz targets in Fuzz/ found (see FUZZING.md), one test each, so that they stay
 /// fixed without running the fuzzer.
@@ -46,5 +46,71 @@ struct FuzzRegressionTests {
         // Sent to the transport (which has no stub for it, so the request then fails there).
         #expect(!URLError.matches(probe.failure, .badURL), "\(base.debugDescription) gave \(String(describing: probe.failure))")
         #expect(transport.requests.first?.url?.absoluteString == expected)
+    }
+
+    // MARK: Loopback request parser (found by Fuzz/loopback-parser)
+
+    private typealias Parser = LoopbackRequestParser
+
+    /// What the parser makes of `message` when it arrives in reads ending at `cuts`, as a
+    /// connection feeds it: "complete" (head and body), "rejected N" (the status) or "incomplete".
+    private func verdict(_ message: [UInt8], readsEndingAt cuts: [Int] = []) -> String {
+        var buffer: [UInt8] = []
+        var start = 0
+        for end in cuts + [message.count] {
+            buffer += message[start..<end]
+            start = end
+            switch Parser.parseHead(buffer) {
+            case .incomplete: continue
+            case .invalid(let rejection): return "rejected \(rejection.status)"
+            case .complete(let head):
+                switch Parser.parseBody(buffer, head: head) {
+                case .incomplete: continue
+                case .invalid(let rejection): return "rejected \(rejection.status)"
+                case .complete: return "complete"
+                }
+            }
+        }
+        return "incomplete"
+    }
+
+    private func filler(_ count: Int) -> [UInt8] {
+        Array(repeating: UInt8(ascii: "a"), count: count)
+    }
+
+    @Test("a head whose end starts at the size limit is accepted however the bytes arrive")
+    func headAtTheLimit() {
+        let prefix = Array("GET / HTTP/1.1\r\nX: ".utf8)
+        let message = prefix + filler(Parser.maxHeadBytes - prefix.count) + Array("\r\n\r\n".utf8)
+        #expect(verdict(message) == "complete")
+        for cut in message.count - 3..<message.count {
+            #expect(verdict(message, readsEndingAt: [cut]) == "complete", "a read ending at \(cut)")
+        }
+    }
+
+    @Test("trailers and a chunk-size line at their size limits are accepted however the bytes arrive")
+    func chunkedLimits() {
+        let head = Array("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n".utf8)
+        let trailer = Array("0\r\nX: ".utf8) + filler(Parser.maxHeadBytes - 3) + Array("\r\n\r\n".utf8)
+        let sizeLine = Array("0;".utf8) + filler(Parser.maxChunkLineBytes - 2) + Array("\r\n\r\n".utf8)
+        for body in [trailer, sizeLine] {
+            let message = head + body
+            #expect(verdict(message) == "complete")
+            for cut in message.count - 4..<message.count {
+                #expect(verdict(message, readsEndingAt: [cut]) == "complete", "a read ending at \(cut)")
+            }
+        }
+    }
+
+    @Test("a head with bare LF endings is refused with 400 however long it is and however it arrives")
+    func bareLineFeedsAndSize() {
+        let message = Array("GET / HTTP/1.1\r\nA: 1\n\nB: ".utf8) + filler(Parser.maxHeadBytes + 10)
+        #expect(verdict(message) == "rejected 400")
+        #expect(verdict(message, readsEndingAt: [30]) == "rejected 400")
+    }
+
+    @Test("a request target with a control character is refused", arguments: ["/p\u{0F}", "/a\u{7F}b", "/\u{1B}[0m"])
+    func controlCharacterInTarget(target: String) {
+        #expect(verdict(Array("GET \(target) HTTP/1.1\r\n\r\n".utf8)) == "rejected 400")
     }
 }
