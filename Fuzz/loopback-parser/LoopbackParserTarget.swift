@@ -1,19 +1,21 @@
 // Fuzz target for the loopback server's HTTP/1.1 request parser
 // (Sources/TransitTesting/LoopbackServer+Parser.swift), driven the way a connection drives it
 // (LoopbackServer+Connection.swift): bytes arrive in reads, the head is parsed, then the body,
-// then the next pipelined request from what is left.
+// then the next pipelined request from what is left. Two targets share this file: loopback-parser
+// fuzzes messages as they are; loopback-limits (Fuzz/loopback-limits) expands runs of filler so
+// that messages reach the parser's size limits, which costs ~50 times more per input.
 //
-// Input: a flags byte (bits 0-2: how many extra read boundaries, bit 3: expand 0xFE), then two
-// bytes per boundary (the top bit counts from the end of the message, the rest is the offset),
-// then the message. With bit 3 set, the byte 0xFE followed by a byte d stands for
-// `maxHeadBytes - 256 + d` bytes of "a", and 0xFD d for `maxChunkLineBytes - 256 + d` of them (at
-// most two such runs), so that inputs reach the parser's limits.
+// Input: a flags byte (bits 0-2: how many extra read boundaries), then two bytes per boundary (the
+// top bit counts from the end of the message, the rest is the offset), then the message. In
+// loopback-limits, 0xFE followed by a byte d stands for `maxHeadBytes - 256 + d` bytes of "a", and
+// 0xFD d for `maxChunkLineBytes - 256 + d` of them (at most two such runs).
 //
 // Invariants:
 // - the verdict (the requests parsed, then a rejection's status, a close, or waiting for more) is
 //   the same whatever the segmentation: all bytes in one read, or split at the chosen points;
-// - every parsed request is well formed: the method and header names are tokens, no value has
-//   CR, LF or NUL, a Content-Length body has that length;
+// - every parsed request is well formed: the method and header names are tokens, the target has
+//   no whitespace or control character, no value has CR, LF or NUL, a Content-Length body has
+//   that length;
 // - a parsed request written back in canonical form (its headers, a Content-Length body) parses
 //   to the same request.
 import Foundation
@@ -93,7 +95,7 @@ func fuzzTarget(_ bytes: [UInt8]) {
     var input = FuzzInput(bytes)
     let flags = input.byte()
     let boundaryCodes = (0..<Int(flags & 7)).map { _ in input.uint16() }
-    let message = expand(input.bytes, enabled: flags & 8 != 0)
+    let message = expand(input.bytes, enabled: expandsToLimits)
 
     var cuts = boundaryCodes.map { code -> Int in
         let offset = (code & 0x7FFF) % (message.count + 1)
