@@ -6,8 +6,9 @@
 // - a built URL keeps the base's scheme, user, password, host and port (Foundation's reading);
 // - its query and fragment are the endpoint's, byte for byte; its path is the base's path and the
 //   endpoint's path joined with one "/" (or the base's path alone for an empty endpoint path);
-// - it stays under the base path: with "%2E" read as "." (as servers do) and dot segments removed
-//   (RFC 3986 §5.2.4), the base path is a prefix of the built path, segment-wise;
+// - it stays under the base path: with "%2E" read as "." and "%2F", "%5C", "\" as "/" (as lenient
+//   servers do) and dot segments removed (RFC 3986 §5.2.4), the base path is a prefix of the built
+//   path, segment-wise;
 // - libcurl (what URLSession uses on Linux) accepts the built URL and reads the same scheme, host,
 //   port and user as it reads in the base and as Foundation reads, and a path (after its own
 //   dot-segment removal) that stays under the base path.
@@ -131,15 +132,18 @@ private func canonicalHost(_ host: String) -> String {
     return name.lowercased()
 }
 
-/// `path` as a server resolves it: each segment that is "." or ".." once "%2E"/"%2e" is read as
-/// "." is removed with the segment before it (RFC 3986 §5.2.4); no trailing slash.
+/// `path` as a lenient server resolves it: "%2E" read as ".", "%2F", "%5C" and "\\" as "/", then
+/// each "." or ".." segment removed with the segment before it (RFC 3986 §5.2.4); no trailing
+/// slash.
 func resolved(_ path: String) -> String {
+    var decoded = path
+    for (escape, character) in [("%2e", "."), ("%2f", "/"), ("%5c", "/"), ("\\", "/")] {
+        decoded = decoded.replacingOccurrences(of: escape, with: character, options: .caseInsensitive)
+    }
     var output: [Substring] = []
-    let segments = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst(path.hasPrefix("/") ? 1 : 0)
-    for segment in segments {
-        let decoded = segment.replacingOccurrences(of: "%2e", with: ".", options: .caseInsensitive)
-        if decoded == "." { continue }
-        if decoded == ".." {
+    for segment in decoded.split(separator: "/", omittingEmptySubsequences: false).dropFirst(decoded.hasPrefix("/") ? 1 : 0) {
+        if segment == "." { continue }
+        if segment == ".." {
             _ = output.popLast()
             continue
         }
