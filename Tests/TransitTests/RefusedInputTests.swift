@@ -65,7 +65,7 @@ struct RefusedInputTests {
         for attempt in attempts {
             let result = try? attempt()
             #expect(result == nil, "refused input must throw")
-            #expect((result?.allHTTPHeaderFields ?? [:]).isEmpty, "\(String(describing: result?.allHTTPHeaderFields))")
+            #expect(result?.allHTTPHeaderFields?.isEmpty ?? true, "\(String(describing: result?.allHTTPHeaderFields))")
         }
     }
 

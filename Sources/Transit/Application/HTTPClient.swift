@@ -46,15 +46,19 @@ public final class HTTPClient: Sendable {
     /// again on every subscription.
     ///
     /// A default header is added only when the request does not set that header itself (names
-    /// match case-insensitively), so a request can always override the client. A default header
-    /// with an invalid name or value, a header or method the request's helpers refused
-    /// (`URLRequest.rejectedInput`), or an invalid header set by other means fails the signal with
-    /// ``URLRequestError`` and nothing is sent.
+    /// match case-insensitively), so a request can always override the client. A request without
+    /// a URL, a default header with an invalid name or value, or an invalid header or method set
+    /// by other means fails the signal with ``URLRequestError`` and nothing is sent. A failure of
+    /// the transport fails it with a ``TransportError`` that carries the request as sent.
     public func send(_ request: URLRequest) -> Signal<HTTPResponse, any Error> {
         var prepared = request
-        for (field, value) in defaultHeaders.sorted(by: { $0.key < $1.key })
-        where prepared.value(forHTTPHeaderField: field) == nil {
-            prepared = prepared.settingValue(value, forHTTPHeaderField: field)
+        do {
+            for (field, value) in defaultHeaders.sorted(by: { $0.key < $1.key })
+            where prepared.value(forHTTPHeaderField: field) == nil {
+                prepared = try prepared.settingValue(value, forHTTPHeaderField: field)
+            }
+        } catch {
+            return Signal(error: error)
         }
         if let error = Self.validate(prepared) { return Signal(error: error) }
         let sent = prepared

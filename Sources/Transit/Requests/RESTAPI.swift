@@ -160,7 +160,7 @@ extension RESTAPI {
         let api = self
         return Signal(tryDeferred: {
             let url = try URLBuilder.url(base: api.baseURL, endpoint: endpoint)
-            let request = URLRequest(url: url).withMethod(method)
+            let request = try URLRequest(url: url).withMethod(method)
             return api.client.send(try prepare(request))
         })
     }
