@@ -142,4 +142,73 @@ struct RetryPolicyStackTests {
         #expect(first - deepest <= 4096, "attempt \(failures + 1) subscribed \(first - deepest) bytes deeper than the first")
         withExtendedLifetime(token) {}
     }
+
+    @Test("cancelling during a wait or during an attempt sends nothing more and releases everything")
+    func cancellingReleasesEverything() {
+        for cancelDuringAttempt in [false, true] {
+            let scheduler = TestScheduler()
+            let counter = LiveCounter()
+            let attempts = AuthRetryBox(0)
+            final class Sentinel: Sendable {}
+            weak var weakSentinel: Sentinel?
+            let log = AuthRetryLog<Int>()
+            do {
+                let sentinel = Sentinel()
+                weakSentinel = sentinel
+                // Each attempt fails after 1 s, unless cancelled first.
+                let upstream = Signal<Int, any Error> { observer in
+                    attempts.mutate { $0 += 1 }
+                    let resource = AttemptResource(counter)
+                    let failure = scheduler.schedule(after: .seconds(1)) {
+                        withExtendedLifetime(sentinel) { observer.fail(URLError(.timedOut)) }
+                    }
+                    return { failure.cancel(); withExtendedLifetime(resource) {} }
+                }
+                let token = upstream.retry(Self.policy, method: .get, scheduler: scheduler).observe(log.observer)
+                scheduler.advance(by: .seconds(1))      // attempt 1 failed; the wait is pending
+                if cancelDuringAttempt { scheduler.advance(by: .milliseconds(1)) }  // attempt 2 running
+                #expect(attempts.current == (cancelDuringAttempt ? 2 : 1))
+                #expect(scheduler.pendingCount == 1)
+                token.cancel()
+            }
+            #expect(scheduler.pendingCount == 0, "the wait or the attempt's timer was cancelled")
+            scheduler.run()
+            #expect(log.events.isEmpty)
+            #expect(attempts.current == (cancelDuringAttempt ? 2 : 1))
+            #expect(counter.live == 0)
+            #expect(weakSentinel == nil, "nothing the chain created outlives it")
+        }
+    }
+
+    @Test("concurrent failures, waits on a real queue and cancellation: at most one terminal event, none after cancel")
+    func concurrentCancellation() async {
+        let queue = DispatchQueue(label: "retry-policy-stress", attributes: .concurrent)
+        let policy = RetryPolicy(maxAttempts: 50, baseDelay: 0, jitter: .none)
+        for round in 0..<200 {
+            let log = AuthRetryLog<Int>()
+            let cancelled = AuthRetryBox(false)
+            let afterCancel = AuthRetryBox(0)
+            let upstream = Signal<Int, any Error> { observer in
+                queue.async {
+                    if round % 3 == 0 { observer.send(round) }
+                    observer.fail(URLError(.networkConnectionLost))
+                }
+                return nil
+            }
+            let token = upstream.retry(policy, method: .get, scheduler: queue)
+                .handleEvents(receiveValue: { _ in if cancelled.current { afterCancel.mutate { $0 += 1 } } })
+                .observe(log.observer)
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                queue.asyncAfter(deadline: .now() + .microseconds(round % 50)) {
+                    token.cancel()
+                    cancelled.mutate { $0 = true }
+                    continuation.resume()
+                }
+            }
+            #expect(log.terminalCount <= 1)
+            #expect(log.violations == 0)
+            // An event whose delivery began before cancel() may still end; nothing starts later.
+            #expect(afterCancel.current <= 1)
+        }
+    }
 }
