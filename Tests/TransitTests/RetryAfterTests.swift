@@ -187,4 +187,18 @@ struct HugeRetryAfterTests {
         token.cancel()
         #expect(scheduler.pendingCount == 0)
     }
+
+    @Test("on a real queue the clamped wait is scheduled without trapping, and cancelled")
+    func realQueueSchedulesTheClampedWait() {
+        let transport = StubTransport()
+        transport.stub(.get, path: "/items").thenRespond(.status(429, headers: ["Retry-After": Self.huge])).thenRespond(.text("ok"))
+        let log = AuthRetryLog<HTTPResponse>()
+        let token = log.subscribe(to: AuthRetryAPI(transport: transport).get(endpoint: "items")
+            .catchHTTPErrors()
+            .respondToRateLimiting(maxSecondsToWait: .infinity, scheduler: DispatchQueue(label: "huge-retry-after")))
+        #expect(transport.requests.count == 1)
+        #expect(log.events.isEmpty, "waiting about 285 years, not retrying at once")
+        token.cancel()
+        #expect(log.events.isEmpty)
+    }
 }
