@@ -84,10 +84,10 @@ struct TransportErrorTests {
         /// A transport that sends through another client (a decorator, say).
         struct Relay: HTTPTransport {
             let client: HTTPClient
-            func send(_ request: URLRequest) -> Signal<HTTPResponse, any Error> {
-                var marked = request
+            func exchange(_ request: TransportRequest) -> Signal<HTTPResponsePart, any Error> {
+                var marked = request.urlRequest
                 marked.setValue("inner", forHTTPHeaderField: "X-Hop")
-                return client.send(marked)
+                return client.stream(marked)
             }
         }
         let outer = HTTPClient(transport: Relay(client: innerClient))
