@@ -3,9 +3,9 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// Keeps credentials out of everything Transit prints: error descriptions, messages and (from
-/// the next release) cURL renderings. Every description Transit makes goes through it; use it in
-/// your own logs and ``HTTPEventMonitor``s too.
+/// Keeps credentials out of everything Transit prints: error descriptions and messages, and any
+/// rendering of a request's URL or headers (such as a cURL command). Every description Transit
+/// makes goes through it; use it in your own logs and ``HTTPEventMonitor``s too.
 ///
 /// What is redacted:
 /// - **URL user-info**: `https://alice:pa55@host/…` is shown as `https://***@host/…`.
