@@ -45,7 +45,7 @@ enum URLBuilder {
             throw badURL("Invalid base URL \(quoted(base)): its path has the dot segment \(segment.debugDescription), which URL stacks and servers resolve away; write the path without it.")
         }
         if let problem = authorityProblem(base: base, host: components.percentEncodedHost ?? host) {
-            throw badURL("Invalid base URL \(base.debugDescription): \(problem).")
+            throw badURL("Invalid base URL \(quoted(base)): \(problem).")
         }
 
         if let problem = HTTPSyntax.uriProblem(in: endpoint, allowing: ":/?#@") {
