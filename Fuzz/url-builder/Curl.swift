@@ -8,6 +8,7 @@ import Glibc
 struct CurlURL: Equatable {
     var scheme: String?
     var user: String?
+    var password: String?
     var host: String?
     /// The port the request goes to (the scheme's default when the URL has none).
     var port: String?
@@ -33,7 +34,7 @@ enum Curl {
     }
 
     // curl/urlapi.h
-    private static let partURL: CInt = 0, partScheme: CInt = 1, partUser: CInt = 2, partHost: CInt = 5,
+    private static let partURL: CInt = 0, partScheme: CInt = 1, partUser: CInt = 2, partPassword: CInt = 3, partHost: CInt = 5,
                        partPort: CInt = 6, partPath: CInt = 7, partQuery: CInt = 8, partFragment: CInt = 9
     private static let defaultPort: CUnsignedInt = 1 << 0
 
@@ -64,7 +65,7 @@ enum Curl {
             defer { curl.free(value) }
             return String(cString: value)
         }
-        return .success(CurlURL(scheme: part(partScheme), user: part(partUser), host: part(partHost),
+        return .success(CurlURL(scheme: part(partScheme), user: part(partUser), password: part(partPassword), host: part(partHost),
                                 port: part(partPort, defaultPort), path: part(partPath),
                                 query: part(partQuery), fragment: part(partFragment)))
     }

@@ -113,4 +113,23 @@ struct FuzzRegressionTests {
     func controlCharacterInTarget(target: String) {
         #expect(verdict(Array("GET \(target) HTTP/1.1\r\n\r\n".utf8)) == "rejected 400")
     }
+
+    // MARK: Redaction (found by Fuzz/redaction)
+
+    @Test("user info is redacted wherever URL parsers read an authority", arguments: [
+        ("//u:p@h:8080/x", "//***@h:8080/x"),                   // a network-path reference
+        ("http:/user:pass@api.example.com/v1", "http:/***@api.example.com/v1"), // one slash: libcurl reads user:pass
+        ("http:user:pass@api.example.com", "http:***@api.example.com"),
+        ("https:///user:pass@h/", "https:///***@h/"),
+    ])
+    func userInfoOfLenientURLs(text: String, expected: String) {
+        #expect(Redaction.redact(urlString: text) == expected)
+    }
+
+    @Test("a URL in text keeps no password when its user info has a character such as '{' or '|'")
+    func userInfoWithRawCharactersInText() {
+        #expect(Redaction.redactingURLs(in: "failed: https://a{b:pw@host/x?token=t (retrying)")
+            == "failed: https://***@host/x?token=REDACTED (retrying)")
+        #expect(Redaction.redactingURLs(in: "see <https://u|v:pw@h/>") == "see <https://***@h/>")
+    }
 }
