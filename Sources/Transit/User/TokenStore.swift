@@ -121,6 +121,7 @@ public final class TokenStore: Sendable {
 
     private let state: Mutex<State>
     private let refresh: Refresh
+    let credentialScope: CredentialScope?
     private let onEvent: (@Sendable (Event) -> Void)?
 
     /// Creates a store.
@@ -138,6 +139,27 @@ public final class TokenStore: Sendable {
         state = Mutex(State(current: token))
         self.refresh = refresh
         self.onEvent = onEvent
+        credentialScope = nil
+    }
+
+    /// Creates a store that can be attached to a client as its ``Authorizer``
+    /// (`HTTPClient(authorizer:)`): its tokens go only to the hosts of `scope`.
+    ///
+    /// - Parameters:
+    ///   - token: the credentials to start with.
+    ///   - scope: where the tokens may go (hosts, https unless allowed otherwise).
+    ///   - onEvent: told about every refresh decision.
+    ///   - refresh: builds the signal that renews a token. See ``Refresh``.
+    public init(
+        token: AuthToken,
+        scope: CredentialScope,
+        onEvent: (@Sendable (Event) -> Void)? = nil,
+        refresh: @escaping Refresh
+    ) {
+        state = Mutex(State(current: token))
+        self.refresh = refresh
+        self.onEvent = onEvent
+        credentialScope = scope
     }
 
     /// The current credentials.
