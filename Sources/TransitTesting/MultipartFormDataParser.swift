@@ -225,10 +225,20 @@ public enum MultipartFormDataParser {
     /// The offset from the start of `bytes` where `pattern` first occurs in it.
     private static func find(_ pattern: [UInt8], in bytes: ArraySlice<UInt8>) -> Int? {
         guard !pattern.isEmpty, bytes.count >= pattern.count else { return nil }
-        return bytes.withUnsafeBytes { haystack in
-            pattern.withUnsafeBytes { needle in
-                memmem(haystack.baseAddress!, haystack.count, needle.baseAddress!, needle.count)
-                    .map { haystack.baseAddress!.distance(to: UnsafeRawPointer($0)) }
+        // memchr for the first byte, memcmp for the rest: fast on the 50 MiB bodies of the
+        // upload tests even in a debug build.
+        return bytes.withUnsafeBytes { haystack -> Int? in
+            pattern.withUnsafeBytes { needle -> Int? in
+                let base = haystack.baseAddress!
+                let last = haystack.count - needle.count
+                var offset = 0
+                while offset <= last {
+                    guard let hit = memchr(base + offset, Int32(pattern[0]), last - offset + 1) else { return nil }
+                    let at = base.distance(to: UnsafeRawPointer(hit))
+                    if memcmp(base + at, needle.baseAddress!, needle.count) == 0 { return at }
+                    offset = at + 1
+                }
+                return nil
             }
         }
     }
