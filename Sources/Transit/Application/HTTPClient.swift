@@ -50,6 +50,11 @@ public final class HTTPClient: Sendable {
     public let sensitiveHeaders: Set<String>
     /// Where deadlines are timed; a `TestScheduler` in tests.
     public let scheduler: any Scheduler
+    /// The client-side rate limit every attempt waits for, if any.
+    public let rateLimiter: RateLimiter?
+    /// The shared cooldowns every attempt respects and every 429/503 with `Retry-After` starts,
+    /// if any.
+    public let cooldowns: Cooldowns?
     /// The first invalid default header, checked once: every request fails with it.
     private let defaultHeaderError: URLRequestError?
 
@@ -66,6 +71,9 @@ public final class HTTPClient: Sendable {
     ///     across origins and refusing https → http).
     ///   - sensitiveHeaders: more headers to drop across origins, such as `X-API-Key`.
     ///   - scheduler: where deadlines are timed.
+    ///   - rateLimiter: a client-side rate limit per key; excess requests wait their turn.
+    ///   - cooldowns: shared cooldowns: one 429/503 with `Retry-After` pauses new requests to
+    ///     its key.
     public init(
         transport: any HTTPTransport = URLSessionTransport.shared,
         defaultHeaders: [String: String] = [:],
@@ -75,7 +83,9 @@ public final class HTTPClient: Sendable {
         deadline: Deadline = HTTPClient.defaultDeadline,
         redirectPolicy: RedirectPolicy = .follow,
         sensitiveHeaders: Set<String> = [],
-        scheduler: any Scheduler = DispatchQueue.global()
+        scheduler: any Scheduler = DispatchQueue.global(),
+        rateLimiter: RateLimiter? = nil,
+        cooldowns: Cooldowns? = nil
     ) {
         self.transport = transport
         var headers = defaultHeaders
@@ -90,6 +100,8 @@ public final class HTTPClient: Sendable {
         self.redirectPolicy = redirectPolicy
         self.sensitiveHeaders = Set(sensitiveHeaders.map { $0.lowercased() })
         self.scheduler = scheduler
+        self.rateLimiter = rateLimiter
+        self.cooldowns = cooldowns
     }
 
     /// A signal that sends `request` (with the default headers added) when subscribed, and
@@ -175,19 +187,33 @@ public final class HTTPClient: Sendable {
         return monitored(body(sent), sent)
     }
 
-    /// The parts of `request`'s final response: redirects followed, the deadline enforced.
+    /// The parts of `request`'s final response: after the shared cooldown and the rate limit,
+    /// redirects followed, the deadline (which includes those waits) enforced.
     private func parts(
         of request: TransportRequest,
         options: RequestOptions,
         deadline: Duration?
     ) -> Signal<HTTPResponsePart, any Error> {
-        let parts = RedirectingExchange.signal(
+        var parts = RedirectingExchange.signal(
             request, transport: transport,
             policy: options.redirectPolicy ?? redirectPolicy,
             sensitiveHeaders: sensitiveHeaders
         )
-        guard let deadline else { return parts }
         let sent = request.urlRequest
+        if let cooldowns {
+            parts = parts.handleEvents(receiveValue: { part in
+                if case .head(let head) = part { cooldowns.record(head, for: sent) }
+            })
+        }
+        if let rateLimiter {
+            let exchange = parts
+            parts = rateLimiter.permit(for: sent).setFailureType().flatMap(maxConcurrent: 1) { _ in exchange }
+        }
+        if let cooldowns {
+            let limited = parts
+            parts = cooldowns.clearance(for: sent).flatMap(maxConcurrent: 1) { _ in limited }
+        }
+        guard let deadline else { return parts }
         // The deadline's `URLError(.timedOut)` carries the request like a transport's would.
         return parts.within(deadline, scheduler: scheduler).mapError { error in
             error is URLError ? Self.annotate(error, sentWith: sent) : error
