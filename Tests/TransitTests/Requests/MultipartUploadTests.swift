@@ -279,7 +279,9 @@ struct MultipartUploadTests {
         let api = MultipartService(client: client(transport))
         let form = try fileForm(folder)
         let probe = RequestProbe(api.post(endpoint: "media?album=1", multipart: form) {
-            $0.addingValue("abc", forHTTPHeaderField: "X-Upload-Key")
+            var request = $0
+            request.setValue("abc", forHTTPHeaderField: "X-Upload-Key")
+            return request
         })
         scheduler.advance()
         #expect(probe.isFinished)

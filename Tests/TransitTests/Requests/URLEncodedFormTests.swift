@@ -140,7 +140,9 @@ struct URLEncodedFormTests {
         transport.stub(.post, path: "/v1/token").thenRespond(.text("ok"))
         let api = StubbedService(transport: transport)
         let probe = RequestProbe(api.post(endpoint: "token", form: ["user": "ann lee", "pass": "p&ss"]) {
-            $0.addingValue("1", forHTTPHeaderField: "X-Attempt")
+            var request = $0
+            request.setValue("1", forHTTPHeaderField: "X-Attempt")
+            return request
         })
         #expect(probe.isFinished)
         let sent = try #require(transport.requests.first)
