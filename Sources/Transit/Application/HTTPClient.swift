@@ -55,6 +55,9 @@ public final class HTTPClient: Sendable {
     /// The shared cooldowns every attempt respects and every 429/503 with `Retry-After` starts,
     /// if any.
     public let cooldowns: Cooldowns?
+    /// Whether identical GET and HEAD requests in flight share one network request.
+    public let coalescesRequests: Bool
+    private let coalescer = Coalescer()
     /// The first invalid default header, checked once: every request fails with it.
     private let defaultHeaderError: URLRequestError?
 
@@ -74,6 +77,8 @@ public final class HTTPClient: Sendable {
     ///   - rateLimiter: a client-side rate limit per key; excess requests wait their turn.
     ///   - cooldowns: shared cooldowns: one 429/503 with `Retry-After` pauses new requests to
     ///     its key.
+    ///   - coalescesRequests: identical GET/HEAD requests (same URL and headers) in flight at
+    ///     the same time share one network request; each subscriber can cancel on its own.
     public init(
         transport: any HTTPTransport = URLSessionTransport.shared,
         defaultHeaders: [String: String] = [:],
@@ -85,7 +90,8 @@ public final class HTTPClient: Sendable {
         sensitiveHeaders: Set<String> = [],
         scheduler: any Scheduler = DispatchQueue.global(),
         rateLimiter: RateLimiter? = nil,
-        cooldowns: Cooldowns? = nil
+        cooldowns: Cooldowns? = nil,
+        coalescesRequests: Bool = false
     ) {
         self.transport = transport
         var headers = defaultHeaders
@@ -102,6 +108,7 @@ public final class HTTPClient: Sendable {
         self.scheduler = scheduler
         self.rateLimiter = rateLimiter
         self.cooldowns = cooldowns
+        self.coalescesRequests = coalescesRequests
     }
 
     /// A signal that sends `request` (with the default headers added) when subscribed, and
@@ -125,8 +132,10 @@ public final class HTTPClient: Sendable {
         let limit = options.maxResponseBytes ?? maxResponseBytes
         let deadline = (options.deadline ?? self.deadline).duration
         return prepared(request) { sent in
-            self.parts(of: TransportRequest(sent, bodyFile: bodyFile), options: options, deadline: deadline)
+            let response = self.parts(of: TransportRequest(sent, bodyFile: bodyFile), options: options, deadline: deadline)
                 .collectResponse(for: sent, maxBytes: limit)
+            guard self.coalescesRequests, bodyFile == nil, let key = Coalescer.key(for: sent) else { return response }
+            return self.coalescer.send(key + "\n\(limit)", response)
         }
     }
 
