@@ -8,7 +8,9 @@ extension URLRequest {
     /// A copy whose body is `form`, serialised as `application/x-www-form-urlencoded`, with
     /// `Content-Type: application/x-www-form-urlencoded` (replacing any `Content-Type`).
     ///
-    /// It cannot fail: every form has a serialisation and the header value is fixed.
+    /// It cannot fail: every form has a serialisation and the header value is fixed. A request
+    /// without a URL is returned unchanged (``HTTPClient`` refuses it with
+    /// ``URLRequestError/invalidURL``).
     ///
     /// ```swift
     /// api.post(endpoint: "oauth/token") {
@@ -16,8 +18,9 @@ extension URLRequest {
     /// }
     /// ```
     public func sendingForm(_ form: URLEncodedForm) -> URLRequest {
-        // Linux Foundation traps when a copy of a URL-less request is changed; such a request is
-        // refused by the client anyway (`rejectedInput` is `.invalidURL`).
+        // Linux Foundation traps when a copy of a URL-less request is changed; like the other
+        // helpers that cannot fail, this one returns it unchanged, and the client refuses it with
+        // `URLRequestError.invalidURL`.
         guard url != nil else { return self }
         var copy = self
         copy.setValue(URLEncodedForm.contentType, forHTTPHeaderField: "Content-Type")

@@ -132,7 +132,10 @@ struct URLEncodedFormTests {
         request.url = nil
         let sent = request.sendingForm(["a": "1"])
         #expect(sent.httpBody == nil)
-        #expect(sent.rejectedInput == .invalidURL)
+        let transport = StubTransport()
+        let probe = RequestProbe(HTTPClient(transport: transport).send(sent))
+        #expect(probe.failure as? URLRequestError == .invalidURL)
+        #expect(transport.requests.isEmpty)
     }
 
     @Test func aServicePostsAFormAndItsModifierRunsAfter() throws {
