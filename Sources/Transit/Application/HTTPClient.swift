@@ -57,6 +57,8 @@ public final class HTTPClient: Sendable {
     public let cooldowns: Cooldowns?
     /// Whether identical GET and HEAD requests in flight share one network request.
     public let coalescesRequests: Bool
+    /// The failover group of the client's origins, if any.
+    public let failover: HostFailover?
     private let coalescer = Coalescer()
     /// The first invalid default header, checked once: every request fails with it.
     private let defaultHeaderError: URLRequestError?
@@ -79,6 +81,7 @@ public final class HTTPClient: Sendable {
     ///     its key.
     ///   - coalescesRequests: identical GET/HEAD requests (same URL and headers) in flight at
     ///     the same time share one network request; each subscriber can cancel on its own.
+    ///   - failover: origins of one service to fail over between on connection failures.
     public init(
         transport: any HTTPTransport = URLSessionTransport.shared,
         defaultHeaders: [String: String] = [:],
@@ -91,7 +94,8 @@ public final class HTTPClient: Sendable {
         scheduler: any Scheduler = DispatchQueue.global(),
         rateLimiter: RateLimiter? = nil,
         cooldowns: Cooldowns? = nil,
-        coalescesRequests: Bool = false
+        coalescesRequests: Bool = false,
+        failover: HostFailover? = nil
     ) {
         self.transport = transport
         var headers = defaultHeaders
@@ -109,6 +113,7 @@ public final class HTTPClient: Sendable {
         self.rateLimiter = rateLimiter
         self.cooldowns = cooldowns
         self.coalescesRequests = coalescesRequests
+        self.failover = failover
     }
 
     /// A signal that sends `request` (with the default headers added) when subscribed, and
@@ -204,7 +209,7 @@ public final class HTTPClient: Sendable {
         deadline: Duration?
     ) -> Signal<HTTPResponsePart, any Error> {
         var parts = RedirectingExchange.signal(
-            request, transport: transport,
+            request, transport: transport, failover: failover,
             policy: options.redirectPolicy ?? redirectPolicy,
             sensitiveHeaders: sensitiveHeaders
         )
