@@ -25,6 +25,8 @@ public enum CacheError: Error, Equatable, Sendable, CustomStringConvertible, Loc
     case recordNotPinned(key: String)
     /// A record writer was used after it was committed or discarded.
     case writerClosed
+    /// A value could not be encoded for storage (value caching); the encoder's message.
+    case encodingFailed(String)
     /// Any other file-system failure: the operation, the path and the system error.
     case fileSystem(operation: String, path: String, errno: Int32)
 
@@ -48,6 +50,8 @@ public enum CacheError: Error, Equatable, Sendable, CustomStringConvertible, Loc
             return "The record \"\(key)\" is not pinned, so it cannot be unpinned."
         case .writerClosed:
             return "The record writer was already committed or discarded."
+        case .encodingFailed(let message):
+            return "The value could not be encoded for the cache: \(message)"
         case let .fileSystem(operation, path, code):
             return "Cache \(operation) failed for \(path): \(Self.text(code))."
         }
