@@ -18,11 +18,11 @@ public struct CacheClock: Sendable {
     /// The system's wall clock.
     public static let system = CacheClock { Date() }
 
-    /// A clock that reads `origin` when it is created and then moves with `scheduler`'s time: the
-    /// clock of tests in virtual time.
+    /// A clock that reads `origin` plus `scheduler`'s time (a `TestScheduler` starts at zero):
+    /// the clock of tests in virtual time. Every clock made from one scheduler and origin reads
+    /// the same instant, so several caches in one test agree.
     public static func following(_ scheduler: any Scheduler, from origin: Date) -> CacheClock {
-        let start = scheduler.now
-        return CacheClock { origin.addingTimeInterval((scheduler.now - start).timeInterval) }
+        CacheClock { origin.addingTimeInterval(scheduler.now.timeInterval) }
     }
 
     /// The current time in whole milliseconds since 1970.

@@ -335,7 +335,14 @@ public final class DiskCache: Sendable {
     }
 
     /// Creates a temporary file for a writer; the caller must remove it if it does not commit.
+    ///
+    /// Created and locked under the folder lock, which scans hold too: a scan never sees a
+    /// writer's file before the writer holds its lock (it would take it for a dead writer's).
     func makeTemporaryFile() throws -> (path: String, file: SystemFile) {
+        try folderLock.withLock { () throws -> (path: String, file: SystemFile) in try createTemporaryFile() }
+    }
+
+    private func createTemporaryFile() throws -> (path: String, file: SystemFile) {
         var attempts = 0
         while true {
             let path = folderPath + "/" + DiskCache.temporaryPrefix + String(UInt64.random(in: 0...UInt64.max), radix: 16)
