@@ -761,7 +761,9 @@ public final class DiskCache: Sendable {
 /// only the in-process lock is taken.
 final class FolderLock: Sendable {
     private let file: SystemFile?
-    private let mutex = Mutex(())
+    /// Guards the number of times the lock was taken. Not `Void`: a zero-sized value would share
+    /// its address with the lock itself, which the thread sanitizer then reports as a race.
+    private let mutex = Mutex<UInt64>(0)
 
     init(path: String) {
         if let file = try? SystemFile(path: path, flags: O_RDWR | O_CREAT, mode: 0o644) {
@@ -772,7 +774,8 @@ final class FolderLock: Sendable {
     }
 
     func withLock<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
-        try mutex.withLock { _ throws(E) -> R in
+        try mutex.withLock { acquisitions throws(E) -> R in
+            acquisitions &+= 1
             let locked = (try? file?.lock(exclusive: true, wait: true)) ?? false
             defer { if locked { file?.unlock() } }
             return try body()
