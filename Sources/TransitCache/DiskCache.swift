@@ -161,22 +161,50 @@ public final class DiskCache: Sendable {
     /// - Throws: ``CacheError/keyTooLong(length:limit:)``, or a ``CacheError`` if the file exists
     ///   but cannot be read (permissions, I/O error).
     public func record(forKey key: String, includingExpired: Bool = false) throws -> CacheRecord? {
+        guard let opened = try open(key, includingExpired: includingExpired, loadingPayload: true),
+              let payload = opened.payload
+        else { return nil }
+        let fields = opened.header
+        return CacheRecord(
+            key: key,
+            data: payload,
+            metadata: Data(fields.metadata),
+            createdAt: Date(cacheMilliseconds: fields.createdAt),
+            lastUsedAt: Date(cacheMilliseconds: fields.lastUse),
+            ttl: fields.ttl > 0 ? .milliseconds(fields.ttl) : nil,
+            pinCount: Int(fields.pinCount)
+        )
+    }
+
+    /// Opens the record stored under `key` for reading its payload in pieces: the header and the
+    /// whole payload are verified first (the payload in bounded chunks, unless it is small), the
+    /// use is recorded, and the file stays open, so the record can be read even if it is replaced
+    /// or removed meanwhile.
+    func openRecord(forKey key: String, includingExpired: Bool = true) throws -> OpenRecord? {
+        try open(key, includingExpired: includingExpired, loadingPayload: false)
+    }
+
+    private func open(_ key: String, includingExpired: Bool, loadingPayload: Bool) throws -> OpenRecord? {
         try validate(key: key)
         let id = RecordID(key: key)
         let path = self.path(for: id)
         guard let (file, writable) = try openForReading(path, id: id) else { return nil }
         let header: RecordReading.Header
-        let payload: Data
+        var payload: Data?
         do {
             header = try RecordReading.header(of: file)
             guard header.header.key.elementsEqual(key.utf8) else { throw CacheEvent.CorruptionReason.keyMismatch }
             let now = configuration.clock.milliseconds
             if !includingExpired, let expiresAt = header.header.expiresAt, expiresAt <= now { return nil }
-            payload = try RecordReading.payload(of: file, header: header)
+            if loadingPayload || header.payload != nil {
+                payload = try RecordReading.payload(of: file, header: header)
+            } else {
+                try RecordReading.verifyPayload(of: file, header: header)
+            }
         } catch let reason as CacheEvent.CorruptionReason {
             discardCorrupt(path: path, file: file, id: id, key: key, reason: reason)
             return nil
-        } catch let error as SystemError {
+        } catch {
             throw CacheError.system("read", path: path, error: error)
         }
         let now = configuration.clock.milliseconds
@@ -197,15 +225,7 @@ public final class DiskCache: Sendable {
                 ))
             }
         }
-        return CacheRecord(
-            key: key,
-            data: payload,
-            metadata: Data(fields.metadata),
-            createdAt: Date(cacheMilliseconds: fields.createdAt),
-            lastUsedAt: Date(cacheMilliseconds: fields.lastUse),
-            ttl: fields.ttl > 0 ? .milliseconds(fields.ttl) : nil,
-            pinCount: Int(fields.pinCount)
-        )
+        return OpenRecord(key: key, header: fields, file: file, payload: payload, folderPath: folderPath)
     }
 
     /// `true` if a fresh record is stored under `key`, checked as a read would (checksums

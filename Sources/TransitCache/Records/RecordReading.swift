@@ -98,4 +98,25 @@ enum RecordReading {
         }
         return payload
     }
+
+    /// Checks the payload CRC of `file` by reading it in chunks of `chunkSize` bytes, so a large
+    /// payload is verified without being held in memory.
+    static func verifyPayload(of file: SystemFile, header: Header, chunkSize: Int = 1 << 20) throws {
+        let length = Int(header.header.payloadLength)
+        var crc = CRC32C()
+        var buffer = [UInt8](repeating: 0, count: min(max(length, 1), chunkSize))
+        var offset = 0
+        while offset < length {
+            let count = min(buffer.count, length - offset)
+            let read = try buffer.withUnsafeMutableBytes { raw in
+                try file.read(into: UnsafeMutableRawBufferPointer(rebasing: raw[0..<count]), at: header.header.headerLength + offset)
+            }
+            guard read == count else { throw CacheEvent.CorruptionReason.truncated }
+            buffer.withUnsafeBytes { raw in crc.update(UnsafeRawBufferPointer(rebasing: raw[0..<count])) }
+            offset += count
+        }
+        guard crc.value == header.header.payloadCRC else {
+            throw CacheEvent.CorruptionReason.payloadChecksumMismatch
+        }
+    }
 }
