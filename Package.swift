@@ -28,7 +28,11 @@ let package = Package(
         .testTarget(name: "TransitTests", dependencies: ["Transit", "TransitTesting", "Signals"]),
         .testTarget(name: "TransitCacheTests", dependencies: ["TransitCache", "Transit", "TransitTesting", "Signals"]),
         // The child process TransitCacheTests kill mid-write and run on a full or read-only folder.
-        .executableTarget(name: "TransitCacheChild", dependencies: ["TransitCache"], path: "Tests/TransitCacheChild"),
+        .executableTarget(
+            name: "TransitCacheChild",
+            dependencies: ["TransitCache", "Transit", "TransitTesting", "Signals"],
+            path: "Tests/TransitCacheChild"
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

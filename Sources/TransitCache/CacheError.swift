@@ -5,7 +5,7 @@ import Foundation
 /// Reads never throw for a damaged record: a corrupted, truncated or foreign file is a miss (and a
 /// ``CacheEvent/corruptRecordRemoved(key:file:reason:)`` event). These errors are for operations
 /// the caller asked for and the cache could not do.
-public enum CacheError: Error, Equatable, Sendable, CustomStringConvertible, LocalizedError {
+public enum CacheError: Error, Hashable, Sendable, CustomStringConvertible, LocalizedError {
     /// The cache folder cannot be written (a read-only volume, or missing permissions). Records
     /// already there can still be read; nothing can be stored, removed or pinned.
     case folderNotWritable(path: String, errno: Int32)

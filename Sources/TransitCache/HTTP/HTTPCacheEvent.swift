@@ -3,7 +3,7 @@ import Foundation
 /// What an ``HTTPCache`` did with a request: observe ``HTTPCache/events`` to log, count or show
 /// cache behaviour. (Responses themselves carry no marker: Transit does not add headers of its
 /// own; the `Age` header a cache must send is the only one added.)
-public enum HTTPCacheEvent: Equatable, Sendable {
+public enum HTTPCacheEvent: Hashable, Sendable {
     /// A fresh stored response was served without contacting the server.
     case hit(URL)
     /// Nothing usable was stored: the request went to the server.
