@@ -177,14 +177,53 @@ public final class DiskCache: Sendable {
     }
 
     /// Opens the record stored under `key` for reading its payload in pieces: the header and the
-    /// whole payload are verified first (the payload in bounded chunks, unless it is small), the
-    /// use is recorded, and the file stays open, so the record can be read even if it is replaced
-    /// or removed meanwhile.
-    func openRecord(forKey key: String, includingExpired: Bool = true) throws -> OpenRecord? {
-        try open(key, includingExpired: includingExpired, loadingPayload: false)
+    /// whole payload are verified first, the use is recorded, and the file stays open, so the
+    /// record can be read even if it is replaced or removed meanwhile. A payload of at most
+    /// `memoryLimit` bytes is read into memory in the same pass; a larger one is verified in
+    /// bounded chunks and read again from the file as it is served.
+    func openRecord(forKey key: String, includingExpired: Bool = true, memoryLimit: Int = 4 << 20) throws -> OpenRecord? {
+        try open(key, includingExpired: includingExpired, loadingPayloadUpTo: memoryLimit)
+    }
+
+    /// Stores `metadata` as the metadata of the record `record` was opened from, keeping its
+    /// payload: a new file (written and renamed into place like any record) whose payload is
+    /// copied from the open file by the kernel where it can (`sendfile`), with the payload's
+    /// checksum carried over. An HTTP revalidation (304) updates a large response this way.
+    func replaceMetadata(of record: OpenRecord, with metadata: Data) throws {
+        guard metadata.count <= DiskCache.maximumMetadataLength else {
+            throw CacheError.metadataTooLarge(length: metadata.count, limit: DiskCache.maximumMetadataLength)
+        }
+        let generation = state.withLock { $0.generation }
+        let now = configuration.clock.milliseconds
+        var header = record.header
+        header.metadata = Array(metadata)
+        header.createdAt = now
+        header.lastUse = now
+        header.pinCount = 0
+        let limit = configuration.effectiveMaximumRecordSize
+        guard header.fileLength <= limit else { throw CacheError.recordTooLarge(size: header.fileLength, limit: limit) }
+        let (temporaryPath, file) = try makeTemporaryFile()
+        do {
+            do {
+                try file.write(header.encoded(), at: 0)
+                try record.copyPayload(to: file, at: header.headerLength)
+            } catch {
+                throw CacheError.system("write", path: folderPath, error: error)
+            }
+            if try !commit(temporaryPath: temporaryPath, file: file, id: RecordID(key: record.key), header: header, generation: generation) {
+                try? FileSystem.remove(temporaryPath)
+            }
+        } catch {
+            try? FileSystem.remove(temporaryPath)
+            throw error
+        }
     }
 
     private func open(_ key: String, includingExpired: Bool, loadingPayload: Bool) throws -> OpenRecord? {
+        try open(key, includingExpired: includingExpired, loadingPayloadUpTo: loadingPayload ? .max : 0)
+    }
+
+    private func open(_ key: String, includingExpired: Bool, loadingPayloadUpTo memoryLimit: Int) throws -> OpenRecord? {
         try validate(key: key)
         let id = RecordID(key: key)
         let path = self.path(for: id)
@@ -196,7 +235,7 @@ public final class DiskCache: Sendable {
             guard header.header.key.elementsEqual(key.utf8) else { throw CacheEvent.CorruptionReason.keyMismatch }
             let now = configuration.clock.milliseconds
             if !includingExpired, let expiresAt = header.header.expiresAt, expiresAt <= now { return nil }
-            if loadingPayload || header.payload != nil {
+            if Int(header.header.payloadLength) <= memoryLimit || header.payload != nil {
                 payload = try RecordReading.payload(of: file, header: header)
             } else {
                 try RecordReading.verifyPayload(of: file, header: header)

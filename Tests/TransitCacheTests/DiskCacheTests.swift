@@ -371,4 +371,27 @@ struct DiskCacheTests {
         #expect(try folder.recordFiles().isEmpty)
         #expect(try folder.temporaryFiles().isEmpty)
     }
+
+    @Test("replacing a record's metadata keeps its payload (copied file to file) and its pins; small and large payloads")
+    func replaceMetadata() throws {
+        let folder = try TemporaryFolder()
+        let scheduler = TestScheduler()
+        let cache = try DiskCache(directory: folder.url, configuration: virtualConfiguration(scheduler))
+        for (key, size) in [("small", 1000), ("large", 6 * 1024 * 1024 + 3)] {
+            let data = payload(size, count: size)
+            try cache.store(data, forKey: key, metadata: Data("old".utf8))
+            try cache.pin(key)
+            let opened = try #require(try cache.openRecord(forKey: key, memoryLimit: 4 << 20))
+            #expect((opened.payload != nil) == (size < 4 << 20))
+            scheduler.advance(by: .seconds(5))
+            try cache.replaceMetadata(of: opened, with: Data("new metadata".utf8))
+            let record = try #require(try cache.record(forKey: key))
+            #expect(record.metadata == Data("new metadata".utf8))
+            #expect(record.data == data)
+            #expect(record.pinCount == 1)
+            #expect(record.createdAt == Date(timeIntervalSince1970: 1_800_000_000 + scheduler.now.timeInterval))
+        }
+        #expect(try folder.temporaryFiles().isEmpty)
+        #expect(cache.statistics.count == 2)
+    }
 }

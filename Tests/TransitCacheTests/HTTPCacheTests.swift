@@ -247,6 +247,24 @@ struct HTTPCacheValidationTests {
         #expect(fixture.networkRequests == 2)
     }
 
+    @Test("a large body (served from the file, not memory) survives revalidations intact")
+    func largeBodyRevalidation() async throws {
+        let fixture = try HTTPCacheFixture()
+        let chunks = (0..<5).map { payload($0, count: 1 << 20) }
+        fixture.stub.stub(.get, path: "/large")
+            .thenRespond(.chunks(chunks, headers: ["Cache-Control": "no-cache", "ETag": "\"big\""]))
+            .thenRespond(.status(304, headers: ["ETag": "\"big\"", "X-Round": "2"]))
+        _ = try await fixture.send("/large")
+        for _ in 0..<2 {
+            let response = try await fixture.send("/large")
+            #expect(response.data == chunks.reduce(Data(), +))
+            #expect(response.value(forHTTPHeaderField: "X-Round") == "2")
+        }
+        #expect(fixture.networkRequests == 3)
+        #expect(fixture.events.filter { $0 == .revalidated(fixture.url("/large")) }.count == 2)
+        #expect(try fixture.folder.temporaryFiles().isEmpty)
+    }
+
     @Test("Last-Modified is revalidated with If-Modified-Since; no-cache revalidates every time")
     func lastModifiedNoCache() async throws {
         let fixture = try HTTPCacheFixture()

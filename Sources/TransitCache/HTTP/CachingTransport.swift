@@ -371,17 +371,11 @@ final class CacheExchange: Sendable {
             || StoredResponse.heuristicallyCacheable.contains(status)
     }
 
-    /// Stores `updated` with the body of `record` (after a 304): the body is copied in chunks.
+    /// Stores `updated` with the body of `record` (after a 304). The body is not read again: the
+    /// record's payload is copied file to file with its checksum.
     private func restore(_ updated: StoredResponse, body record: OpenRecord) {
         do {
-            let writer = try cache.records.makeWriter(forKey: key, metadata: JSONEncoder().encode(updated))
-            var offset = 0
-            while offset < record.payloadLength {
-                let chunk = try record.readPayload(at: offset, count: 1 << 20)
-                try writer.append(chunk)
-                offset += chunk.count
-            }
-            try writer.commit()
+            try cache.records.replaceMetadata(of: record, with: JSONEncoder().encode(updated))
         } catch {
             cache.send(.storeFailed(url, error as? CacheError ?? .encodingFailed("\(error)")))
         }

@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A record whose header and payload checksums verified, with its file still open: the payload
 /// can be read in pieces (a large cached HTTP body is served chunk by chunk). Record files are
@@ -39,5 +42,37 @@ final class OpenRecord: Sendable {
             throw CacheError.fileSystem(operation: "read", path: folderPath, errno: EIO)
         }
         return chunk
+    }
+
+    /// Writes the payload into `destination` at `offset`: from memory if it is there, else copied
+    /// file to file — by the kernel on Linux (`sendfile`), through a 1 MiB buffer elsewhere.
+    func copyPayload(to destination: SystemFile, at offset: Int) throws {
+        if let payload {
+            try payload.withUnsafeBytes { try destination.write($0, at: offset) }
+            return
+        }
+        #if os(Linux)
+        guard lseek(destination.descriptor, off_t(offset), SEEK_SET) == off_t(offset) else { throw SystemError.current }
+        var source = off_t(header.headerLength)
+        var remaining = payloadLength
+        while remaining > 0 {
+            let sent = sendfile(destination.descriptor, file.descriptor, &source, remaining)
+            if sent > 0 {
+                remaining -= sent
+            } else if sent == 0 {
+                throw SystemError(code: EIO)
+            } else if errno != EINTR {
+                throw SystemError.current
+            }
+        }
+        #else
+        var copied = 0
+        while copied < payloadLength {
+            let chunk = try readPayload(at: copied, count: 1 << 20)
+            guard !chunk.isEmpty else { throw SystemError(code: EIO) }
+            try chunk.withUnsafeBytes { try destination.write($0, at: offset + copied) }
+            copied += chunk.count
+        }
+        #endif
     }
 }
