@@ -35,10 +35,9 @@ func requireEqual<T: Equatable>(_ actual: T, _ expected: T, _ what: String) thro
     }
 }
 
-/// The bounds of every real-time wait in the checks: generous, so a loaded CI machine passes, and
-/// still finite, so a transport that never answers fails instead of hanging.
+/// The bounds of every real-time wait in the checks (see ``TransportConformance/eventTimeout``).
 enum ConformanceTimeout {
-    static let event: Duration = .seconds(30)
+    static var event: Duration { TransportConformance.eventTimeout }
 }
 
 /// Records the parts one transport subscription delivers, checking the event contract as they

@@ -71,7 +71,7 @@ extension TransportConformance {
                 defer { hold.open() }
                 server.enqueue(.scripted([.head, .wait(hold)]))
                 let task = Task { try await client.send(URLRequest(url: server.url("/slow"))).firstValue() }
-                try require(await hold.waitUntilReached(), "the buffered request never reached the server")
+                try require(await hold.waitUntilReached(timeout: ConformanceTimeout.event), "the buffered request never reached the server")
                 scheduler.advance(by: .milliseconds(999))
                 scheduler.advance(by: .milliseconds(1))
                 do {

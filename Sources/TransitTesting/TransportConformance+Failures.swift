@@ -16,7 +16,7 @@ extension TransportConformance {
                 server.enqueue(.scripted([.wait(hold), .head, .send(Data("late".utf8))]))
                 let recorder = PartRecorder(transport.exchange(TransportRequest(URLRequest(url: server.url("/slow")))))
                 defer { hold.open() }
-                try require(await hold.waitUntilReached(), "the request never reached the server")
+                try require(await hold.waitUntilReached(timeout: ConformanceTimeout.event), "the request never reached the server")
                 recorder.cancel()
                 let closed = await server.waitUntil(timeout: ConformanceTimeout.event) { server.clientClosedConnectionCount >= 1 }
                 try require(closed, "the server did not see the connection closed after the cancel (open: \(server.openConnectionCount))")

@@ -33,7 +33,7 @@ import Transit
 /// - through an ``HTTPClient`` over the transport: the response-size limit, the total deadline
 ///   against a trickling server, and redirects across two servers with credentials dropped.
 ///
-/// Wall-clock waits are bounded (30 s for an event that must come) and every wait is on a real
+/// Wall-clock waits are bounded (``eventTimeout``, 30 s by default) and every wait is on a real
 /// condition (a part arriving, a server reaching a ``LoopbackGate``, a connection closing), never a
 /// sleep. The idle-timeout checks take about two seconds each, by nature.
 public enum TransportConformance {
@@ -79,26 +79,20 @@ public enum TransportConformance {
         }
     }
 
+    /// How long a check waits for something that must happen (a part, the end, a connection
+    /// closing) before it fails: 30 seconds unless bound otherwise, generous so that a loaded CI
+    /// machine passes, and finite so that a transport that never answers fails instead of hanging.
+    ///
+    /// ```swift
+    /// try await TransportConformance.$eventTimeout.withValue(.seconds(120)) { try await check.run(make) }
+    /// ```
+    @TaskLocal public static var eventTimeout: Duration = .seconds(30)
+
     /// Every check, in a stable order.
     public static let checks: [Check] = exchangeChecks + failureChecks + clientChecks
 
     /// The check called `name`, if there is one.
     public static func check(named name: String) -> Check? {
         checks.first { $0.name == name }
-    }
-
-    /// Runs every check in turn and returns the failures (empty when the transport conforms).
-    public static func failures(of makeTransport: @escaping MakeTransport) async -> [ConformanceFailure] {
-        var failures: [ConformanceFailure] = []
-        for check in checks {
-            do {
-                try await check.run(makeTransport)
-            } catch let failure as ConformanceFailure {
-                failures.append(failure)
-            } catch {
-                failures.append(ConformanceFailure(check: check.name, message: describe(error)))
-            }
-        }
-        return failures
     }
 }
