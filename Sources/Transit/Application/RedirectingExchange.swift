@@ -16,13 +16,19 @@ enum RedirectingExchange {
         policy: RedirectPolicy,
         sensitiveHeaders: Set<String>
     ) -> Signal<HTTPResponsePart, any Error> {
-        if policy.mode == .never { return transport.exchange(request) }
+        if policy.mode == .never { return hop(request, on: transport) }
         return Signal { observer in
             let scope = CancellationToken()
             let run = Hop(transport: transport, policy: policy, sensitiveHeaders: sensitiveHeaders, observer: observer, scope: scope)
             run.start(request, hops: 0)
             return { scope.cancel() }
         }
+    }
+
+    /// One exchange on the transport; its failures carry the request (``HTTPClient/annotate(_:sentWith:)``).
+    private static func hop(_ request: TransportRequest, on transport: any HTTPTransport) -> Signal<HTTPResponsePart, any Error> {
+        let sent = request.urlRequest
+        return transport.exchange(request).mapError { HTTPClient.annotate($0, sentWith: sent) }
     }
 
     /// The hops of one subscription. Each exchange runs in a child of `scope`; cancelling the
@@ -36,7 +42,7 @@ enum RedirectingExchange {
 
         func start(_ request: TransportRequest, hops: Int) {
             let exchange = scope.makeChild()
-            transport.exchange(request).observe(Observer { event in
+            RedirectingExchange.hop(request, on: transport).observe(Observer { event in
                 switch event {
                 case .value(.head(let head)):
                     switch policy.next(after: head, to: request, hops: hops, sensitiveHeaders: sensitiveHeaders) {
