@@ -170,7 +170,7 @@ final class PartRecorder: Sendable {
         guard case .failure(let error) = completion else {
             throw ConformanceFailure(check: "", message: "\(label) finished (status \(head?.statusCode ?? 0), \(byteCount) bytes); expected URLError(\(describe(code)))")
         }
-        try require((error as? URLError)?.code == code, "\(label) failed with \(describe(error)); expected URLError(\(describe(code)))")
+        try require(urlErrorCode(of: error) == code, "\(label) failed with \(describe(error)); expected URLError(\(describe(code)))")
     }
 
     var summary: String {
@@ -182,6 +182,12 @@ final class PartRecorder: Sendable {
         }
         return "head \(head.map { "\($0.statusCode)" } ?? "none"), \(bytes) body bytes, \(end)"
     }
+}
+
+/// The `URLError` code of `error`, or of the error a ``TransportError`` (``HTTPClient``'s wrapper
+/// of transport failures) carries.
+func urlErrorCode(of error: any Error) -> URLError.Code? {
+    (error as? URLError)?.code ?? (error as? TransportError)?.code
 }
 
 /// An error for messages: a `URLError` by its code's name and number.

@@ -76,8 +76,10 @@ extension TransportConformance {
                 do {
                     let response = try await task.value
                     throw ConformanceFailure(check: "", message: "the buffered request got status \(response.statusCode); expected URLError(.timedOut)")
-                } catch let error as URLError {
-                    try requireEqual(error.code, .timedOut, "error of the buffered request past its deadline")
+                } catch let failure as ConformanceFailure {
+                    throw failure
+                } catch {
+                    try require(urlErrorCode(of: error) == .timedOut, "the buffered request past its deadline failed with \(describe(error)); expected URLError(.timedOut)")
                 }
                 try await server.waitUntilClosed(2, "the buffered request's connection")
             }
