@@ -99,17 +99,18 @@ final class ExchangeDelegate: HTTPClientResponseDelegate {
     /// again when it would have passed since the last activity.
     private func checkIdle(_ task: AsyncHTTPClient.HTTPClient.Task<Void>) {
         guard let idleTimeout else { return }
-        let next = state.withLockedValue { state -> NIODeadline?? in
-            guard !state.ended else { return .none }
+        enum Verdict { case ended, checkAgain(at: NIODeadline), expired }
+        let verdict = state.withLockedValue { state -> Verdict in
+            guard !state.ended else { return .ended }
             let due = state.lastActivity + idleTimeout
-            return .some(due > .now() ? due : nil)
+            return due > .now() ? .checkAgain(at: due) : .expired
         }
-        switch next {
-        case .none:
+        switch verdict {
+        case .ended:
             return
-        case .some(let due?):
+        case .checkAgain(let due):
             scheduleIdleCheck(on: task, at: due)
-        case .some(nil):
+        case .expired:
             let seconds = Double(idleTimeout.nanoseconds) / 1e9
             task.fail(reason: URLError(.timedOut, userInfo: [
                 NSLocalizedDescriptionKey: "The server sent nothing for \(seconds) seconds (the request's timeoutInterval); the request was cancelled.",

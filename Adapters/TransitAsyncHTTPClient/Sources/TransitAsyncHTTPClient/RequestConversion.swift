@@ -36,7 +36,7 @@ enum RequestConversion {
             default: throw unsupported(url, "AsyncHTTPClientTransport sends http and https requests only")
             }
         case nil:
-            throw URLError(.badURL, userInfo: [NSLocalizedDescriptionKey: "The URL \(url.absoluteString) has no scheme.", NSURLErrorFailingURLErrorKey: url])
+            throw URLError(.badURL, userInfo: [NSLocalizedDescriptionKey: "The request's URL has no scheme.", NSURLErrorFailingURLErrorKey: url])
         }
         var headers = HTTPHeaders()
         if let fields = urlRequest.allHTTPHeaderFields, !fields.isEmpty {
@@ -59,8 +59,10 @@ enum RequestConversion {
         return try AsyncHTTPClient.HTTPClient.Request(url: url, method: method, headers: headers, body: body)
     }
 
+    /// The URL goes in `NSURLErrorFailingURLErrorKey` only, never in the message (it may carry
+    /// credentials).
     private static func unsupported(_ url: URL, _ message: String) -> URLError {
-        URLError(.unsupportedURL, userInfo: [NSLocalizedDescriptionKey: "\(message): \(url.absoluteString)", NSURLErrorFailingURLErrorKey: url])
+        URLError(.unsupportedURL, userInfo: [NSLocalizedDescriptionKey: message + ".", NSURLErrorFailingURLErrorKey: url])
     }
 
     /// A body streamed from `file`: its size is announced as `Content-Length`, and it is read in
