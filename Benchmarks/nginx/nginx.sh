@@ -89,8 +89,15 @@ http {
     }
 }
 CONF
-        # -e: the log used before the config is read, kept out of /var/log.
-        "$(nginx_bin)" -p "$dir" -c "$dir/nginx.conf" -e "$dir/error.log" </dev/null >/dev/null 2>&1 &
+        # -e: the log used before the config is read, kept out of /var/log. nginx gets no
+        # descriptor of the caller's (a pipe reading this script's output would never close).
+        (
+            for fd in /proc/self/fd/*; do
+                fd=${fd##*/}
+                if [ "$fd" -gt 2 ]; then eval "exec $fd>&-" 2>/dev/null || true; fi
+            done
+            exec "$(nginx_bin)" -p "$dir" -c "$dir/nginx.conf" -e "$dir/error.log"
+        ) </dev/null >/dev/null 2>&1 &
         pid=$!
         for _ in $(seq 1 100); do
             if ss -Htln "sport = :$port" 2>/dev/null | grep -q . && [ -s "$dir/nginx.pid" ]; then
