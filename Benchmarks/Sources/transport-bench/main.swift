@@ -44,7 +44,7 @@ func usage() -> Never {
     print("""
     usage: transport-bench [--repetitions N] [--quick] [--requests N] [--url http://127.0.0.1:PORT]
                            [--only requests|bodies]
-           transport-bench --profile raw|transport|client|chain --url URL [--requests N] [--concurrency C]
+           transport-bench --profile raw|delegate|transport|client|chain --url URL [--requests N] [--concurrency C]
     Without --url, nginx is started with nginx/nginx.sh and stopped at the end.
     """)
     exit(2)
@@ -278,10 +278,35 @@ func signalStart(_ makeSignal: @escaping @Sendable () -> Signal<Int, any Error>)
     }
 }
 
+/// Raw URLSession in delegate mode, the mode a streaming transport needs on Linux (no per-task
+/// delegates): one session delegate, per-task state in a locked dictionary, the body collected
+/// from `didReceive data`. What Transit's transport costs beyond this is Transit's own.
+final class CollectingDelegate: NSObject, URLSessionDataDelegate, Sendable {
+    private let tasks = Mutex<[Int: (body: Data, done: @Sendable (Int) -> Void)]>([:])
+
+    func start(_ request: URLRequest, on session: URLSession, done: @escaping @Sendable (Int) -> Void) {
+        let task = session.dataTask(with: request)
+        tasks.withLock { $0[task.taskIdentifier] = (Data(), done) }
+        task.resume()
+    }
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        tasks.withLock { $0[dataTask.taskIdentifier]?.body.append(data) }
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+        guard let entry = tasks.withLock({ $0.removeValue(forKey: task.taskIdentifier) }) else { return }
+        let ok = error == nil && (task.response as? HTTPURLResponse)?.statusCode == 200
+        entry.done(ok ? entry.body.count : -1)
+    }
+}
+
 /// The contenders, each with its own session (so none shares another's connections).
 func makeContenders(base: String) -> [(name: String, key: String, makeStart: (TokenSlot) -> StartRequest)] {
     let url = URL(string: base + "/json")!
     let rawSession = URLSession(configuration: .default)
+    let collecting = CollectingDelegate()
+    let delegateSession = URLSession(configuration: .default, delegate: collecting, delegateQueue: nil)
     let transport = URLSessionTransport(configuration: .default)
     let client = HTTPClient(transport: URLSessionTransport(configuration: .default))
     let service = BenchPostService(
@@ -300,6 +325,9 @@ func makeContenders(base: String) -> [(name: String, key: String, makeStart: (To
                     done(data.count)
                 }.resume()
             }
+        }),
+        ("raw URLSession (data delegate)", "delegate", { _ in
+            { done in collecting.start(jsonRequest(url), on: delegateSession, done: done) }
         }),
         ("Transit transport (exchange collected)", "transport", signalStart {
             transport.send(jsonRequest(url)).tryMap { response in
