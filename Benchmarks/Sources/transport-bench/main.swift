@@ -618,7 +618,7 @@ if let profile = options.profile {
     guard let base = options.url else { usage() }
     guard let contender = makeContenders(base: base).first(where: { $0.key == profile }) else { usage() }
     let elapsed = load(contender.makeStart, requests: options.profileRequests, concurrency: options.profileConcurrency, expectedBytes: nil)
-    print("\(profile): \(options.profileRequests) requests in \(elapsed)")
+    print("\(profile): \(options.profileRequests) requests in \(elapsed); peak RSS \(procStatusKiB("VmHWM")) KiB, RSS now \(procStatusKiB("VmRSS")) KiB")
     exit(0)
 }
 

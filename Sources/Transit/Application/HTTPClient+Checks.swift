@@ -9,12 +9,27 @@ extension HTTPClient {
     /// URL, see `URLRequest.rejectedInput`), or a header name that is not a token, or a header value with a control character, or a method that
     /// is not a token.
     static func validate(_ request: URLRequest) -> URLRequestError? {
+        validate(request, headers: request.allHTTPHeaderFields ?? [:])
+    }
+
+    /// ``validate(_:)`` with the request's header fields already read.
+    static func validate(_ request: URLRequest, headers: [String: String]) -> URLRequestError? {
         if let refused = request.rejectedInput { return refused }
         if let method = request.httpMethod, !HTTPSyntax.isToken(method) { return .invalidMethod(method) }
-        for (field, value) in request.allHTTPHeaderFields ?? [:] {
+        for (field, value) in headers {
             if let error = URLRequest.checkHeader(field, value) { return error }
         }
         return nil
+    }
+
+    /// `true` if two header names are the same name: ASCII letters compared case-insensitively,
+    /// everything else byte for byte (header names are tokens, which are ASCII).
+    static func sameFieldName(_ a: String, _ b: String) -> Bool {
+        let a = a.utf8, b = b.utf8
+        guard a.count == b.count else { return false }
+        return zip(a, b).allSatisfy { x, y in
+            x == y || (x ^ y == 0x20 && (x | 0x20) >= UInt8(ascii: "a") && (x | 0x20) <= UInt8(ascii: "z"))
+        }
     }
 
     /// The `URLError.userInfo` key under which ``send(_:)`` records the method of the request a

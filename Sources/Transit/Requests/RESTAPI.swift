@@ -62,9 +62,8 @@ extension RESTAPI {
         modifier: @escaping RequestModifier = { $0 }
     ) -> Signal<HTTPResponse, any Error> {
         send(method: method, endpoint: endpoint) { request in
-            var request = request
-            request.httpBody = body
-            return try modifier(request)
+            if let body { request.httpBody = body }
+            request = try modifier(request)
         }
     }
 
@@ -82,7 +81,7 @@ extension RESTAPI {
         modifier: @escaping RequestModifier = { $0 }
     ) -> Signal<HTTPResponse, any Error> {
         send(method: method, endpoint: endpoint) { request in
-            try modifier(request.sendingJSON(json, encoder: encoder))
+            request = try modifier(request.sendingJSON(json, encoder: encoder))
         }
     }
 
@@ -150,18 +149,27 @@ extension RESTAPI {
     }
 
     /// The cold signal behind every verb: URL, method and `prepare` run inside the subscription.
+    ///
+    /// The request is built and changed in place (`inout`) up to the user's modifier: on Linux a
+    /// `URLRequest` that is not uniquely referenced copies its whole `NSURLRequest` on every
+    /// change.
     private func send(
         method: HTTPMethod,
         endpoint: String,
-        prepare: @escaping RequestModifier
+        prepare: @escaping @Sendable (inout URLRequest) throws -> Void
     ) -> Signal<HTTPResponse, any Error> {
         // `self` is read inside the subscription, so a computed `baseURL` or `client` is read
         // again on every attempt.
         let api = self
         return Signal(tryDeferred: {
-            let url = try URLBuilder.url(base: api.baseURL, endpoint: endpoint)
-            let request = URLRequest(url: url).withMethod(method)
-            return api.client.send(try prepare(request))
+            var request = URLRequest(url: try URLBuilder.url(base: api.baseURL, endpoint: endpoint))
+            if HTTPSyntax.isToken(method.rawValue) {
+                if method != .get { request.httpMethod = method.rawValue }  // GET is the default
+            } else {
+                request = request.withMethod(method)  // remembers the refusal
+            }
+            try prepare(&request)
+            return api.client.send(request)
         })
     }
 }
