@@ -99,7 +99,7 @@ public final class StubTransport: HTTPTransport {
         public let matchedStubWithoutAnswer: Bool
 
         public var description: String {
-            let name = "\(request.httpMethod ?? "GET") \(request.url?.absoluteString ?? "<no URL>")"
+            let name = "\(request.httpMethod ?? "GET") \(request.url?.redactedForLogging ?? "<no URL>")"
             return matchedStubWithoutAnswer
                 ? "StubTransport: the stub matching \(name) has no answer; add one with thenRespond(_:)"
                 : "StubTransport: unexpected request \(name); add a stub for it"
@@ -155,7 +155,18 @@ public final class StubTransport: HTTPTransport {
                 return nil
             }
             let response = answer(urlRequest)
-            let pending = Mutex<(any Cancellable)?>(nil)
+            // The scheduled next step, and whether the subscription ended (nothing more is scheduled).
+            let pending = Mutex<(next: (any Cancellable)?, ended: Bool)>((nil, false))
+            @Sendable func later(_ delay: Duration, _ action: @escaping @Sendable () -> Void) {
+                guard !pending.withLock({ $0.ended }) else { return }
+                // Scheduled outside the lock: an immediate scheduler runs the action at once.
+                let scheduled = scheduler.schedule(after: delay, action)
+                let ended = pending.withLock { state -> Bool in
+                    state.next = scheduled
+                    return state.ended
+                }
+                if ended { scheduled.cancel() }
+            }
             /// Delivers `steps` in order, `interval` apart on the scheduler (at once when zero).
             @Sendable func run(_ steps: ArraySlice<Event<HTTPResponsePart, any Error>>, interval: Duration) {
                 var steps = steps
@@ -163,8 +174,7 @@ public final class StubTransport: HTTPTransport {
                     observer.send(step)
                     if interval > .zero, !steps.isEmpty, case .value(.body) = steps.first! {
                         let rest = steps
-                        let scheduled = scheduler.schedule(after: interval) { run(rest, interval: interval) }
-                        pending.withLock { $0 = scheduled }
+                        later(interval) { run(rest, interval: interval) }
                         return
                     }
                 }
@@ -187,12 +197,16 @@ public final class StubTransport: HTTPTransport {
                 }
             }
             if response.delay > .zero {
-                let scheduled = scheduler.schedule(after: response.delay, deliver)
-                pending.withLock { $0 = scheduled }
+                later(response.delay, deliver)
             } else {
                 deliver()
             }
-            return { pending.withLock { $0 }?.cancel() }
+            return {
+                pending.withLock { state -> (any Cancellable)? in
+                    state.ended = true
+                    return state.next
+                }?.cancel()
+            }
         }
     }
 }

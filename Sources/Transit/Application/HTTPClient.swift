@@ -50,6 +50,16 @@ public final class HTTPClient: Sendable {
     public let sensitiveHeaders: Set<String>
     /// Where deadlines are timed; a `TestScheduler` in tests.
     public let scheduler: any Scheduler
+    /// The client-side rate limit every attempt waits for, if any.
+    public let rateLimiter: RateLimiter?
+    /// The shared cooldowns every attempt respects and every 429/503 with `Retry-After` starts,
+    /// if any.
+    public let cooldowns: Cooldowns?
+    /// Whether identical GET and HEAD requests in flight share one network request.
+    public let coalescesRequests: Bool
+    /// The failover group of the client's origins, if any.
+    public let failover: HostFailover?
+    private let coalescer = Coalescer()
     /// The first invalid default header, checked once: every request fails with it.
     private let defaultHeaderError: URLRequestError?
 
@@ -66,6 +76,12 @@ public final class HTTPClient: Sendable {
     ///     across origins and refusing https → http).
     ///   - sensitiveHeaders: more headers to drop across origins, such as `X-API-Key`.
     ///   - scheduler: where deadlines are timed.
+    ///   - rateLimiter: a client-side rate limit per key; excess requests wait their turn.
+    ///   - cooldowns: shared cooldowns: one 429/503 with `Retry-After` pauses new requests to
+    ///     its key.
+    ///   - coalescesRequests: identical GET/HEAD requests (same URL and headers) in flight at
+    ///     the same time share one network request; each subscriber can cancel on its own.
+    ///   - failover: origins of one service to fail over between on connection failures.
     public init(
         transport: any HTTPTransport = URLSessionTransport.shared,
         defaultHeaders: [String: String] = [:],
@@ -75,7 +91,11 @@ public final class HTTPClient: Sendable {
         deadline: Deadline = HTTPClient.defaultDeadline,
         redirectPolicy: RedirectPolicy = .follow,
         sensitiveHeaders: Set<String> = [],
-        scheduler: any Scheduler = DispatchQueue.global()
+        scheduler: any Scheduler = DispatchQueue.global(),
+        rateLimiter: RateLimiter? = nil,
+        cooldowns: Cooldowns? = nil,
+        coalescesRequests: Bool = false,
+        failover: HostFailover? = nil
     ) {
         self.transport = transport
         var headers = defaultHeaders
@@ -90,6 +110,10 @@ public final class HTTPClient: Sendable {
         self.redirectPolicy = redirectPolicy
         self.sensitiveHeaders = Set(sensitiveHeaders.map { $0.lowercased() })
         self.scheduler = scheduler
+        self.rateLimiter = rateLimiter
+        self.cooldowns = cooldowns
+        self.coalescesRequests = coalescesRequests
+        self.failover = failover
     }
 
     /// A signal that sends `request` (with the default headers added) when subscribed, and
@@ -112,9 +136,11 @@ public final class HTTPClient: Sendable {
     ) -> Signal<HTTPResponse, any Error> {
         let limit = options.maxResponseBytes ?? maxResponseBytes
         let deadline = (options.deadline ?? self.deadline).duration
-        return prepared(request) { sent in
-            self.parts(of: TransportRequest(sent, bodyFile: bodyFile), options: options, deadline: deadline)
+        return prepared(consume request) { sent in
+            let response = self.parts(of: TransportRequest(sent, bodyFile: bodyFile), options: options, deadline: deadline)
                 .collectResponse(for: sent, maxBytes: limit)
+            guard self.coalescesRequests, bodyFile == nil, let key = Coalescer.key(for: sent) else { return response }
+            return self.coalescer.send(key + "\n\(limit)", response)
         }
     }
 
@@ -179,26 +205,43 @@ public final class HTTPClient: Sendable {
             if merged == nil { merged = headers }
             merged?[field] = value
         }
-        var prepared = request
+        var prepared = consume request
         if let merged { prepared.allHTTPHeaderFields = merged }
         let sent = prepared
-        let signal = body(sent).mapError { Self.annotate($0, sentWith: sent) }
-        return monitored(signal, sent)
+        return monitored(body(sent), sent)
     }
 
-    /// The parts of `request`'s final response: redirects followed, the deadline enforced.
+    /// The parts of `request`'s final response: after the shared cooldown and the rate limit,
+    /// redirects followed, the deadline (which includes those waits) enforced.
     private func parts(
         of request: TransportRequest,
         options: RequestOptions,
         deadline: Duration?
     ) -> Signal<HTTPResponsePart, any Error> {
-        let parts = RedirectingExchange.signal(
-            request, transport: transport,
+        var parts = RedirectingExchange.signal(
+            request, transport: transport, failover: failover,
             policy: options.redirectPolicy ?? redirectPolicy,
             sensitiveHeaders: sensitiveHeaders
         )
+        let sent = request.urlRequest
+        if let cooldowns {
+            parts = parts.handleEvents(receiveValue: { part in
+                if case .head(let head) = part { cooldowns.record(head, for: sent) }
+            })
+        }
+        if let rateLimiter {
+            let exchange = parts
+            parts = rateLimiter.permit(for: sent).setFailureType().flatMap(maxConcurrent: 1) { _ in exchange }
+        }
+        if let cooldowns {
+            let limited = parts
+            parts = cooldowns.clearance(for: sent).flatMap(maxConcurrent: 1) { _ in limited }
+        }
         guard let deadline else { return parts }
-        return parts.within(deadline, scheduler: scheduler)
+        // The deadline's `URLError(.timedOut)` carries the request like a transport's would.
+        return parts.within(deadline, scheduler: scheduler).mapError { error in
+            error is URLError ? Self.annotate(error, sentWith: sent) : error
+        }
     }
 
     private func monitored<Output>(_ signal: Signal<Output, any Error>, _ sent: URLRequest) -> Signal<Output, any Error> {

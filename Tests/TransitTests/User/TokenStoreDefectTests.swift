@@ -1,0 +1,64 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Signals
+import Testing
+import Transit
+import TransitTesting
+
+/// Defects of issue 7 found from the outside: a refresh that is itself answered 401 through the
+/// same store, and a token Foundation would silently drop.
+@Suite("TokenStore defects")
+struct TokenStoreDefectTests {
+    /// A store whose refresh request goes through `retryWithFreshToken(from:)` of the same store
+    /// (a common chain shape: one helper builds every authorised request).
+    final class StoreBox: Sendable {
+        let store = Mutex<TokenStore?>(nil)
+        var value: TokenStore { store.withLock { $0! } }
+    }
+
+    @Test func aRefreshAnswered401ThroughItsOwnStoreFailsAtOnceAndTheStoreRecovers() {
+        let scheduler = TestScheduler()
+        let transport = StubTransport(scheduler: scheduler)
+        let api = AuthRetryAPI(transport: transport)
+        transport.stub(.get, path: "/me").thenRespond { request in
+            request.value(forHTTPHeaderField: "Authorization") == "Bearer new" ? .text("hello") : .status(401)
+        }
+        // The refresh token was revoked: the first refresh is answered 401; the next one works.
+        transport.stub(.post, path: "/token")
+            .thenRespond(.status(401).delayed(by: .seconds(1)))
+            .thenRespond(.json(#"{"accessToken":"new"}"#).delayed(by: .seconds(1)))
+        let box = StoreBox()
+        let store = TokenStore(token: AuthToken(accessToken: "old")) { _ in
+            api.post(endpoint: "token", modifier: box.value.authorize)
+                .catchHTTPErrors()
+                .retryWithFreshToken(from: box.value)
+                .tryMap { try JSONDecoder().decode(AuthToken.self, from: $0.data) }
+        }
+        box.store.withLock { $0 = store }
+
+        let first = RequestProbe(api.get(endpoint: "me", modifier: store.authorize).catchHTTPErrors().retryWithFreshToken(from: store))
+        scheduler.advance(by: .seconds(1))
+        #expect(first.failure as? TokenStore.RefreshError == .reentrantRefresh)
+        #expect(!store.isRefreshing)
+
+        // The store is not stuck: the next 401 refreshes and succeeds.
+        let second = RequestProbe(api.get(endpoint: "me", modifier: store.authorize).catchHTTPErrors().retryWithFreshToken(from: store))
+        scheduler.advance(by: .seconds(5))
+        #expect(second.values.first?.text == "hello")
+        #expect(store.current.accessToken == "new")
+    }
+
+    @Test(arguments: ["token\n", "to ken", "", "tok\r\nX-Injected: 1"])
+    func aTokenFoundationWouldDropFailsTheRequest(token: String) throws {
+        let transport = StubTransport()
+        transport.stub(.get).thenRespond(.text("should not be sent"))
+        let api = AuthRetryAPI(transport: transport)
+        let store = TokenStore(token: AuthToken(accessToken: token)) { _ in Signal(error: URLError(.cancelled)) }
+        let probe = RequestProbe(api.get(endpoint: "me", modifier: store.authorize))
+        #expect(probe.failure as? URLRequestError == .invalidBearerToken)
+        #expect(transport.requests.isEmpty)
+        #expect(throws: URLRequestError.invalidBearerToken) { try store.authorize(URLRequest(url: URL(string: "https://a.example")!)) }
+    }
+}
