@@ -50,6 +50,8 @@ public final class HTTPClient: Sendable {
     public let sensitiveHeaders: Set<String>
     /// Where deadlines are timed; a `TestScheduler` in tests.
     public let scheduler: any Scheduler
+    /// The deadlines of the requests in flight, timed on ``scheduler``.
+    let deadlines: Deadlines
     /// The client-side rate limit every attempt waits for, if any.
     public let rateLimiter: RateLimiter?
     /// The shared cooldowns every attempt respects and every 429/503 with `Retry-After` starts,
@@ -110,6 +112,7 @@ public final class HTTPClient: Sendable {
         self.redirectPolicy = redirectPolicy
         self.sensitiveHeaders = Set(sensitiveHeaders.map { $0.lowercased() })
         self.scheduler = scheduler
+        deadlines = Deadlines(scheduler: scheduler)
         self.rateLimiter = rateLimiter
         self.cooldowns = cooldowns
         self.coalescesRequests = coalescesRequests
@@ -239,7 +242,7 @@ public final class HTTPClient: Sendable {
         }
         guard let deadline else { return parts }
         // The deadline's `URLError(.timedOut)` carries the request like a transport's would.
-        return parts.within(deadline, scheduler: scheduler).mapError { error in
+        return parts.within(deadline, deadlines: deadlines).mapError { error in
             error is URLError ? Self.annotate(error, sentWith: sent) : error
         }
     }
