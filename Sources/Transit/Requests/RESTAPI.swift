@@ -245,7 +245,7 @@ extension RESTAPI {
         // again on every attempt.
         let api = self
         return Signal(tryDeferred: {
-            var request = URLRequest(url: try URLBuilder.url(base: api.baseURL, endpoint: endpoint))
+            var request = URLRequest(url: try BuiltURLs.url(base: api.baseURL, endpoint: endpoint))
             guard HTTPSyntax.isToken(method.rawValue) else { throw URLRequestError.invalidMethod(method.rawValue) }
             if method != .get { request.httpMethod = method.rawValue }  // GET is the default
             try prepare(&request)
