@@ -224,7 +224,7 @@ struct BenchPostService: RESTAPI {
 
     var posts: Signal<Data, any Error> {
         return get(endpoint: "json") { request in
-            request
+            try request
                 .addingBearerAuthorization(accessToken: tokens.current.accessToken)
                 .receivingJSON()
         }
@@ -617,7 +617,26 @@ if let profile = options.profile {
     // One contender alone, for callgrind or perf; nginx must already run (--url).
     guard let base = options.url else { usage() }
     guard let contender = makeContenders(base: base).first(where: { $0.key == profile }) else { usage() }
-    let elapsed = load(contender.makeStart, requests: options.profileRequests, concurrency: options.profileConcurrency, expectedBytes: nil)
+    // Each worker is a thread that starts a request and waits for its end, so no request starts
+    // inside another's completion and the profile's inclusive costs do not nest.
+    let perWorker = options.profileRequests / options.profileConcurrency
+    let group = DispatchGroup()
+    let started = ContinuousClock.now
+    for _ in 0..<options.profileConcurrency {
+        let start = contender.makeStart(TokenSlot())
+        DispatchQueue.global().async(group: group) {
+            let ended = DispatchSemaphore(value: 0)
+            for _ in 0..<perWorker {
+                start { bytes in
+                    if bytes < 0 { fail("a request failed") }
+                    ended.signal()
+                }
+                ended.wait()
+            }
+        }
+    }
+    group.wait()
+    let elapsed = ContinuousClock.now - started
     print("\(profile): \(options.profileRequests) requests in \(elapsed); peak RSS \(procStatusKiB("VmHWM")) KiB, RSS now \(procStatusKiB("VmRSS")) KiB")
     exit(0)
 }
