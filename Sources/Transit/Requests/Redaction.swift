@@ -137,14 +137,24 @@ public enum Redaction {
 
     // MARK: Helpers
 
-    /// The authority (`user:password@host:port`) of `text` if it starts with `scheme://`.
+    /// The authority (`user:password@host:port`) of `text`: what follows `scheme:` and up to three
+    /// slashes (libcurl reads an authority after `http:/` and `http:` too, so a mistyped URL keeps
+    /// no credentials either), or the start of a network-path reference (`//user@host/…`).
     private static func authorityRange(in text: Substring) -> Range<Substring.Index>? {
-        guard let separator = text.range(of: "://"), separator.lowerBound > text.startIndex,
-              text[..<separator.lowerBound].allSatisfy(isSchemeCharacter),
-              text.first?.isLetter == true
-        else { return nil }
-        let end = text[separator.upperBound...].firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? text.endIndex
-        return separator.upperBound..<end
+        var start: Substring.Index
+        if text.hasPrefix("//") {
+            start = text.index(text.startIndex, offsetBy: 2)
+        } else {
+            guard let colon = text.firstIndex(of: ":"), colon > text.startIndex, text.first?.isLetter == true,
+                  text[..<colon].allSatisfy(isSchemeCharacter)
+            else { return nil }
+            start = text.index(after: colon)
+            for _ in 0..<3 where start < text.endIndex && text[start] == "/" {
+                start = text.index(after: start)
+            }
+        }
+        let end = text[start...].firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? text.endIndex
+        return start..<end
     }
 
     /// `name=value` pairs separated by `&` with the value of every sensitive name redacted.
@@ -160,8 +170,11 @@ public enum Redaction {
         character.isASCII && (character.isLetter || character.isNumber || character == "+" || character == "-" || character == ".")
     }
 
+    /// Whitespace, quotes and angle brackets end a URL in text. Characters that a valid URL never
+    /// has raw (`{}|\^`) do not: URL parsers re-encode them, so `https://a{b:pw@host` is read
+    /// with the password `pw`.
     private static func endsURLInText(_ character: Character) -> Bool {
-        character.isWhitespace || "\"'<>`{}|\\^".contains(character)
+        character.isWhitespace || "\"'<>`".contains(character)
     }
 
     /// camelCase split into words, lower-cased, with `-`, `.` and spaces read as `_`.
