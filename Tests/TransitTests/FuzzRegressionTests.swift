@@ -132,4 +132,14 @@ struct FuzzRegressionTests {
             == "failed: https://***@host/x?token=REDACTED (retrying)")
         #expect(Redaction.redactingURLs(in: "see <https://u|v:pw@h/>") == "see <https://***@h/>")
     }
+
+    @Test("a combining mark after '=', '@', '&' or '?' does not hide a secret", arguments: [
+        ("https://h/p?api_key=\u{301}secret", "https://h/p?api_key=REDACTED"),
+        ("https://h/p?aKey=\u{6DA}ypApi-Key=2", "https://h/p?aKey=REDACTED"),
+        ("https://user:pw@\u{301}host/", "https://***@\u{301}host/"),
+        ("https://h/p?x=1&\u{301}&token=t", "https://h/p?x=1&\u{301}&token=REDACTED"),
+    ])
+    func combiningMarksAfterDelimiters(text: String, expected: String) {
+        #expect(Redaction.redact(urlString: text) == expected)
+    }
 }
