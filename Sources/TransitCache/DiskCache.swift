@@ -310,9 +310,31 @@ public final class DiskCache: Sendable {
     /// - Throws: ``CacheError`` — the key, metadata, TTL or size is out of bounds, or the folder
     ///   is read-only or full.
     public func store(_ data: Data, forKey key: String, ttl: Duration? = nil, metadata: Data = Data()) throws {
-        let writer = try makeWriter(forKey: key, ttl: ttl, metadata: metadata, expectedSize: data.count)
-        try writer.append(data)
-        try writer.commit()
+        var (header, generation) = try prepareHeader(forKey: key, ttl: ttl, metadata: metadata, expectedSize: data.count)
+        header.payloadLength = UInt64(data.count)
+        header.payloadCRC = CRC32C.checksum(data)
+        let (temporaryPath, file) = try makeTemporaryFile()
+        do {
+            do {
+                // The whole file in one write when it is small; header, then payload, when not.
+                var bytes = header.encoded()
+                if data.count <= 256 * 1024 {
+                    bytes.append(contentsOf: data)
+                    try file.write(bytes, at: 0)
+                } else {
+                    try file.write(bytes, at: 0)
+                    try data.withUnsafeBytes { try file.write($0, at: header.headerLength) }
+                }
+            } catch {
+                throw CacheError.system("write", path: folderPath, error: error)
+            }
+            if try !commit(temporaryPath: temporaryPath, file: file, id: RecordID(key: key), header: header, generation: generation) {
+                try? FileSystem.remove(temporaryPath)
+            }
+        } catch {
+            try? FileSystem.remove(temporaryPath)
+            throw error
+        }
     }
 
     /// A writer that streams a record to disk: append the payload in chunks, then commit. Use it
@@ -328,6 +350,16 @@ public final class DiskCache: Sendable {
     }
 
     private func makeWriter(forKey key: String, ttl: Duration?, metadata: Data, expectedSize: Int?) throws -> RecordWriter {
+        let (header, generation) = try prepareHeader(forKey: key, ttl: ttl, metadata: metadata, expectedSize: expectedSize)
+        return try RecordWriter(
+            cache: self, id: RecordID(key: key), header: header, generation: generation,
+            sizeLimit: configuration.effectiveMaximumRecordSize
+        )
+    }
+
+    /// Checks a write's key, metadata, TTL and (if known) size, and makes its header (payload
+    /// length and CRC still zero); returns it with the generation the write belongs to.
+    private func prepareHeader(forKey key: String, ttl: Duration?, metadata: Data, expectedSize: Int?) throws -> (RecordHeader, UInt64) {
         try validate(key: key)
         guard metadata.count <= DiskCache.maximumMetadataLength else {
             throw CacheError.metadataTooLarge(length: metadata.count, limit: DiskCache.maximumMetadataLength)
@@ -346,8 +378,7 @@ public final class DiskCache: Sendable {
         if let expectedSize, header.headerLength + expectedSize > limit {
             throw CacheError.recordTooLarge(size: header.headerLength + expectedSize, limit: limit)
         }
-        let generation = state.withLock { $0.generation }
-        return try RecordWriter(cache: self, id: RecordID(key: key), header: header, generation: generation, sizeLimit: limit)
+        return (header, state.withLock { $0.generation })
     }
 
     /// Moves a complete temporary file into place, under the folder lock. Called by
