@@ -56,7 +56,7 @@ struct AttachmentService: RESTAPI {
     /// Downloads the forum archive to `destination`, with progress.
     func archive(to destination: URL) -> Signal<DownloadEvent, any Error> {
         download(endpoint: "attachments/archive", to: destination) { request in
-            request.addingBearerAuthorization(accessToken: tokens.current.accessToken)
+            try request.addingBearerAuthorization(accessToken: tokens.current.accessToken)
         }
     }
 }

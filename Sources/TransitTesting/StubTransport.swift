@@ -99,7 +99,7 @@ public final class StubTransport: HTTPTransport {
         public let matchedStubWithoutAnswer: Bool
 
         public var description: String {
-            let name = "\(request.httpMethod ?? "GET") \(request.url?.absoluteString ?? "<no URL>")"
+            let name = "\(request.httpMethod ?? "GET") \(request.url?.redactedForLogging ?? "<no URL>")"
             return matchedStubWithoutAnswer
                 ? "StubTransport: the stub matching \(name) has no answer; add one with thenRespond(_:)"
                 : "StubTransport: unexpected request \(name); add a stub for it"

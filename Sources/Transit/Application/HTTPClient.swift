@@ -50,6 +50,18 @@ public final class HTTPClient: Sendable {
     public let sensitiveHeaders: Set<String>
     /// Where deadlines are timed; a `TestScheduler` in tests.
     public let scheduler: any Scheduler
+    /// The client-side rate limit every attempt waits for, if any.
+    public let rateLimiter: RateLimiter?
+    /// The shared cooldowns every attempt respects and every 429/503 with `Retry-After` starts,
+    /// if any.
+    public let cooldowns: Cooldowns?
+    /// Whether identical GET and HEAD requests in flight share one network request.
+    public let coalescesRequests: Bool
+    /// The failover group of the client's origins, if any.
+    public let failover: HostFailover?
+    /// The user-level credentials added to requests in their scope, renewed on 401, if any.
+    public let authorizer: (any Authorizer)?
+    private let coalescer = Coalescer()
     /// The first invalid default header, checked once: every request fails with it.
     private let defaultHeaderError: URLRequestError?
 
@@ -66,6 +78,14 @@ public final class HTTPClient: Sendable {
     ///     across origins and refusing https → http).
     ///   - sensitiveHeaders: more headers to drop across origins, such as `X-API-Key`.
     ///   - scheduler: where deadlines are timed.
+    ///   - rateLimiter: a client-side rate limit per key; excess requests wait their turn.
+    ///   - cooldowns: shared cooldowns: one 429/503 with `Retry-After` pauses new requests to
+    ///     its key.
+    ///   - coalescesRequests: identical GET/HEAD requests (same URL and headers) in flight at
+    ///     the same time share one network request; each subscriber can cancel on its own.
+    ///   - failover: origins of one service to fail over between on connection failures.
+    ///   - authorizer: credentials added to every request in their scope (e.g. a
+    ///     ``TokenStore``), renewed once on a 401 and the request sent again.
     public init(
         transport: any HTTPTransport = URLSessionTransport.shared,
         defaultHeaders: [String: String] = [:],
@@ -75,7 +95,12 @@ public final class HTTPClient: Sendable {
         deadline: Deadline = HTTPClient.defaultDeadline,
         redirectPolicy: RedirectPolicy = .follow,
         sensitiveHeaders: Set<String> = [],
-        scheduler: any Scheduler = DispatchQueue.global()
+        scheduler: any Scheduler = DispatchQueue.global(),
+        rateLimiter: RateLimiter? = nil,
+        cooldowns: Cooldowns? = nil,
+        coalescesRequests: Bool = false,
+        failover: HostFailover? = nil,
+        authorizer: (any Authorizer)? = nil
     ) {
         self.transport = transport
         var headers = defaultHeaders
@@ -90,6 +115,11 @@ public final class HTTPClient: Sendable {
         self.redirectPolicy = redirectPolicy
         self.sensitiveHeaders = Set(sensitiveHeaders.map { $0.lowercased() })
         self.scheduler = scheduler
+        self.rateLimiter = rateLimiter
+        self.cooldowns = cooldowns
+        self.coalescesRequests = coalescesRequests
+        self.failover = failover
+        self.authorizer = authorizer
     }
 
     /// A signal that sends `request` (with the default headers added) when subscribed, and
@@ -112,10 +142,26 @@ public final class HTTPClient: Sendable {
     ) -> Signal<HTTPResponse, any Error> {
         let limit = options.maxResponseBytes ?? maxResponseBytes
         let deadline = (options.deadline ?? self.deadline).duration
-        return prepared(request) { sent in
-            self.parts(of: TransportRequest(sent, bodyFile: bodyFile), options: options, deadline: deadline)
-                .collectResponse(for: sent, maxBytes: limit)
+        let buffered: @Sendable (URLRequest) -> Signal<HTTPResponse, any Error> = { request in
+            self.prepared(request) { sent in
+                let response = self.parts(of: TransportRequest(sent, bodyFile: bodyFile), options: options, deadline: deadline)
+                    .collectResponse(for: sent, maxBytes: limit)
+                guard self.coalescesRequests, bodyFile == nil, let key = Coalescer.key(for: sent) else { return response }
+                return self.coalescer.send(key + "\n\(limit)", response)
+            }
         }
+        guard let authorizer else { return buffered(request) }
+        return Self.authorized(request, by: authorizer, attempt: buffered)
+    }
+
+    /// `body` for `request` with the authorizer's credentials added on every subscription, when
+    /// the request is in its scope (streams and downloads: no renewal on 401).
+    private func withCredentials<Output>(
+        _ request: URLRequest,
+        _ body: @escaping @Sendable (URLRequest) -> Signal<Output, any Error>
+    ) -> Signal<Output, any Error> {
+        guard let authorizer, let url = request.url, authorizer.scope.allows(url) else { return body(request) }
+        return Signal(tryDeferred: { body(try authorizer.authorize(request)) })
     }
 
     /// A signal that sends `request` and delivers its response as it arrives: the head, then
@@ -129,10 +175,12 @@ public final class HTTPClient: Sendable {
         bodyFile: URL? = nil,
         options: RequestOptions = RequestOptions()
     ) -> Signal<HTTPResponsePart, any Error> {
-        prepared(request) { sent in
-            var parts = self.parts(of: TransportRequest(sent, bodyFile: bodyFile), options: options, deadline: options.deadline?.duration)
-            if let limit = options.maxResponseBytes { parts = parts.limitingBody(to: limit) }
-            return parts
+        withCredentials(request) { request in
+            self.prepared(request) { sent in
+                var parts = self.parts(of: TransportRequest(sent, bodyFile: bodyFile), options: options, deadline: options.deadline?.duration)
+                if let limit = options.maxResponseBytes { parts = parts.limitingBody(to: limit) }
+                return parts
+            }
         }
     }
 
@@ -152,9 +200,11 @@ public final class HTTPClient: Sendable {
         to destination: URL,
         options: RequestOptions = RequestOptions()
     ) -> Signal<DownloadEvent, any Error> {
-        prepared(request) { sent in
-            self.parts(of: TransportRequest(sent), options: options, deadline: options.deadline?.duration)
-                .writeDownload(to: destination, request: sent, maxBytes: options.maxResponseBytes)
+        withCredentials(request) { request in
+            self.prepared(request) { sent in
+                self.parts(of: TransportRequest(sent), options: options, deadline: options.deadline?.duration)
+                    .writeDownload(to: destination, request: sent, maxBytes: options.maxResponseBytes)
+            }
         }
     }
 
@@ -175,19 +225,33 @@ public final class HTTPClient: Sendable {
         return monitored(body(sent), sent)
     }
 
-    /// The parts of `request`'s final response: redirects followed, the deadline enforced.
+    /// The parts of `request`'s final response: after the shared cooldown and the rate limit,
+    /// redirects followed, the deadline (which includes those waits) enforced.
     private func parts(
         of request: TransportRequest,
         options: RequestOptions,
         deadline: Duration?
     ) -> Signal<HTTPResponsePart, any Error> {
-        let parts = RedirectingExchange.signal(
-            request, transport: transport,
+        var parts = RedirectingExchange.signal(
+            request, transport: transport, failover: failover,
             policy: options.redirectPolicy ?? redirectPolicy,
             sensitiveHeaders: sensitiveHeaders
         )
-        guard let deadline else { return parts }
         let sent = request.urlRequest
+        if let cooldowns {
+            parts = parts.handleEvents(receiveValue: { part in
+                if case .head(let head) = part { cooldowns.record(head, for: sent) }
+            })
+        }
+        if let rateLimiter {
+            let exchange = parts
+            parts = rateLimiter.permit(for: sent).setFailureType().flatMap(maxConcurrent: 1) { _ in exchange }
+        }
+        if let cooldowns {
+            let limited = parts
+            parts = cooldowns.clearance(for: sent).flatMap(maxConcurrent: 1) { _ in limited }
+        }
+        guard let deadline else { return parts }
         // The deadline's `URLError(.timedOut)` carries the request like a transport's would.
         return parts.within(deadline, scheduler: scheduler).mapError { error in
             error is URLError ? Self.annotate(error, sentWith: sent) : error

@@ -13,19 +13,25 @@ enum RedirectingExchange {
     static func signal(
         _ request: TransportRequest,
         transport: any HTTPTransport,
+        failover: HostFailover? = nil,
         policy: RedirectPolicy,
         sensitiveHeaders: Set<String>
     ) -> Signal<HTTPResponsePart, any Error> {
-        if policy.mode == .never { return hop(request, on: transport) }
+        let exchange: @Sendable (TransportRequest) -> Signal<HTTPResponsePart, any Error> = if let failover {
+            { request in FailoverExchange.signal(request, failover: failover) { hop($0, on: transport) } }
+        } else {
+            { request in hop(request, on: transport) }
+        }
+        if policy.mode == .never { return exchange(request) }
         return Signal { observer in
             let scope = CancellationToken()
-            let run = Hop(transport: transport, policy: policy, sensitiveHeaders: sensitiveHeaders, observer: observer, scope: scope)
+            let run = Hop(exchange: exchange, policy: policy, sensitiveHeaders: sensitiveHeaders, observer: observer, scope: scope)
             run.start(request, hops: 0)
             return { scope.cancel() }
         }
     }
 
-    /// One exchange on the transport; its failures carry the request (``HTTPClient/annotate(_:sentWith:)``).
+    /// One exchange on the transport (on one origin of a failover group); its failures carry the request (``HTTPClient/annotate(_:sentWith:)``).
     private static func hop(_ request: TransportRequest, on transport: any HTTPTransport) -> Signal<HTTPResponsePart, any Error> {
         let sent = request.urlRequest
         return transport.exchange(request).mapError { HTTPClient.annotate($0, sentWith: sent) }
@@ -34,7 +40,7 @@ enum RedirectingExchange {
     /// The hops of one subscription. Each exchange runs in a child of `scope`; cancelling the
     /// scope cancels whichever hop is running.
     private struct Hop: Sendable {
-        let transport: any HTTPTransport
+        let exchange: @Sendable (TransportRequest) -> Signal<HTTPResponsePart, any Error>
         let policy: RedirectPolicy
         let sensitiveHeaders: Set<String>
         let observer: Observer<HTTPResponsePart, any Error>
@@ -42,7 +48,7 @@ enum RedirectingExchange {
 
         func start(_ request: TransportRequest, hops: Int) {
             let exchange = scope.makeChild()
-            RedirectingExchange.hop(request, on: transport).observe(Observer { event in
+            self.exchange(request).observe(Observer { event in
                 switch event {
                 case .value(.head(let head)):
                     switch policy.next(after: head, to: request, hops: hops, sensitiveHeaders: sensitiveHeaders) {

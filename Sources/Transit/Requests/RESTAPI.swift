@@ -244,7 +244,7 @@ extension RESTAPI {
         let api = self
         return Signal(tryDeferred: {
             let url = try URLBuilder.url(base: api.baseURL, endpoint: endpoint)
-            let request = URLRequest(url: url).withMethod(method)
+            let request = try URLRequest(url: url).withMethod(method)
             return through(api.client, try prepare(request))
         })
     }

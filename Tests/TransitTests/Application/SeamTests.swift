@@ -7,9 +7,10 @@ import Testing
 import Transit
 import TransitTesting
 
-/// The URLError code of a failure from a client: bare, or inside the client's wrapper.
+/// The URLError code of a failure from a client: bare, or inside the client's wrapper
+/// (``TransportError``, for failures of the transport and the deadline).
 func urlErrorCode(_ error: (any Error)?) -> URLError.Code? {
-    (error as? URLError)?.code
+    (error as? TransportError)?.code ?? (error as? URLError)?.code
 }
 
 /// The streaming seam over `StubTransport`: buffering limits, streams, downloads, redirects and
