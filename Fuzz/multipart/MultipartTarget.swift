@@ -68,14 +68,18 @@ func fuzzTarget(_ bytes: [UInt8]) {
         require(part.content == want.content, "part \(want.name.debugDescription) reads back with other content")
         let lines = part.head.split(separator: [13, 10], omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
         require(lines.count == (want.contentType == nil ? 1 : 2), "part \(want.name.debugDescription) has the head lines \(lines)")
-        let disposition = lines[0]
-        let prefix = "Content-Disposition: form-data; name=\""
-        require(disposition.hasPrefix(prefix), "the head line \(disposition.debugDescription)")
+        // Compared as bytes, not as Strings: a name that begins with a combining mark joins the
+        // opening quote into one Character, so String.hasPrefix and split(separator: "\"") would
+        // see no quote where the wire has one.
+        let disposition = Array(lines[0].utf8)
+        let prefix = Array("Content-Disposition: form-data; name=\"".utf8)
+        require(disposition.starts(with: prefix), "the head line \(lines[0].debugDescription)")
         // name="…" and, for a file, ; filename="…": the quoted texts have no quote inside.
         let quoted = disposition.dropFirst(prefix.count)
-        let pieces = quoted.split(separator: "\"", omittingEmptySubsequences: false)
-        require(pieces.count == (want.filename == nil ? 2 : 4) && pieces.last == "" && (want.filename == nil || pieces[1] == "; filename="),
-                "the Content-Disposition line \(disposition.debugDescription) does not quote the name and filename")
+        let pieces = quoted.split(separator: 0x22, omittingEmptySubsequences: false)
+        require(pieces.count == (want.filename == nil ? 2 : 4) && pieces.last?.isEmpty == true
+                    && (want.filename == nil || Array(pieces[1]) == Array("; filename=".utf8)),
+                "the Content-Disposition line \(lines[0].debugDescription) does not quote the name and filename")
         if let type = want.contentType {
             require(lines[1] == "Content-Type: \(type)", "the head line \(lines[1].debugDescription) is not the content type \(type.debugDescription)")
         }
