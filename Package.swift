@@ -21,7 +21,7 @@ let package = Package(
         .target(name: "TransitCache", dependencies: ["Transit", "Signals"]),
         .executableTarget(
             name: "Forum",
-            dependencies: ["Transit", "TransitTesting", "Signals"],
+            dependencies: ["Transit", "TransitTesting", "Signals", "TransitCache"],
             path: "Examples/Forum"
         ),
         .testTarget(name: "SignalsTests", dependencies: ["Signals"]),

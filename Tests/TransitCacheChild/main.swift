@@ -173,18 +173,7 @@ func fetchThroughCache(_ directory: URL, body: Data) throws -> (Int, String) {
     let stub = StubTransport()
     stub.stub(.get, path: "/data").thenRespond(.status(200, headers: ["Cache-Control": "max-age=600"], body: body))
     let events = Mutex<[String]>([])
-    let eventToken = cache.events.sink { event in
-        let name: String
-        switch event {
-        case .storeFailed(_, .folderFull): name = "storeFailed(folderFull)"
-        case .storeFailed(_, .folderNotWritable): name = "storeFailed(folderNotWritable)"
-        case .storeFailed(_, let error): name = "storeFailed(\(error))"
-        case .stored: name = "stored"
-        case .miss: name = "miss"
-        default: name = "\(event)"
-        }
-        events.withLock { $0.append(name) }
-    }
+    let eventToken = cache.events.sink { event in events.withLock { $0.append(event.shortName) } }
     let response = try wait(stub.caching(in: cache).send(URLRequest(url: URL(string: "https://example.com/data")!)))
     _ = eventToken
     return (response.data.count, events.withLock { $0.joined(separator: ",") })
@@ -282,5 +271,24 @@ func bigDownload(_ directory: URL, bytes: Int) throws {
         say("peakKiBAfter\(pass)=\(peakResidentKiB())")
     }
     _ = eventToken
-    say("events=\(events.withLock { $0.map { "\($0)".components(separatedBy: "(").first ?? "" }.joined(separator: ",") })")
+    say("events=\(events.withLock { $0.map(\.shortName).joined(separator: ",") })")
+}
+
+extension HTTPCacheEvent {
+    /// A short name for the event, for the parent to compare.
+    var shortName: String {
+        switch self {
+        case .hit: return "hit"
+        case .miss: return "miss"
+        case .revalidated: return "revalidated"
+        case .stored: return "stored"
+        case .servedStaleOnError: return "servedStaleOnError"
+        case .servedOffline: return "servedOffline"
+        case .offlineMiss: return "offlineMiss"
+        case .storeFailed(_, .folderFull): return "storeFailed(folderFull)"
+        case .storeFailed(_, .folderNotWritable): return "storeFailed(folderNotWritable)"
+        case .storeFailed(_, let error): return "storeFailed(\(error))"
+        case .invalidated: return "invalidated"
+        }
+    }
 }

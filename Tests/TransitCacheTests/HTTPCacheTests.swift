@@ -238,7 +238,7 @@ struct HTTPCacheValidationTests {
         #expect(revalidated.text == "the feed")
         #expect(revalidated.value(forHTTPHeaderField: "X-Served") == "revalidated")
         #expect(revalidated.value(forHTTPHeaderField: "Content-Type") == "text/plain")
-        #expect(fixture.events.suffix(2) == [.miss(fixture.url("/feed")), .revalidated(fixture.url("/feed"))])
+        #expect(fixture.events.suffix(2) == [.stored(fixture.url("/feed")), .revalidated(fixture.url("/feed"))])
         // The 304's max-age=60 now applies: served from the cache for a minute.
         fixture.scheduler.advance(by: .seconds(59))
         let hit = try await fixture.send("/feed")

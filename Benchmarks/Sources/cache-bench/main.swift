@@ -11,6 +11,8 @@
 // - revalidation: a 1 MiB response over loopback (LoopbackServer, URLSessionTransport), fetched
 //   in full every time, against the same response stored by the HTTP cache with
 //   `Cache-Control: no-cache` and an ETag, so every request is a conditional one answered 304;
+// Folders are made in the temporary folder unless `--scratch PATH` names another (a tmpfs such as
+// /dev/shm separates the libraries' cost from the file system's).
 // - streaming: a 1 GiB response through the HTTP cache (stored as it streams), then served back
 //   from the cache, in a child process: its peak resident memory.
 import Foundation
@@ -33,6 +35,10 @@ var revalidationRequests = 200
 var streamingChild: Int?
 /// `--only records|revalidation|streaming`: run one workload.
 var only: String?
+/// `--contender TEXT`: run only the record stores whose name contains TEXT (for profiling).
+var contenderFilter: String?
+/// `--scratch PATH`: where the caches' folders are made (default: the temporary folder).
+nonisolated(unsafe) var scratchRoot = NSTemporaryDirectory()
 do {
     var arguments = CommandLine.arguments.dropFirst()
     while let argument = arguments.popFirst() {
@@ -42,20 +48,22 @@ do {
         case "--streaming": streamingMiB = arguments.popFirst().flatMap(Int.init) ?? streamingMiB
         case "--streaming-child": streamingChild = arguments.popFirst().flatMap(Int.init)
         case "--only": only = arguments.popFirst()
+        case "--contender": contenderFilter = arguments.popFirst()
+        case "--scratch": scratchRoot = arguments.popFirst() ?? scratchRoot
         case "--quick":
             repetitions = 3
             recordCount = 500
             streamingMiB = 128
             revalidationRequests = 50
         default:
-            print("usage: cache-bench [--repetitions N] [--records N] [--streaming MiB] [--quick] [--only records|revalidation|streaming]")
+            print("usage: cache-bench [--repetitions N] [--records N] [--streaming MiB] [--quick] [--only records|revalidation|streaming] [--contender TEXT] [--scratch PATH]")
             exit(2)
         }
     }
 }
 
 func scratchFolder(_ name: String) -> URL {
-    let url = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("cache-bench-\(name)-\(UUID().uuidString)")
+    let url = URL(fileURLWithPath: scratchRoot).appendingPathComponent("cache-bench-\(name)-\(UUID().uuidString)")
     try! FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
     return url
 }
@@ -259,9 +267,10 @@ if let streamingChild {
 
 // MARK: - Run
 
-func recordsWorkload(count: Int, repetitions: Int) {
+func recordsWorkload(count: Int, repetitions: Int, filter: String?) {
     let contenders: [any RecordStore] = [DiskCacheStore(), URLCacheStore(memoryCapacity: 0), URLCacheStore(memoryCapacity: 256 << 20)]
-    print("Small records: \(count) per run, \(repetitions) repetitions, medians")
+        .filter { filter == nil || $0.name.contains(filter!) }
+    print("Small records: \(count) per run, \(repetitions) repetitions, medians; folders in \(scratchRoot)")
     print("")
     print("| contender | record size | writes/s | reads/s | hit latency median (µs) | hit latency p99 (µs) |")
     print("|---|---:|---:|---:|---:|---:|")
@@ -316,7 +325,7 @@ func streamingWorkload(mebibytes: Int) throws {
     print("")
 }
 
-if only == nil || only == "records" { recordsWorkload(count: recordCount, repetitions: repetitions) }
+if only == nil || only == "records" { recordsWorkload(count: recordCount, repetitions: repetitions, filter: contenderFilter) }
 if only == nil || only == "revalidation" { try await revalidationWorkload(requests: revalidationRequests) }
 if only == nil || only == "streaming" { try streamingWorkload(mebibytes: streamingMiB) }
 print("(checksum \(checksum))")

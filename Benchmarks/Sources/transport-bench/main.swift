@@ -14,7 +14,9 @@
 //    URLSession data delegate). Each run is its own process (this executable with `--case`), so
 //    peak resident memory (VmHWM) is that case's alone.
 //
-// Contenders run interleaved, in a rotating order, `repetitions` times; tables show medians.
+// Contenders run in rounds: each runs once per round, in a rotating order. Ratios are taken within
+// a round (so load that drifts between rounds hits both sides alike), then their median is shown,
+// with the client's CPU time per request (or per GiB), which depends far less on other load.
 import Dispatch
 import Foundation
 #if canImport(FoundationNetworking)
@@ -28,8 +30,9 @@ import Transit
 
 struct Options {
     var url: String?
-    var repetitions = 5
-    var requestsPerRun = [1: 2_000, 32: 4_000]
+    /// Rounds of the requests-per-second workload (each contender runs once per round).
+    var repetitions = 15
+    var requestsPerRun = [1: 400, 32: 1_200]
     var bigRuns: Int?
     var caseName: String?
     var folder: String?
@@ -42,8 +45,8 @@ struct Options {
 
 func usage() -> Never {
     print("""
-    usage: transport-bench [--repetitions N] [--quick] [--requests N] [--url http://127.0.0.1:PORT]
-                           [--only requests|bodies]
+    usage: transport-bench [--repetitions N] [--big-runs N] [--quick] [--requests N]
+                           [--url http://127.0.0.1:PORT] [--only requests|bodies]
            transport-bench --profile raw|delegate|transport|client|chain --url URL [--requests N] [--concurrency C]
     Without --url, nginx is started with nginx/nginx.sh and stopped at the end.
     """)
@@ -71,8 +74,10 @@ let options: Options = {
             options.profileRequests = count
         case "--concurrency": options.profileConcurrency = number()
         case "--quick":
-            options.repetitions = 3
-            options.requestsPerRun = [1: 500, 32: 1_000]
+            options.repetitions = 5
+            options.bigRuns = 3
+            options.requestsPerRun = [1: 200, 32: 600]
+        case "--big-runs": options.bigRuns = number()
         case "--only":
             switch arguments.popFirst() {
             case "requests": options.skipBodies = true
@@ -111,6 +116,18 @@ func procStatusKiB(_ field: String) -> Int {
         return Int(line.dropFirst(field.count + 1).split(whereSeparator: \.isWhitespace).first ?? "") ?? -1
     }
     return -1
+}
+
+/// CPU time (user + system, all threads) this process has used so far, in seconds.
+func processCPUSeconds() -> Double {
+    var usage = rusage()
+    #if os(Linux)
+    getrusage(RUSAGE_SELF.rawValue, &usage)
+    #else
+    getrusage(RUSAGE_SELF, &usage)
+    #endif
+    func seconds(_ time: timeval) -> Double { Double(time.tv_sec) + Double(time.tv_usec) * 1e-6 }
+    return seconds(usage.ru_utime) + seconds(usage.ru_stime)
 }
 
 /// FNV-1a over little-endian 64-bit words (a cheap hash that touches every byte), independent of
@@ -224,7 +241,7 @@ struct BenchPostService: RESTAPI {
 
     var posts: Signal<Data, any Error> {
         return get(endpoint: "json") { request in
-            request
+            try request
                 .addingBearerAuthorization(accessToken: tokens.current.accessToken)
                 .receivingJSON()
         }
@@ -347,14 +364,14 @@ func makeContenders(base: String) -> [(name: String, key: String, makeStart: (To
     ]
 }
 
-/// Runs `requests` requests, `concurrency` at a time, and returns the elapsed time; every body
-/// must have `expectedBytes` bytes.
+/// Runs `requests` requests, `concurrency` at a time, and returns the elapsed time and the CPU
+/// time the process used meanwhile; every body must have `expectedBytes` bytes.
 func load(
     _ makeStart: (TokenSlot) -> StartRequest,
     requests: Int,
     concurrency: Int,
     expectedBytes: Int?
-) -> Duration {
+) -> (elapsed: Duration, cpu: Double) {
     let remaining = Atomic<Int>(requests)
     let failures = Atomic<Int>(0)
     let group = DispatchGroup()
@@ -363,6 +380,7 @@ func load(
         let next: Mutex<(@Sendable () -> Void)?> = Mutex(nil)
     }
     let clock = ContinuousClock()
+    let cpuBefore = processCPUSeconds()
     let started = clock.now
     for start in workers {
         group.enter()
@@ -385,8 +403,9 @@ func load(
     }
     group.wait()
     let elapsed = clock.now - started
+    let cpu = processCPUSeconds() - cpuBefore
     if failures.load(ordering: .relaxed) > 0 { fail("\(failures.load(ordering: .relaxed)) requests failed or had a wrong body") }
-    return elapsed
+    return (elapsed, cpu)
 }
 
 func median(_ values: [Double]) -> Double {
@@ -414,30 +433,37 @@ func requestsPerSecond(base: String, repetitions: Int, requestsPerRun: [Int: Int
     }.resume()
     probe.wait()
     guard let jsonBytes = expected.withLock({ $0 }) else { fail("cannot read \(base)/json") }
-    print("JSON body: \(jsonBytes) bytes; \(repetitions) runs per contender, interleaved; medians.\n")
+    print("""
+    JSON body: \(jsonBytes) bytes. \(repetitions) rounds; in each round every contender runs one batch, in a \
+    rotating order. Ratios are taken within a round (so load that changes between rounds hits \
+    both sides of a ratio alike), then the median over the rounds is shown.
+
+    """)
 
     for concurrency in [1, 32] {
-        let requests = requestsPerRun[concurrency] ?? 2_000
+        let requests = requestsPerRun[concurrency] ?? 400
         // Warm-up: connections open, code paths paged in.
         for contender in contenders {
-            _ = load(contender.makeStart, requests: max(concurrency * 4, requests / 10), concurrency: concurrency, expectedBytes: jsonBytes)
+            _ = load(contender.makeStart, requests: max(concurrency * 4, requests / 4), concurrency: concurrency, expectedBytes: jsonBytes)
         }
         var rates = [String: [Double]]()
-        for repetition in 0..<repetitions {
+        var cpu = [String: [Double]]()
+        for round in 0..<repetitions {
             for offset in 0..<contenders.count {
-                let contender = contenders[(repetition + offset) % contenders.count]
-                let elapsed = load(contender.makeStart, requests: requests, concurrency: concurrency, expectedBytes: jsonBytes)
-                rates[contender.key, default: []].append(Double(requests) / elapsed.seconds)
+                let contender = contenders[(round + offset) % contenders.count]
+                let result = load(contender.makeStart, requests: requests, concurrency: concurrency, expectedBytes: jsonBytes)
+                rates[contender.key, default: []].append(Double(requests) / result.elapsed.seconds)
+                cpu[contender.key, default: []].append(result.cpu / Double(requests) * 1e6)
             }
         }
-        let raw = median(rates["raw"]!)
-        print("### \(concurrency) request\(concurrency == 1 ? "" : "s") in flight (\(requests) requests per run)\n")
-        print("| contender | requests/s (median) | µs per request (1 / rate) | × raw URLSession | requests/s of each run |")
-        print("|---|---:|---:|---:|---|")
+        print("### \(concurrency) request\(concurrency == 1 ? "" : "s") in flight (\(requests) requests per batch)\n")
+        print("| contender | requests/s (median) | × raw URLSession (median of rounds) | client CPU µs per request (median) | × raw CPU (median of rounds) | requests/s, lowest – highest round |")
+        print("|---|---:|---:|---:|---:|---|")
         for contender in contenders {
             let values = rates[contender.key]!
-            let rate = median(values)
-            print("| \(contender.name) | \(fmt(rate)) | \(fmt(1e6 / rate, 0)) | \(fmt(rate / raw, 3)) | \(values.map { fmt($0) }.joined(separator: ", ")) |")
+            let ratio = median(zip(values, rates["raw"]!).map { $0 / $1 })
+            let cpuRatio = median(zip(cpu["raw"]!, cpu[contender.key]!).map { $0 / $1 })
+            print("| \(contender.name) | \(fmt(median(values))) | \(fmt(ratio, 3)) | \(fmt(median(cpu[contender.key]!), 0)) | \(fmt(cpuRatio, 3)) | \(fmt(values.min()!)) – \(fmt(values.max()!)) |")
         }
         print("")
     }
@@ -464,12 +490,13 @@ final class HashingDelegate: NSObject, URLSessionDataDelegate, Sendable {
     }
 }
 
-/// Runs one body case in this process and prints `seconds bytes hash peakKiB baselineKiB`.
+/// Runs one body case in this process and prints `seconds bytes hash peakKiB baselineKiB cpuSeconds`.
 func runBodyCase(_ name: String, base: String, folder: String) {
     let url = URL(string: base + "/big")!
     let destination = URL(fileURLWithPath: folder).appendingPathComponent("download-\(getpid())")
     defer { try? FileManager.default.removeItem(at: destination) }
     let baseline = procStatusKiB("VmRSS")
+    let cpuBefore = processCPUSeconds()
     let clock = ContinuousClock()
     let finished = DispatchSemaphore(value: 0)
     var bytes = 0
@@ -544,11 +571,11 @@ func runBodyCase(_ name: String, base: String, folder: String) {
     default:
         fail("unknown case \(name)")
     }
-    print("\(elapsed.seconds) \(bytes) \(hash) \(procStatusKiB("VmHWM")) \(baseline)")
+    print("\(elapsed.seconds) \(bytes) \(hash) \(procStatusKiB("VmHWM")) \(baseline) \(processCPUSeconds() - cpuBefore)")
 }
 
 /// Runs `name` in a child process and parses what it prints.
-func runBodyCaseInChild(_ name: String, base: String, folder: String) -> (seconds: Double, bytes: Int, hash: UInt64, peakKiB: Int, baselineKiB: Int) {
+func runBodyCaseInChild(_ name: String, base: String, folder: String) -> (seconds: Double, bytes: Int, hash: UInt64, peakKiB: Int, baselineKiB: Int, cpu: Double) {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).absoluteURL
     if !FileManager.default.isExecutableFile(atPath: process.executableURL!.path) {
@@ -561,46 +588,50 @@ func runBodyCaseInChild(_ name: String, base: String, folder: String) -> (second
     let data = pipe.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
     let fields = String(decoding: data, as: UTF8.self).split(whereSeparator: \.isWhitespace)
-    guard process.terminationStatus == 0, fields.count == 5,
+    guard process.terminationStatus == 0, fields.count == 6,
           let seconds = Double(fields[0]), let bytes = Int(fields[1]), let hash = UInt64(fields[2]),
-          let peak = Int(fields[3]), let baseline = Int(fields[4])
+          let peak = Int(fields[3]), let baseline = Int(fields[4]), let cpu = Double(fields[5])
     else { fail("case \(name) failed: \(String(decoding: data, as: UTF8.self))") }
-    return (seconds, bytes, hash, peak, baseline)
+    return (seconds, bytes, hash, peak, baseline, cpu)
 }
 
 func largeBodies(base: String, folder: String, repetitions: Int) {
     let gib = 1 << 30
     var throughput = [String: [Double]]()
+    var cpu = [String: [Double]]()
     var peaks = [String: [Int]]()
     var baselines = [String: [Int]]()
     var hashes = Set<UInt64>()
-    for repetition in 0..<repetitions {
+    for round in 0..<repetitions {
         for offset in 0..<bodyCases.count {
-            let name = bodyCases[(repetition + offset) % bodyCases.count]
+            let name = bodyCases[(round + offset) % bodyCases.count]
             let result = runBodyCaseInChild(name, base: base, folder: folder)
             guard result.bytes == gib else { fail("\(name) received \(result.bytes) bytes, not \(gib)") }
             if name.hasPrefix("stream") { hashes.insert(result.hash) }
             throughput[name, default: []].append(Double(gib) / result.seconds / Double(1 << 20))
+            cpu[name, default: []].append(result.cpu)
             peaks[name, default: []].append(result.peakKiB)
             baselines[name, default: []].append(result.baselineKiB)
         }
     }
     guard hashes.count == 1 else { fail("the streamed bodies hashed differently: \(hashes)") }
-    print("### 1 GiB body, one process per run (\(repetitions) runs each, interleaved; medians)\n")
-    print("| case | contender | MiB/s (median) | × URLSession | peak RSS (VmHWM, median / max) | RSS before the request | MiB/s of each run |")
-    print("|---|---|---:|---:|---:|---:|---|")
+    print("### 1 GiB body, one process per run (\(repetitions) rounds, each case once per round in a rotating order; medians, ratios within a round)\n")
+    print("| case | contender | MiB/s (median) | × URLSession (median of rounds) | CPU s per GiB (median) | × URLSession CPU | peak RSS (VmHWM, median / max) | RSS before the request | MiB/s, lowest – highest |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---|")
     let labels = [
         "download-urlsession": ("download to a file", "URLSession downloadTask"),
         "download-transit": ("download to a file", "Transit HTTPClient.download"),
         "stream-urlsession": ("stream, hash every chunk", "URLSession data delegate"),
         "stream-transit": ("stream, hash every chunk", "Transit HTTPClient.stream"),
     ]
+    let mib = { (kib: Int) in fmt(Double(kib) / 1024, 1) }
     for name in bodyCases {
-        let rate = median(throughput[name]!)
-        let peer = median(throughput[name.replacingOccurrences(of: "transit", with: "urlsession")]!)
+        let peer = name.replacingOccurrences(of: "transit", with: "urlsession")
+        let rates = throughput[name]!
+        let ratio = median(zip(rates, throughput[peer]!).map { $0 / $1 })
+        let cpuRatio = median(zip(cpu[peer]!, cpu[name]!).map { $0 / $1 })
         let peak = peaks[name]!
-        let mib = { (kib: Int) in fmt(Double(kib) / 1024, 1) }
-        print("| \(labels[name]!.0) | \(labels[name]!.1) | \(fmt(rate)) | \(fmt(rate / peer, 3)) | \(mib(Int(median(peak.map(Double.init))))) / \(mib(peak.max()!)) MiB | \(mib(Int(median(baselines[name]!.map(Double.init))))) MiB | \(throughput[name]!.map { fmt($0) }.joined(separator: ", ")) |")
+        print("| \(labels[name]!.0) | \(labels[name]!.1) | \(fmt(median(rates))) | \(fmt(ratio, 3)) | \(fmt(median(cpu[name]!), 2)) | \(fmt(cpuRatio, 3)) | \(mib(Int(median(peak.map(Double.init))))) / \(mib(peak.max()!)) MiB | \(mib(Int(median(baselines[name]!.map(Double.init))))) MiB | \(fmt(rates.min()!)) – \(fmt(rates.max()!)) |")
     }
     print("\nStreamed body hash (FNV-1a over 64-bit words): \(String(hashes.first!, radix: 16)), the same for every run.")
 }
@@ -617,7 +648,26 @@ if let profile = options.profile {
     // One contender alone, for callgrind or perf; nginx must already run (--url).
     guard let base = options.url else { usage() }
     guard let contender = makeContenders(base: base).first(where: { $0.key == profile }) else { usage() }
-    let elapsed = load(contender.makeStart, requests: options.profileRequests, concurrency: options.profileConcurrency, expectedBytes: nil)
+    // Each worker is a thread that starts a request and waits for its end, so no request starts
+    // inside another's completion and the profile's inclusive costs do not nest.
+    let perWorker = options.profileRequests / options.profileConcurrency
+    let group = DispatchGroup()
+    let started = ContinuousClock.now
+    for _ in 0..<options.profileConcurrency {
+        let start = contender.makeStart(TokenSlot())
+        DispatchQueue.global().async(group: group) {
+            let ended = DispatchSemaphore(value: 0)
+            for _ in 0..<perWorker {
+                start { bytes in
+                    if bytes < 0 { fail("a request failed") }
+                    ended.signal()
+                }
+                ended.wait()
+            }
+        }
+    }
+    group.wait()
+    let elapsed = ContinuousClock.now - started
     print("\(profile): \(options.profileRequests) requests in \(elapsed); peak RSS \(procStatusKiB("VmHWM")) KiB, RSS now \(procStatusKiB("VmRSS")) KiB")
     exit(0)
 }

@@ -190,10 +190,9 @@ final class CacheExchange: Sendable {
             return serve(candidate.stored, candidate.record)
         }
         if requestControl.onlyIfCached { return gatewayTimeout() }
-        cache.send(.miss(url))
-        if isHead { return forward(request, storing: false, validating: false, fallback: candidate) }
-        guard candidate.stored.hasValidators else {
-            return forward(request, storing: true, validating: false, fallback: candidate)
+        guard !isHead, candidate.stored.hasValidators else {
+            cache.send(.miss(url))
+            return forward(request, storing: !isHead, validating: false, fallback: candidate)
         }
         var conditional = request
         if let etag = candidate.stored.header("ETag") {
