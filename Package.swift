@@ -24,6 +24,7 @@ let package = Package(
         ),
         .testTarget(name: "SignalsTests", dependencies: ["Signals"]),
         .testTarget(name: "TransitTests", dependencies: ["Transit", "TransitTesting", "Signals"]),
+        .testTarget(name: "TransitTestingTests", dependencies: ["TransitTesting", "Transit", "Signals"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -22,7 +22,7 @@ final class Outlet<Output: Sendable, Failure: Error>: Cancellable, @unchecked Se
     typealias Teardown = @Sendable () -> Void
 
     @usableFromInline
-    let lock = SanitizedMutex()
+    let lock = Lock()
     @usableFromInline
     @exclusivity(unchecked) var downstream: Observer<Output, Failure>?
     @usableFromInline
@@ -34,9 +34,7 @@ final class Outlet<Output: Sendable, Failure: Error>: Cancellable, @unchecked Se
     @usableFromInline
     @exclusivity(unchecked) var disposed = false
     @usableFromInline
-    @exclusivity(unchecked) var queue: ContiguousArray<Event<Output, Failure>> = []
-    @usableFromInline
-    @exclusivity(unchecked) var head = 0
+    @exclusivity(unchecked) var queue = FIFOBuffer<Event<Output, Failure>>()
     @usableFromInline
     @exclusivity(unchecked) var teardown: Teardown?
 
@@ -94,17 +92,11 @@ final class Outlet<Output: Sendable, Failure: Error>: Cancellable, @unchecked Se
                 return
             }
             let next = lock.withLock { () -> Event<Output, Failure>? in
-                if head < queue.count, downstream != nil {
-                    let event = queue[head]
-                    head += 1
+                if downstream != nil, let event = queue.popFirst() {
                     if event.isTerminal { downstream = nil }
                     return event
                 }
                 emitting = false
-                if !queue.isEmpty {
-                    queue.removeAll(keepingCapacity: queue.count <= 16)
-                    head = 0
-                }
                 return nil
             }
             guard let next else { return }
@@ -115,12 +107,11 @@ final class Outlet<Output: Sendable, Failure: Error>: Cancellable, @unchecked Se
     /// After the terminal event: runs the teardown (once) and drops what the queue held.
     @inlinable
     func dispose() {
-        let released = lock.withLock { () -> (Teardown?, ContiguousArray<Event<Output, Failure>>) in
+        let released = lock.withLock { () -> (Teardown?, FIFOBuffer<Event<Output, Failure>>) in
             disposed = true
             defer {
                 teardown = nil
-                queue = []
-                head = 0
+                queue = FIFOBuffer()
             }
             return (teardown, queue)
         }
@@ -134,7 +125,7 @@ final class Outlet<Output: Sendable, Failure: Error>: Cancellable, @unchecked Se
     func cancel() {
         // What the subscription held is taken out under the lock and released after it.
         var target: Observer<Output, Failure>?
-        var queued: ContiguousArray<Event<Output, Failure>>?
+        var queued: FIFOBuffer<Event<Output, Failure>>?
         let teardown = lock.withLock { () -> Teardown? in
             guard !disposed else { return nil }
             completed = true
@@ -143,8 +134,7 @@ final class Outlet<Output: Sendable, Failure: Error>: Cancellable, @unchecked Se
             downstream = nil
             if !queue.isEmpty {
                 queued = queue
-                queue = []
-                head = 0
+                queue = FIFOBuffer()
             }
             defer { self.teardown = nil }
             return self.teardown

@@ -69,34 +69,96 @@ extension DispatchQueue: Scheduler {
         async(execute: action)
     }
 
+    /// Runs `action` on this queue after `delay`.
+    ///
+    /// A positive delay arms a timer source of its own, so cancelling takes the timer off the
+    /// queue at once: a cancelled action (and what it captured) is released when it is cancelled,
+    /// not at its deadline. (`asyncAfter` cannot do this: its blocks stay queued until they are
+    /// due, which is why `timeout(.seconds(3600))` over a million values would hold a million
+    /// cancelled blocks for an hour.)
     @discardableResult
     public func schedule(after delay: Duration, _ action: @escaping @Sendable () -> Void) -> any Cancellable {
-        let scheduled = ScheduledAction(action)
         let nanoseconds = delay.clampedNanoseconds
-        asyncAfter(deadline: .now() + .nanoseconds(Int(clamping: nanoseconds))) { scheduled.run() }
-        return scheduled
+        guard nanoseconds > 0 else {
+            let scheduled = ScheduledAction(action)
+            async { scheduled.run() }
+            return scheduled
+        }
+        return DispatchTimerAction(action, on: self, after: .nanoseconds(Int(clamping: nanoseconds)))
     }
 }
 
 /// An action that runs at most once, unless it is cancelled first; cancelling releases it.
 ///
-/// Thread safety: the action is behind a `Mutex` and is taken out before it runs.
-final class ScheduledAction: Cancellable {
-    private let action: Mutex<(@Sendable () -> Void)?>
+/// Thread safety: the action is behind a ``Lock``, taken out before it runs or is released.
+final class ScheduledAction: Cancellable, @unchecked Sendable {
+    private let lock = Lock()
+    @exclusivity(unchecked) private var action: (@Sendable () -> Void)?
 
     init(_ action: @escaping @Sendable () -> Void) {
-        self.action = Mutex(action)
+        self.action = action
     }
 
+    /// Runs the action, unless it ran or was cancelled already.
     func run() {
-        let action = self.action.withLock { action -> (@Sendable () -> Void)? in
-            defer { action = nil }
-            return action
-        }
+        take()?()
+    }
+
+    func cancel() {
+        // Released here, after the lock: what it captured may run user code in its `deinit`.
+        _ = take()
+    }
+
+    private func take() -> (@Sendable () -> Void)? {
+        var taken: (@Sendable () -> Void)?
+        lock.withLock { swap(&taken, &action) }
+        return taken
+    }
+}
+
+/// An action run by a timer source of its own on a `DispatchQueue`: cancelling it cancels the
+/// source, which takes it off the queue's timers at once.
+///
+/// The source's handler holds this object until the source fires or is cancelled (a cycle the
+/// source breaks when it lets its handler go), so the queue keeps it exactly as long as it keeps
+/// the timer.
+///
+/// Thread safety: the action and the source are behind a ``Lock``, taken out before the action
+/// runs or is released, and before the source is cancelled.
+final class DispatchTimerAction: Cancellable, @unchecked Sendable {
+    private let lock = Lock()
+    @exclusivity(unchecked) private var action: (@Sendable () -> Void)?
+    @exclusivity(unchecked) private var source: (any DispatchSourceTimer)?
+
+    init(_ action: @escaping @Sendable () -> Void, on queue: DispatchQueue, after delay: DispatchTimeInterval) {
+        self.action = action
+        let timer = DispatchSource.makeTimerSource(queue: queue)
+        source = timer
+        timer.setEventHandler { [self] in run() }
+        timer.schedule(deadline: .now() + delay)
+        timer.activate()
+    }
+
+    private func run() {
+        let (action, source) = take()
+        source?.cancel()
         action?()
     }
 
     func cancel() {
-        action.withLock { $0 = nil }
+        let (action, source) = take()
+        source?.cancel()
+        // Released here, after the lock.
+        withExtendedLifetime(action) {}
+    }
+
+    private func take() -> ((@Sendable () -> Void)?, (any DispatchSourceTimer)?) {
+        var takenAction: (@Sendable () -> Void)?
+        var takenSource: (any DispatchSourceTimer)?
+        lock.withLock {
+            swap(&takenAction, &action)
+            swap(&takenSource, &source)
+        }
+        return (takenAction, takenSource)
     }
 }

@@ -67,7 +67,7 @@ public struct StubResponse: Sendable {
 /// Like a real transport, nothing happens until the signal is subscribed, every subscription is
 /// a new request, and cancelling a delayed answer stops it from being delivered.
 ///
-/// Thread safety: stubs and recorded requests are behind a `Mutex`; requests may be sent from
+/// Thread safety: stubs and recorded requests are behind a `Locked`; requests may be sent from
 /// any thread.
 public final class StubTransport: HTTPTransport {
     /// The error for a request that no stub matches.

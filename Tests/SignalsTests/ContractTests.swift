@@ -89,7 +89,7 @@ struct ContractTests {
     func reentrantSendsAreQueuedNeverNested(_ operation: ContractOperatorCase) {
         let probe = ContractProbe<Int, TestError>()
         let recorder = Recorder<String, any Error>()
-        let depth = Mutex((current: 0, deepest: 0, reentered: false))
+        let depth = Locked((current: 0, deepest: 0, reentered: false))
         let token = operation.apply(probe.signal).observe(Observer { event in
             depth.withLock { $0.current += 1; $0.deepest = max($0.deepest, $0.current) }
             recorder.observer.send(event)
@@ -569,7 +569,7 @@ struct ContractTests {
     }
 
     @Test func handleEventsRunsItsCallbacksInOrder() {
-        let log = Mutex<[String]>([])
+        let log = Locked<[String]>([])
         let recorder = Recorder<Int, Never>()
         recorder.subscribe(to: Signal(sequence: [1, 2]).handleEvents(
             receiveSubscription: { log.withLock { $0.append("subscription") } },
@@ -625,7 +625,7 @@ struct ContractTests {
             let probe = ContractProbe<Int, TestError>()
             let recorder = Recorder<String, any Error>()
             let box = ContractTokenBox()
-            let deliveredAtCancel = Mutex<Int?>(nil)
+            let deliveredAtCancel = Locked<Int?>(nil)
             let signal = build(probe.signal) {
                 deliveredAtCancel.withLock { $0 = $0 ?? recorder.events.count }
                 box.cancel()
@@ -663,7 +663,7 @@ struct ContractTests {
     @Test func closuresMaySubscribeToTheSameSignalAgain() {
         let probe = ContractProbe<Int, Never>()
         let inner = Recorder<Int, Never>()
-        let tokens = Mutex<[CancellationToken]>([])
+        let tokens = Locked<[CancellationToken]>([])
         let outer = Recorder<Int, Never>()
         let token = outer.subscribe(to: probe.signal.map { value in
             if value == 1 { tokens.withLock { $0.append(inner.subscribe(to: probe.signal)) } }

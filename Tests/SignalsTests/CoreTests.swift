@@ -39,7 +39,7 @@ import Testing
 
     @Test func teardownRunsOnceOnCancelAndNothingIsDeliveredAfter() {
         let teardowns = Counter()
-        let captured = Mutex<Observer<Int, Never>?>(nil)
+        let captured = Locked<Observer<Int, Never>?>(nil)
         let recorder = Recorder<Int, Never>()
         let token = recorder.subscribe(to: Signal { observer in
             captured.withLock { $0 = observer }
@@ -133,7 +133,7 @@ import Testing
 
     @Test func testSchedulerRunsInVirtualTime() {
         let scheduler = TestScheduler()
-        let ran = Mutex<[Int]>([])
+        let ran = Locked<[Int]>([])
         scheduler.schedule(after: .seconds(30)) { ran.withLock { $0.append(30) } }
         scheduler.schedule(after: .seconds(10)) { ran.withLock { $0.append(10) } }
         let cancelled = scheduler.schedule(after: .seconds(20)) { ran.withLock { $0.append(20) } }

@@ -134,7 +134,7 @@ import Testing
     @Test func maxConcurrentLimitsSubscriptionsAndKeepsOrder() {
         let upstream = PassthroughSubject<Int, TestError>()
         let inners = (0..<5).map { _ in ManualSource<Int, TestError>() }
-        let transformed = Mutex<[Int]>([])
+        let transformed = Locked<[Int]>([])
         let recorder = Recorder<Int, TestError>()
         let token = recorder.subscribe(to: upstream.signal.flatMap(maxConcurrent: 2) { index in
             transformed.withLock { $0.append(index) }
@@ -227,7 +227,7 @@ import Testing
     @Test func aFinishedInnerIsReleasedWhileTheUpstreamGoesOn() {
         let upstream = PassthroughSubject<Int, Never>()
         weak var weakProbe: LifetimeProbe?
-        let probeHolder = Mutex<LifetimeProbe?>(LifetimeProbe())
+        let probeHolder = Locked<LifetimeProbe?>(LifetimeProbe())
         weakProbe = probeHolder.withLock { $0 }
         let token = upstream.signal.flatMap { value -> Signal<Int, Never> in
             let probe = probeHolder.withLock { probe in
@@ -283,12 +283,12 @@ import Testing
     @Test func innersCompletingOnManyThreadsRespectTheLimit() {
         let limit = 3
         let total = 400
-        let pending = Mutex<[(Int, Observer<Int, TestError>)]>([])
+        let pending = Locked<[(Int, Observer<Int, TestError>)]>([])
         let active = Atomic<Int>(0)
         let maxActive = Atomic<Int>(0)
         let completedInners = Atomic<Int>(0)
         let detector = OverlapDetector()
-        let values = Mutex<[Int]>([])
+        let values = Locked<[Int]>([])
         let terminals = Counter()
         let upstream = PassthroughSubject<Int, TestError>()
         let token = upstream.signal.flatMap(maxConcurrent: limit) { value in

@@ -72,7 +72,7 @@ import Testing
     @Test func signalsSendingOnManyThreadsAreSerialised() {
         let sources = (0..<4).map { _ in PassthroughSubject<Int, Never>() }
         let detector = OverlapDetector()
-        let values = Mutex<[Int]>([])
+        let values = Locked<[Int]>([])
         let terminals = Counter()
         let token = Signal.merge(sources.map(\.signal)).observe(Observer { event in
             detector.run {

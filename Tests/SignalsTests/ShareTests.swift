@@ -81,7 +81,7 @@ import Testing
         let source = ManualSource<Int, TestError>()
         let shared = source.signal.share()
         let again = Recorder<Int, TestError>()
-        let againToken = Mutex<CancellationToken?>(nil)
+        let againToken = Locked<CancellationToken?>(nil)
         let t1 = shared.sink(receiveCompletion: { _ in
             againToken.withLock { $0 = again.subscribe(to: shared) }
         }, receiveValue: { _ in })
@@ -138,7 +138,7 @@ import Testing
                 for value in 0..<3_000 { source.send(value) }
             } else {
                 for _ in 0..<300 {
-                    let last = Mutex(-1)
+                    let last = Locked(-1)
                     let token = shared.sink { value in
                         let ordered = last.withLock { last -> Bool in
                             defer { last = value }

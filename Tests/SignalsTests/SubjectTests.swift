@@ -115,7 +115,7 @@ final class OverlapDetector: Sendable {
     @Test func aSubscriberCancelledDuringABroadcastReceivesNothingMore() {
         let subject = PassthroughSubject<Int, Never>()
         let second = Recorder<Int, Never>()
-        let secondToken = Mutex<CancellationToken?>(nil)
+        let secondToken = Locked<CancellationToken?>(nil)
         let first = subject.signal.sink { _ in secondToken.withLock { $0 }?.cancel() }
         secondToken.withLock { $0 = second.subscribe(to: subject.signal) }
         subject.send(1)
@@ -127,7 +127,7 @@ final class OverlapDetector: Sendable {
     @Test func aSendFromASubscriberIsDeliveredAfterTheCurrentValueToEveryone() {
         let subject = PassthroughSubject<Int, Never>()
         let second = Recorder<Int, Never>()
-        let firstValues = Mutex<[Int]>([])
+        let firstValues = Locked<[Int]>([])
         let first = subject.signal.sink { value in
             firstValues.withLock { $0.append(value) }
             if value == 1 { subject.send(2) }
@@ -137,6 +137,41 @@ final class OverlapDetector: Sendable {
         #expect(firstValues.withLock { $0 } == [1, 2])
         #expect(second.values == [1, 2])
         _ = (first, token)
+    }
+
+    @Test func aSubscriberAddedDuringADeliveryDoesNotSeeAValueQueuedBeforeIt() {
+        let subject = PassthroughSubject<Int, Never>()
+        let late = Recorder<Int, Never>()
+        let lateToken = ContractTokenBox()
+        let first = subject.signal.sink { value in
+            guard value == 1 else { return }
+            // Sent (and queued behind this delivery) before the late subscriber subscribes.
+            subject.send(2)
+            lateToken.token = late.subscribe(to: subject.signal)
+        }
+        subject.send(1)
+        subject.send(3)
+        #expect(late.values == [3])
+        _ = first
+    }
+
+    @Test func aSubscriberAddedFromAnotherThreadDuringADeliveryDoesNotSeeEarlierValues() {
+        // Thread A delivers value 1 and, while its subscriber runs, thread B sends 2 (queued)
+        // and then subscribes: B's subscriber must only receive what was sent after it.
+        let subject = PassthroughSubject<Int, Never>()
+        let late = Recorder<Int, Never>()
+        let lateToken = ContractTokenBox()
+        let first = subject.signal.sink { value in
+            guard value == 1 else { return }
+            DispatchQueue.global().sync {
+                subject.send(2)
+                lateToken.token = late.subscribe(to: subject.signal)
+            }
+        }
+        subject.send(1)
+        subject.send(3)
+        #expect(late.values == [3])
+        _ = first
     }
 
     @Test func aCompletionSentFromASubscriberEndsEveryoneAfterTheCurrentValue() {
@@ -168,7 +203,7 @@ final class OverlapDetector: Sendable {
         let threads = 8
         let perThread = 500
         let detector = OverlapDetector()
-        let received = Mutex<[Int]>([])
+        let received = Locked<[Int]>([])
         let completions = Counter()
         let token = subject.signal.observe(Observer { event in
             detector.run {
@@ -285,7 +320,7 @@ final class OverlapDetector: Sendable {
 
     @Test func aSubscriberThatCancelsOnTheReplayedValueReceivesNothingMore() {
         let subject = CurrentValueSubject<Int, Never>(0)
-        let received = Mutex<[Int]>([])
+        let received = Locked<[Int]>([])
         let token = CancellationToken()
         subject.signal.observe(Observer { event in
             if let value = event.value { received.withLock { $0.append(value) } }
@@ -298,7 +333,7 @@ final class OverlapDetector: Sendable {
     @Test func subscribingDuringADeliveryReplaysAtThatPointOfTheSequence() {
         let subject = CurrentValueSubject<Int, Never>(0)
         let late = Recorder<Int, Never>()
-        let lateToken = Mutex<CancellationToken?>(nil)
+        let lateToken = Locked<CancellationToken?>(nil)
         // On 1: subscribe `late`, then send 2. `late` gets 1 (current when it subscribed), then 2.
         let first = subject.signal.sink { value in
             if value == 1 {
@@ -314,7 +349,7 @@ final class OverlapDetector: Sendable {
     @Test func subscribingDuringADeliveryAfterAQueuedSendReplaysItOnce() {
         let subject = CurrentValueSubject<Int, Never>(0)
         let late = Recorder<Int, Never>()
-        let lateToken = Mutex<CancellationToken?>(nil)
+        let lateToken = Locked<CancellationToken?>(nil)
         // On 1: send 2 (queued), then subscribe `late`: it gets 2 exactly once.
         let first = subject.signal.sink { value in
             if value == 1 {
@@ -332,7 +367,7 @@ final class OverlapDetector: Sendable {
         let subject = CurrentValueSubject<Int, Never>(0)
         let last = 3_000
         let recorders = (0..<40).map { _ in Recorder<Int, Never>() }
-        let tokens = Mutex<[CancellationToken]>([])
+        let tokens = Locked<[CancellationToken]>([])
         DispatchQueue.concurrentPerform(iterations: 5) { index in
             if index == 0 {
                 for value in 1...last { subject.send(value) }

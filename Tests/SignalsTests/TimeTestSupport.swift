@@ -13,7 +13,7 @@ final class ManualSource<Output: Sendable, Failure: Error>: Sendable {
         var waiters: [CheckedContinuation<Void, Never>] = []
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     init() {}
 
@@ -73,7 +73,7 @@ final class ManualSource<Output: Sendable, Failure: Error>: Sendable {
 
 /// Records events with the virtual time at which each was delivered.
 final class TimedRecorder<Output: Sendable, Failure: Error>: Sendable {
-    private let state = Mutex<[(Duration, Event<Output, Failure>)]>([])
+    private let state = Locked<[(Duration, Event<Output, Failure>)]>([])
     private let scheduler: TestScheduler
 
     init(_ scheduler: TestScheduler) {
@@ -111,7 +111,7 @@ struct TimedOutWaiting: Error {}
 
 /// Who resumes `within`'s continuation first: the operation or the safety-net timer.
 private final class Race: Sendable {
-    private let state = Mutex<(claimed: Bool, timer: Task<Void, Never>?)>((false, nil))
+    private let state = Locked<(claimed: Bool, timer: Task<Void, Never>?)>((false, nil))
 
     func claim() -> Bool {
         state.withLock { state in

@@ -22,7 +22,7 @@ public enum SignalBufferingPolicy: Sendable, Equatable {
 /// cancelled, when the channel is cancelled, or when the channel is released. A terminal event
 /// releases the subscription at once.
 ///
-/// Thread safety: all state is behind a `Mutex`; continuations are resumed and the subscription is
+/// Thread safety: all state is behind a `Locked`; continuations are resumed and the subscription is
 /// started and cancelled outside the lock.
 final class AsyncSignalChannel<Output: Sendable, Failure: Error>: Sendable {
     /// What one call to ``next(isolation:)`` produced.
@@ -66,7 +66,7 @@ final class AsyncSignalChannel<Output: Sendable, Failure: Error>: Sendable {
     private let policy: SignalBufferingPolicy
     /// Cancel the subscription as soon as one value arrives (``Signal/firstValue()``).
     private let stopAfterFirstValue: Bool
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     init(_ signal: Signal<Output, Failure>, policy: SignalBufferingPolicy, stopAfterFirstValue: Bool = false) {
         self.signal = signal
@@ -106,10 +106,13 @@ final class AsyncSignalChannel<Output: Sendable, Failure: Error>: Sendable {
     /// Cancels the subscription and drops buffered values; a waiting consumer gets `.cancelled`.
     /// Does nothing once the consumer has seen the end.
     func cancel() {
+        // The buffered values are released after the lock: a value's `deinit` may send again.
+        var dropped = (FIFOBuffer<Output>(), Step?.none)
         let (waiter, token) = state.withLock { state -> (CheckedContinuation<Step, Never>?, CancellationToken?) in
             guard !state.ended, !state.cancelled else { return (nil, nil) }
             state.cancelled = true
-            state.buffer.removeAll()
+            dropped = (state.buffer, state.terminal)
+            state.buffer = FIFOBuffer()
             state.terminal = nil
             let waiter = state.waiter
             state.waiter = nil
@@ -119,6 +122,7 @@ final class AsyncSignalChannel<Output: Sendable, Failure: Error>: Sendable {
         }
         token?.cancel()
         waiter?.resume(returning: .cancelled)
+        withExtendedLifetime(dropped) {}
     }
 
     private func startIfNeeded() {
@@ -142,6 +146,9 @@ final class AsyncSignalChannel<Output: Sendable, Failure: Error>: Sendable {
         case .failed(let error): step = .failed(error)
         }
         let isTerminal = event.isTerminal || stopAfterFirstValue
+        // A value the buffering policy drops is released after the lock.
+        var evicted: Output?
+        defer { withExtendedLifetime(evicted) {} }
         let (waiter, token) = state.withLock { state -> (CheckedContinuation<Step, Never>?, CancellationToken?) in
             guard !state.cancelled, !state.ended, state.terminal == nil else { return (nil, nil) }
             let waiter = state.waiter
@@ -152,7 +159,7 @@ final class AsyncSignalChannel<Output: Sendable, Failure: Error>: Sendable {
                 return (waiter, state.token)
             }
             if waiter == nil, case .value(let value) = step {
-                state.buffer.append(value, policy: policy)
+                evicted = state.buffer.append(value, policy: policy)
             }
             return (waiter, nil)
         }
@@ -162,17 +169,20 @@ final class AsyncSignalChannel<Output: Sendable, Failure: Error>: Sendable {
 }
 
 extension FIFOBuffer {
-    /// Appends `element` as `policy` allows.
-    fileprivate mutating func append(_ element: Element, policy: SignalBufferingPolicy) {
+    /// Appends `element` as `policy` allows. Returns the element the policy dropped to make
+    /// room, for the caller to release after its lock.
+    fileprivate mutating func append(_ element: Element, policy: SignalBufferingPolicy) -> Element? {
         switch policy {
         case .unbounded:
             append(element)
         case .bufferingOldest(let limit):
             if count < limit { append(element) }
         case .bufferingNewest(let limit):
-            guard limit > 0 else { return }
-            if count >= limit { _ = popFirst() }
+            guard limit > 0 else { return nil }
+            let evicted = count >= limit ? popFirst() : nil
             append(element)
+            return evicted
         }
+        return nil
     }
 }

@@ -26,7 +26,7 @@ extension Signal {
 /// Each scheduled action delivers the *oldest* waiting event, so events come out in order even on
 /// a scheduler that may run actions out of order.
 ///
-/// Thread safety: all state is behind a `Mutex`; events are delivered through an ``Outlet``
+/// Thread safety: all state is behind a `Locked`; events are delivered through an ``Outlet``
 /// outside the lock.
 private final class Delayer<Output: Sendable, Failure: Error>: ScheduledStage {
     private struct State {
@@ -39,7 +39,7 @@ private final class Delayer<Output: Sendable, Failure: Error>: ScheduledStage {
     }
 
     private let output: TimedOutlet<Output, Failure>
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     init(_ output: TimedOutlet<Output, Failure>) {
         self.output = output
@@ -72,14 +72,18 @@ private final class Delayer<Output: Sendable, Failure: Error>: ScheduledStage {
     }
 
     func cancel() {
-        let scheduled = state.withLock { state -> [any Cancellable] in
+        // The waiting events are released after the lock: a value's `deinit` may send again.
+        let (scheduled, dropped) = state.withLock { state -> ([UInt64: any Cancellable], FIFOBuffer<Event<Output, Failure>>) in
             state.cancelled = true
-            state.queue.removeAll()
             state.ranEarly = []
-            defer { state.scheduled = [:] }
-            return Array(state.scheduled.values)
+            defer {
+                state.scheduled = [:]
+                state.queue = FIFOBuffer()
+            }
+            return (state.scheduled, state.queue)
         }
-        for action in scheduled { action.cancel() }
+        for action in scheduled.values { action.cancel() }
         output.outlet.cancel()
+        withExtendedLifetime(dropped) {}
     }
 }

@@ -5,7 +5,7 @@
 /// the same critical section, so the order of decisions is the order of delivery, with one lock
 /// instead of two.
 ///
-/// Protocol, with `state` the operator's `Mutex`:
+/// Protocol, with `state` the operator's `Locked`:
 /// ```swift
 /// let target = state.withLock { $0.emitter.accept(event) }   // plus any bookkeeping
 /// if let target { Emitter.deliver(event, to: target) { state.withLock { $0.emitter.next() } } }
@@ -19,8 +19,7 @@ struct Emitter<Output: Sendable, Failure: Error>: Sendable {
     @usableFromInline var emitting = false
     /// A terminal event was accepted, or the emitter was closed.
     @usableFromInline var isClosed = false
-    @usableFromInline var queue: ContiguousArray<Event<Output, Failure>> = []
-    @usableFromInline var head = 0
+    @usableFromInline var queue = FIFOBuffer<Event<Output, Failure>>()
 
     @inlinable
     init(_ downstream: Observer<Output, Failure>) {
@@ -46,29 +45,22 @@ struct Emitter<Output: Sendable, Failure: Error>: Sendable {
     /// (the caller then stops delivering).
     @inlinable
     mutating func next() -> (Event<Output, Failure>, Observer<Output, Failure>)? {
-        if head < queue.count, let downstream {
-            let event = queue[head]
-            head += 1
+        if let downstream, let event = queue.popFirst() {
             if event.isTerminal { self.downstream = nil }
             return (event, downstream)
         }
         emitting = false
-        if !queue.isEmpty {
-            queue.removeAll(keepingCapacity: queue.count <= 16)
-            head = 0
-        }
         return nil
     }
 
     /// Drops the downstream and everything queued: nothing more is delivered. Returns what it
     /// held, so the caller releases it outside the lock.
     @inlinable
-    mutating func close() -> (Observer<Output, Failure>?, ContiguousArray<Event<Output, Failure>>) {
+    mutating func close() -> (Observer<Output, Failure>?, FIFOBuffer<Event<Output, Failure>>) {
         isClosed = true
         defer {
             downstream = nil
-            queue = []
-            head = 0
+            queue = FIFOBuffer()
         }
         return (downstream, queue)
     }

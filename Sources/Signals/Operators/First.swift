@@ -45,7 +45,7 @@ extension Signal {
             let downstream = CancellationFlag()
             guard token.add(downstream) else { return }
             let upstream = token.makeChild()
-            let remaining = LockedValue(count)
+            let remaining = Locked(count)
             body(Observer { event in
                 guard case .value = event else {
                     observer.send(event)

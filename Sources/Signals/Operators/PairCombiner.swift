@@ -11,11 +11,13 @@ protocol PairingRule: Sendable {
     /// No value kept on either side.
     init()
 
-    /// Keeps `value` from the left signal; returns the pair to send now, if one is ready.
-    mutating func pair(afterLeft value: Left) -> (Left, Right)?
+    /// Keeps `value` from the left signal; returns the pair to send now, if one is ready, and
+    /// the value `value` replaced, if any (released by the caller after its lock).
+    mutating func pair(afterLeft value: Left) -> (pair: (Left, Right)?, replaced: Left?)
 
-    /// Keeps `value` from the right signal; returns the pair to send now, if one is ready.
-    mutating func pair(afterRight value: Right) -> (Left, Right)?
+    /// Keeps `value` from the right signal; returns the pair to send now, if one is ready, and
+    /// the value `value` replaced, if any (released by the caller after its lock).
+    mutating func pair(afterRight value: Right) -> (pair: (Left, Right)?, replaced: Right?)
 
     /// No further pair can be sent, given which sides have finished.
     func isExhausted(leftFinished: Bool, rightFinished: Bool) -> Bool
@@ -46,14 +48,16 @@ extension Signal {
 ///   cancels both upstreams) once the rule says no further pair can be sent.
 /// - The first failure of either side fails the result once and cancels both upstreams.
 ///
-/// Thread safety: all mutable state is behind a `Mutex`; upstreams and the downstream run
+/// Thread safety: all mutable state is behind a `Locked`; upstreams and the downstream run
 /// outside it.
 final class PairCombiner<Rule: PairingRule, Failure: Error>: Cancellable {
     typealias Output = (Rule.Left, Rule.Right)
 
-    /// What a thread must do after a decision: deliver `event` (if `target` is set), and cancel
-    /// the upstreams if the result `ended`.
-    private typealias Step = (event: Event<Output, Failure>, target: Observer<Output, Failure>?, ended: Bool)
+    /// What a thread must do after a decision: deliver `event` (if `target` is set), cancel the
+    /// upstreams if the result `ended`, and release what the rule `dropped` (after the lock).
+    private typealias Step = (
+        event: Event<Output, Failure>, target: Observer<Output, Failure>?, ended: Bool, dropped: Rule?
+    )
 
     private struct State {
         var emitter: Emitter<Output, Failure>
@@ -68,26 +72,27 @@ final class PairCombiner<Rule: PairingRule, Failure: Error>: Cancellable {
             guard !emitter.isClosed else { return nil }
             guard let pair = keep(&rule) else { return checkEnd() }
             let event = Event<Output, Failure>.value(pair)
-            let step: Step = (event, emitter.accept(event), false)
+            let target = emitter.accept(event)
             // The end, if accepted, is queued behind the pair: delivering the pair delivers it.
-            guard checkEnd() != nil else { return step }
-            return (step.event, step.target, true)
+            guard let end = checkEnd() else { return (event, target, false, nil) }
+            return (event, target, true, end.dropped)
         }
 
-        /// The end, if no further pair can be sent (the kept values are then dropped).
+        /// The end, if no further pair can be sent (the kept values are then dropped, and
+        /// returned to be released after the lock).
         mutating func checkEnd() -> Step? {
             guard rule.isExhausted(leftFinished: leftFinished, rightFinished: rightFinished),
                   !emitter.isClosed else { return nil }
-            rule = Rule()
-            return (.finished, emitter.accept(.finished), true)
+            defer { rule = Rule() }
+            return (.finished, emitter.accept(.finished), true, rule)
         }
     }
 
     let scope = CancellationToken()
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     init(downstream: Observer<Output, Failure>) {
-        state = Mutex(State(emitter: Emitter(downstream)))
+        state = Locked(State(emitter: Emitter(downstream)))
     }
 
     func receiveLeft(_ event: Event<Rule.Left, Failure>) {
@@ -98,16 +103,25 @@ final class PairCombiner<Rule: PairingRule, Failure: Error>: Cancellable {
         receive(event, keep: { $0.pair(afterRight: $1) }, finish: { $0.rightFinished = true })
     }
 
-    /// Handles an event of one side: `keep` stores its values in the rule, `finish` marks it
-    /// finished.
+    /// Handles an event of one side: `keep` stores its values in the rule (returning the pair
+    /// to send and the value it replaced), `finish` marks it finished.
     private func receive<Value>(
         _ event: Event<Value, Failure>,
-        keep: (inout Rule, Value) -> Output?,
+        keep: (inout Rule, Value) -> (pair: Output?, replaced: Value?),
         finish: (inout State) -> Void
     ) {
         switch event {
         case .value(let value):
-            handle(state.withLock { $0.receive { keep(&$0, value) } })
+            // The replaced value is released after the lock: its `deinit` may send again.
+            var replaced: Value?
+            defer { withExtendedLifetime(replaced) {} }
+            handle(state.withLock { state in
+                state.receive { rule in
+                    let kept = keep(&rule, value)
+                    replaced = kept.replaced
+                    return kept.pair
+                }
+            })
         case .finished:
             handle(state.withLock { state in
                 finish(&state)
@@ -124,13 +138,13 @@ final class PairCombiner<Rule: PairingRule, Failure: Error>: Cancellable {
             defer { state.rule = Rule() }
             return (state.emitter.accept(event), state.rule)
         }
-        _ = leftovers
-        handle((event, target, true))
+        handle((event, target, true, leftovers))
     }
 
     /// Cancels both upstreams once the result has ended, then delivers what this thread must.
     private func handle(_ step: Step?) {
         guard let step else { return }
+        defer { withExtendedLifetime(step.dropped) {} }
         if step.ended { scope.cancel() }
         guard let target = step.target else { return }
         Emitter.deliver(step.event, to: target) { state.withLock { $0.emitter.next() } }

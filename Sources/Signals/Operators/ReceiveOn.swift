@@ -41,7 +41,7 @@ extension Signal {
 /// The state of one `receive(on:)` subscription: the queued events and whether a delivery is
 /// scheduled.
 ///
-/// Thread safety: all state is behind a `Mutex`; events go through an ``Outlet`` outside the lock.
+/// Thread safety: all state is behind a `Locked`; events go through an ``Outlet`` outside the lock.
 private final class Receiver<Output: Sendable, Failure: Error>: Cancellable {
     private struct State {
         var queue = FIFOBuffer<Event<Output, Failure>>()
@@ -54,7 +54,7 @@ private final class Receiver<Output: Sendable, Failure: Error>: Cancellable {
 
     private let outlet: Outlet<Output, Failure>
     private let scheduler: any Scheduler
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     init(_ outlet: Outlet<Output, Failure>, scheduler: any Scheduler) {
         self.outlet = outlet
@@ -97,13 +97,17 @@ private final class Receiver<Output: Sendable, Failure: Error>: Cancellable {
     }
 
     func cancel() {
-        let delivery = state.withLock { state -> (any Cancellable)? in
+        // The queued events are released after the lock: a value's `deinit` may send again.
+        let (delivery, dropped) = state.withLock { state -> ((any Cancellable)?, FIFOBuffer<Event<Output, Failure>>) in
             state.cancelled = true
-            state.queue.removeAll()
-            defer { state.delivery = nil }
-            return state.delivery
+            defer {
+                state.delivery = nil
+                state.queue = FIFOBuffer()
+            }
+            return (state.delivery, state.queue)
         }
         delivery?.cancel()
         outlet.cancel()
+        withExtendedLifetime(dropped) {}
     }
 }

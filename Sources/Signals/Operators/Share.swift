@@ -34,7 +34,7 @@ extension Signal {
 /// The state behind one `share()` signal: the current shared upstream subscription, if any, and
 /// how many subscribers it has.
 ///
-/// Thread safety: the connection and the count are behind a `Mutex`; subscribing and delivering
+/// Thread safety: the connection and the count are behind a `Locked`; subscribing and delivering
 /// run outside it (delivery is serialised by the connection's subject core).
 final class ShareState<Output: Sendable, Failure: Error>: Sendable {
     typealias Body = Signal<Output, Failure>.Body
@@ -51,7 +51,7 @@ final class ShareState<Output: Sendable, Failure: Error>: Sendable {
     }
 
     private let upstream: Body
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     init(upstream: @escaping Body) {
         self.upstream = upstream

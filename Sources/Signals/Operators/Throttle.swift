@@ -35,7 +35,7 @@ extension Signal {
 /// The state of one `throttle` subscription: the value (and terminal event) waiting to be sent,
 /// the time the last value was sent, and the scheduled emission.
 ///
-/// Thread safety: all state is behind a `Mutex`; events go through an ``Outlet`` outside the lock.
+/// Thread safety: all state is behind a `Locked`; events go through an ``Outlet`` outside the lock.
 private final class Throttler<Output: Sendable, Failure: Error>: Cancellable {
     private struct State {
         var pendingValue: Output?
@@ -52,7 +52,7 @@ private final class Throttler<Output: Sendable, Failure: Error>: Cancellable {
     private let interval: Duration
     private let scheduler: any Scheduler
     private let latest: Bool
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     init(_ outlet: Outlet<Output, Failure>, interval: Duration, scheduler: any Scheduler, latest: Bool) {
         self.outlet = outlet
@@ -63,11 +63,17 @@ private final class Throttler<Output: Sendable, Failure: Error>: Cancellable {
 
     func receive(_ event: Event<Output, Failure>) {
         let now = scheduler.now
+        // A value `latest` replaces is released after the lock: its `deinit` may send again.
+        var replaced: Output?
+        defer { withExtendedLifetime(replaced) {} }
         let delay = state.withLock { state -> Duration? in
             guard !state.cancelled, !state.upstreamEnded else { return nil }
             if case .value(let value) = event {
                 if state.isScheduled {
-                    if latest { state.pendingValue = value }
+                    if latest {
+                        replaced = state.pendingValue
+                        state.pendingValue = value
+                    }
                     return nil
                 }
                 state.pendingValue = value
@@ -109,14 +115,18 @@ private final class Throttler<Output: Sendable, Failure: Error>: Cancellable {
     }
 
     func cancel() {
-        let emission = state.withLock { state -> (any Cancellable)? in
+        // What waited is released after the lock: a value's `deinit` may send again.
+        let (emission, dropped) = state.withLock { state -> ((any Cancellable)?, (Output?, Event<Output, Failure>?)) in
             state.cancelled = true
-            state.pendingValue = nil
-            state.pendingCompletion = nil
-            defer { state.emission = nil }
-            return state.emission
+            defer {
+                state.emission = nil
+                state.pendingValue = nil
+                state.pendingCompletion = nil
+            }
+            return (state.emission, (state.pendingValue, state.pendingCompletion))
         }
         emission?.cancel()
         outlet.cancel()
+        withExtendedLifetime(dropped) {}
     }
 }

@@ -71,7 +71,7 @@ extension Signal where Failure == any Error {
 /// Each timer carries a generation; a timer whose generation is no longer current (a value arrived
 /// meanwhile) does nothing when it fires.
 ///
-/// Thread safety: all state is behind a `Mutex`; events go through an ``Outlet`` outside the lock.
+/// Thread safety: all state is behind a `Locked`; events go through an ``Outlet`` outside the lock.
 private final class Timeouter<Output: Sendable, Failure: Error>: Cancellable {
     private struct State {
         var generation: UInt64 = 0
@@ -84,7 +84,7 @@ private final class Timeouter<Output: Sendable, Failure: Error>: Cancellable {
     private let interval: Duration
     private let scheduler: any Scheduler
     private let customError: (@Sendable () -> Failure)?
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     init(
         _ outlet: Outlet<Output, Failure>,

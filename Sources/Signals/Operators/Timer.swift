@@ -56,7 +56,7 @@ extension Signal where Output == Int, Failure == Never {
 
 /// The state of one `interval` subscription: the tick count and the next scheduled tick.
 ///
-/// Thread safety: all state is behind a `Mutex`; ticks go through an ``Outlet`` outside the lock.
+/// Thread safety: all state is behind a `Locked`; ticks go through an ``Outlet`` outside the lock.
 private final class Ticker: Cancellable {
     private struct State {
         var count = 0
@@ -70,7 +70,7 @@ private final class Ticker: Cancellable {
     private let period: Duration
     private let start: Duration
     private let scheduler: any Scheduler
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     init(_ outlet: Outlet<Int, Never>, period: Duration, scheduler: any Scheduler) {
         self.outlet = outlet

@@ -13,7 +13,7 @@ import Synchronization
 ///   subscriber through the same serialised path, so a new subscriber sees the current value and
 ///   then every later value, never out of order and never concurrently.
 ///
-/// Thread safety: all state is behind one `SanitizedMutex`; subscriber cancellation is an atomic flag
+/// Thread safety: all state is behind one `Lock`; subscriber cancellation is an atomic flag
 /// checked before every delivery, so a cancelled subscriber receives nothing more even when it is
 /// cancelled by another subscriber during a broadcast.
 ///
@@ -41,9 +41,10 @@ final class SubjectCore<Output: Sendable, Failure: Error>: @unchecked Sendable {
     @usableFromInline
     enum Pending: Sendable {
         case event(Event<Output, Failure>)
-        /// A replaying subscriber that arrived while another thread was delivering: it joins the
-        /// list, and receives `value`, at this point of the sequence.
-        case attach(Entry, Output)
+        /// A subscriber that arrived while a delivery was under way: it joins the list at this
+        /// point of the sequence (so it receives nothing sent before it subscribed), and a
+        /// replaying core's subscriber receives `value` then.
+        case attach(Entry, Output?)
     }
 
     enum Start: Sendable {
@@ -54,14 +55,18 @@ final class SubjectCore<Output: Sendable, Failure: Error>: @unchecked Sendable {
 
     @usableFromInline
     enum Step: Sendable {
-        case broadcast(Event<Output, Failure>, ContiguousArray<Entry>)
-        case attach(Entry, Output)
+        case broadcast(Event<Output, Failure>, Entries)
+        case attach(Entry, Output?)
         case done(ContiguousArray<Pending>)
     }
 
+    /// The subscribers, in subscription order, by subscription.
+    @usableFromInline
+    typealias Entries = RegistrationList<ObjectIdentifier, Entry>
+
     @usableFromInline
     struct State {
-        @usableFromInline var entries: ContiguousArray<Entry> = []
+        @usableFromInline var entries = Entries()
         @usableFromInline var current: Output?
         @usableFromInline var terminal: Event<Output, Failure>?
         @usableFromInline var emitting = false
@@ -74,7 +79,7 @@ final class SubjectCore<Output: Sendable, Failure: Error>: @unchecked Sendable {
     }
 
     /// Guards `unsafeState`; see ``withState(_:)``.
-    @usableFromInline let lock = SanitizedMutex()
+    @usableFromInline let lock = Lock()
     /// Only touched inside ``withState(_:)``.
     @usableFromInline @exclusivity(unchecked) var unsafeState: State
 
@@ -120,10 +125,16 @@ final class SubjectCore<Output: Sendable, Failure: Error>: @unchecked Sendable {
     /// Ignored once a terminal event was accepted.
     @inlinable
     func send(_ event: Event<Output, Failure>) {
-        let targets = withState { state -> ContiguousArray<Entry>? in
+        // The value a replaying core replaces is released after the lock: its `deinit` may send.
+        var replaced: Output?
+        defer { withExtendedLifetime(replaced) {} }
+        let targets = withState { state -> Entries? in
             guard state.terminal == nil else { return nil }
             if case .value(let value) = event {
-                if replays { state.current = value }
+                if replays {
+                    replaced = state.current
+                    state.current = value
+                }
             } else {
                 state.terminal = event
             }
@@ -133,7 +144,7 @@ final class SubjectCore<Output: Sendable, Failure: Error>: @unchecked Sendable {
             }
             state.emitting = true
             let entries = state.entries
-            if event.isTerminal { state.entries = [] }
+            if event.isTerminal { state.entries = Entries() }
             return entries
         }
         guard let targets else { return }
@@ -158,17 +169,16 @@ final class SubjectCore<Output: Sendable, Failure: Error>: @unchecked Sendable {
             // Checked under the lock: a cancel that sets the flag after this point finds the
             // entry in the list (it removes it under the same lock).
             guard !subscription.isCancelled else { return .none }
-            guard replays, let current = state.current else {
-                state.entries.append(entry)
-                return .none
-            }
+            let replay = replays ? state.current : nil
             if state.emitting {
-                state.pending.append(.attach(entry, current))
+                // Joins behind what was sent (and queued) before it subscribed.
+                state.pending.append(.attach(entry, replay))
                 return .none
             }
+            state.entries.append(entry, key: ObjectIdentifier(subscription))
+            guard let replay else { return .none }
             state.emitting = true
-            state.entries.append(entry)
-            return .replay(current)
+            return .replay(replay)
         }
         switch start {
         case .none:
@@ -184,12 +194,7 @@ final class SubjectCore<Output: Sendable, Failure: Error>: @unchecked Sendable {
     /// Removes a cancelled subscriber. The entry is released outside the lock: dropping an
     /// observer may run arbitrary deinitialisers.
     func remove(_ subscription: SubjectSubscription<Output, Failure>) {
-        let removed = withState { state -> Entry? in
-            guard let index = state.entries.firstIndex(where: { $0.subscription === subscription }) else {
-                return nil
-            }
-            return state.entries.remove(at: index)
-        }
+        let removed = withState { state in state.entries.remove(key: ObjectIdentifier(subscription)) }
         _ = removed
     }
 
@@ -204,11 +209,12 @@ final class SubjectCore<Output: Sendable, Failure: Error>: @unchecked Sendable {
                     switch item {
                     case .event(let event):
                         let entries = state.entries
-                        if event.isTerminal { state.entries = [] }
+                        if event.isTerminal { state.entries = Entries() }
                         return .broadcast(event, entries)
                     case .attach(let entry, let value):
                         guard !entry.subscription.isCancelled else { continue }
-                        state.entries.append(entry)
+                        state.entries.append(entry, key: ObjectIdentifier(entry.subscription))
+                        guard let value else { continue }
                         return .attach(entry, value)
                     }
                 }
@@ -222,7 +228,7 @@ final class SubjectCore<Output: Sendable, Failure: Error>: @unchecked Sendable {
             case .broadcast(let event, let entries):
                 Self.broadcast(event, to: entries)
             case .attach(let entry, let value):
-                if !entry.subscription.isCancelled { entry.observer.send(.value(value)) }
+                if let value, !entry.subscription.isCancelled { entry.observer.send(.value(value)) }
             case .done:
                 return
             }
@@ -230,9 +236,9 @@ final class SubjectCore<Output: Sendable, Failure: Error>: @unchecked Sendable {
     }
 
     @inlinable
-    static func broadcast(_ event: Event<Output, Failure>, to entries: ContiguousArray<Entry>) {
-        for entry in entries where !entry.subscription.isCancelled {
-            entry.observer.send(event)
+    static func broadcast(_ event: Event<Output, Failure>, to entries: Entries) {
+        entries.forEach { entry in
+            if !entry.subscription.isCancelled { entry.observer.send(event) }
         }
     }
 }

@@ -3,7 +3,7 @@ import Foundation
 import Signals
 
 /// A value behind the package's sanitizer-visible lock.
-typealias SanitizedBox<Value> = Mutex<Value>
+typealias SanitizedBox<Value> = Locked<Value>
 
 /// A hostile producer for contract tests: it hands every subscription's observer to the test, so
 /// the test can keep sending after a terminal event or a cancellation, from any thread, and it

@@ -3,7 +3,7 @@ import Signals
 /// Records every event a subscription delivers, from any thread, and checks the event contract
 /// as it goes: no event after a terminal event.
 final class Recorder<Output: Sendable, Failure: Error>: Sendable {
-    private let state = Mutex<(events: [Event<Output, Failure>], violations: Int)>(([], 0))
+    private let state = Locked<(events: [Event<Output, Failure>], violations: Int)>(([], 0))
 
     init() {}
 
@@ -37,7 +37,7 @@ struct TestError: Error, Equatable, Sendable {
 
 /// Counts something from any thread.
 final class Counter: Sendable {
-    private let value = Mutex(0)
+    private let value = Locked(0)
     init() {}
     @discardableResult
     func increment() -> Int { value.withLock { $0 += 1; return $0 } }
