@@ -130,11 +130,19 @@ final class DispatchTimerAction: Cancellable, @unchecked Sendable {
     @exclusivity(unchecked) private var action: (@Sendable () -> Void)?
     @exclusivity(unchecked) private var source: (any DispatchSourceTimer)?
 
-    init(_ action: @escaping @Sendable () -> Void, on queue: DispatchQueue, after delay: DispatchTimeInterval) {
+    /// Arms a timer that runs `action` on `queue` after `delay`. `whenTimerReleased` (for
+    /// tests) runs on `queue` once the source has let go of its handler after it was cancelled.
+    init(
+        _ action: @escaping @Sendable () -> Void,
+        on queue: DispatchQueue,
+        after delay: DispatchTimeInterval,
+        whenTimerReleased: (@Sendable () -> Void)? = nil
+    ) {
         self.action = action
         let timer = DispatchSource.makeTimerSource(queue: queue)
         source = timer
         timer.setEventHandler { [self] in run() }
+        if let whenTimerReleased { timer.setCancelHandler(handler: whenTimerReleased) }
         timer.schedule(deadline: .now() + delay)
         timer.activate()
     }

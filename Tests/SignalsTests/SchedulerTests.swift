@@ -1,5 +1,5 @@
 import Dispatch
-import Signals
+@testable import Signals
 import Testing
 
 @Suite struct DispatchQueueSchedulerTests {
@@ -11,18 +11,26 @@ import Testing
 
     /// `timeout(.seconds(3600))` over a million values schedules a million timers and cancels all
     /// but one: each cancelled timer must leave the queue when it is cancelled, not an hour later.
-    /// The queue keeps the action it will run alive while the timer is queued, so the action
-    /// being released after `cancel()` shows that the queue let go of it.
-    @Test func aCancelledTimerLeavesTheQueueWhenCancelledNotAtItsDeadline() {
+    /// A timer's handler keeps its action object alive while the timer is armed, so the object
+    /// being gone once the source reports its cancellation done shows that the queue let go.
+    @Test func aCancelledTimerLeavesTheQueueWhenCancelledNotAtItsDeadline() async {
         let queue = DispatchQueue(label: "DispatchQueueSchedulerTests")
-        var action: (any Cancellable)? = queue.schedule(after: .seconds(3600)) {}
-        let watched = WeakAction(action!)
-        action?.cancel()
-        action = nil
-        // The queue processes the cancellation asynchronously: let it run, a bounded number of
-        // times (no sleeping: each round waits for the queue to be idle).
-        for _ in 0..<1_000 where watched.action != nil { queue.sync {} }
+        let watched = await withCheckedContinuation { (continuation: CheckedContinuation<WeakAction, Never>) in
+            let box = Locked<WeakAction?>(nil)
+            let action = DispatchTimerAction({}, on: queue, after: .seconds(3600)) {
+                continuation.resume(returning: box.withLock { $0! })
+            }
+            box.withLock { $0 = WeakAction(action) }
+            action.cancel()
+        }
         #expect(watched.action == nil)
+    }
+
+    @Test func aDelayedActionOnAQueueIsACancellableTimer() {
+        let queue = DispatchQueue(label: "DispatchQueueSchedulerTests.kind")
+        let action = queue.schedule(after: .seconds(3600)) {}
+        #expect(action is DispatchTimerAction)
+        action.cancel()
     }
 
     @Test func aTimerRunsItsActionOnceAfterItsDelay() async {

@@ -13,6 +13,9 @@ import Synchronization
 ///   subscriber through the same serialised path, so a new subscriber sees the current value and
 ///   then every later value, never out of order and never concurrently.
 ///
+/// Deliveries go through the package's one ``Serializer``, whose items are events and late
+/// subscribers joining the list.
+///
 /// Thread safety: all state is behind one `Lock`; subscriber cancellation is an atomic flag
 /// checked before every delivery, so a cancelled subscriber receives nothing more even when it is
 /// cancelled by another subscriber during a broadcast.
@@ -38,26 +41,23 @@ final class SubjectCore<Output: Sendable, Failure: Error>: @unchecked Sendable {
         }
     }
 
+    /// What the serialiser delivers, in order.
     @usableFromInline
-    enum Pending: Sendable {
+    enum Item: Sendable {
+        /// An event, for every subscriber in the list when its turn comes.
         case event(Event<Output, Failure>)
         /// A subscriber that arrived while a delivery was under way: it joins the list at this
         /// point of the sequence (so it receives nothing sent before it subscribed), and a
-        /// replaying core's subscriber receives `value` then.
+        /// replaying core's subscriber then receives `value`.
         case attach(Entry, Output?)
     }
 
-    enum Start: Sendable {
-        case none
-        case terminal(Event<Output, Failure>)
-        case replay(Output)
-    }
-
+    /// What the delivering thread does with an item, after the lock.
     @usableFromInline
     enum Step: Sendable {
         case broadcast(Event<Output, Failure>, Entries)
-        case attach(Entry, Output?)
-        case done(ContiguousArray<Pending>)
+        case replay(Entry, Output)
+        case skip
     }
 
     /// The subscribers, in subscription order, by subscription.
@@ -69,12 +69,26 @@ final class SubjectCore<Output: Sendable, Failure: Error>: @unchecked Sendable {
         @usableFromInline var entries = Entries()
         @usableFromInline var current: Output?
         @usableFromInline var terminal: Event<Output, Failure>?
-        @usableFromInline var emitting = false
-        @usableFromInline var pending: ContiguousArray<Pending> = []
-        @usableFromInline var head = 0
+        @usableFromInline var serializer = Serializer<Item>()
 
         init(current: Output?) {
             self.current = current
+        }
+
+        /// Takes `item`'s place in the sequence (under the lock): what to deliver for it.
+        @inlinable
+        mutating func step(for item: Item) -> Step {
+            switch item {
+            case .event(let event):
+                let targets = entries
+                if event.isTerminal { entries = Entries() }
+                return .broadcast(event, targets)
+            case .attach(let entry, let value):
+                guard !entry.subscription.isCancelled else { return .skip }
+                entries.append(entry, key: ObjectIdentifier(entry.subscription))
+                guard let value else { return .skip }
+                return .replay(entry, value)
+            }
         }
     }
 
@@ -138,25 +152,14 @@ final class SubjectCore<Output: Sendable, Failure: Error>: @unchecked Sendable {
             } else {
                 state.terminal = event
             }
-            if state.emitting {
-                state.pending.append(.event(event))
-                return nil
-            }
-            state.emitting = true
+            guard state.serializer.claim(.event(event)) else { return nil }
             let entries = state.entries
             if event.isTerminal { state.entries = Entries() }
             return entries
         }
         guard let targets else { return }
         Self.broadcast(event, to: targets)
-        // Fast path: nothing was queued meanwhile (the common case) — stop emitting without
-        // building a drain step.
-        let idle = withState { state -> Bool in
-            guard state.pending.isEmpty else { return false }
-            state.emitting = false
-            return true
-        }
-        if !idle { drain() }
+        deliverQueued()
     }
 
     /// Adds a subscriber for the life of `token`.
@@ -164,31 +167,29 @@ final class SubjectCore<Output: Sendable, Failure: Error>: @unchecked Sendable {
         let subscription = SubjectSubscription(core: self)
         guard token.add(subscription) else { return }
         let entry = Entry(subscription: subscription, observer: observer)
-        let start = withState { state -> Start in
-            if let terminal = state.terminal { return .terminal(terminal) }
+        let start = withState { state -> Event<Output, Failure>? in
+            if let terminal = state.terminal { return terminal }
             // Checked under the lock: a cancel that sets the flag after this point finds the
             // entry in the list (it removes it under the same lock).
-            guard !subscription.isCancelled else { return .none }
+            guard !subscription.isCancelled else { return nil }
             let replay = replays ? state.current : nil
-            if state.emitting {
-                // Joins behind what was sent (and queued) before it subscribed.
-                state.pending.append(.attach(entry, replay))
-                return .none
+            if replay == nil, !state.serializer.isDelivering {
+                state.entries.append(entry, key: ObjectIdentifier(subscription))
+                return nil
             }
+            // A replay is delivered like any item; and a subscriber arriving during a delivery
+            // joins behind what was sent (and queued) before it subscribed.
+            guard state.serializer.claim(.attach(entry, replay)) else { return nil }
             state.entries.append(entry, key: ObjectIdentifier(subscription))
-            guard let replay else { return .none }
-            state.emitting = true
-            return .replay(replay)
+            return replay.map { .value($0) }
         }
-        switch start {
-        case .none:
+        guard let start else { return }
+        if start.isTerminal {
+            observer.send(start)
             return
-        case .terminal(let terminal):
-            observer.send(terminal)
-        case .replay(let value):
-            if !subscription.isCancelled { observer.send(.value(value)) }
-            drain()
         }
+        if !subscription.isCancelled { observer.send(start) }
+        deliverQueued()
     }
 
     /// Removes a cancelled subscriber. The entry is released outside the lock: dropping an
@@ -198,39 +199,18 @@ final class SubjectCore<Output: Sendable, Failure: Error>: @unchecked Sendable {
         _ = removed
     }
 
-    /// Delivers whatever other threads queued while this one was delivering.
+    /// For the delivering thread, after its own item: delivers whatever other threads (or
+    /// re-entrant sends) queued meanwhile, until the queue is empty.
     @inlinable
-    func drain() {
-        while true {
-            let step = withState { state -> Step in
-                while state.head < state.pending.count {
-                    let item = state.pending[state.head]
-                    state.head += 1
-                    switch item {
-                    case .event(let event):
-                        let entries = state.entries
-                        if event.isTerminal { state.entries = Entries() }
-                        return .broadcast(event, entries)
-                    case .attach(let entry, let value):
-                        guard !entry.subscription.isCancelled else { continue }
-                        state.entries.append(entry, key: ObjectIdentifier(entry.subscription))
-                        guard let value else { continue }
-                        return .attach(entry, value)
-                    }
-                }
-                state.emitting = false
-                state.head = 0
-                let spent = state.pending
-                if !spent.isEmpty { state.pending = [] }
-                return .done(spent)
-            }
+    func deliverQueued() {
+        while let step = withState({ state in state.serializer.next().map { state.step(for: $0) } }) {
             switch step {
             case .broadcast(let event, let entries):
                 Self.broadcast(event, to: entries)
-            case .attach(let entry, let value):
-                if let value, !entry.subscription.isCancelled { entry.observer.send(.value(value)) }
-            case .done:
-                return
+            case .replay(let entry, let value):
+                if !entry.subscription.isCancelled { entry.observer.send(.value(value)) }
+            case .skip:
+                break
             }
         }
     }

@@ -1,6 +1,7 @@
 import Synchronization
 
-/// The guard between a producer and its downstream: the one place the event contract is enforced.
+/// The guard between a producer and its downstream: an ``Emitter`` (the serialiser, for one
+/// observer) under a lock of its own, plus the producer's teardown.
 ///
 /// - Calls from several threads are serialised without holding the lock while the downstream
 ///   runs: a thread that finds another one delivering queues its event, and the delivering thread
@@ -24,23 +25,16 @@ final class Outlet<Output: Sendable, Failure: Error>: Cancellable, @unchecked Se
     @usableFromInline
     let lock = Lock()
     @usableFromInline
-    @exclusivity(unchecked) var downstream: Observer<Output, Failure>?
-    @usableFromInline
-    @exclusivity(unchecked) var emitting = false
-    /// A terminal event was accepted (delivered or queued) or the outlet was cancelled.
-    @usableFromInline
-    @exclusivity(unchecked) var completed = false
+    @exclusivity(unchecked) var emitter: Emitter<Output, Failure>
     /// The teardown has run or must run as soon as it is set.
     @usableFromInline
     @exclusivity(unchecked) var disposed = false
-    @usableFromInline
-    @exclusivity(unchecked) var queue = FIFOBuffer<Event<Output, Failure>>()
     @usableFromInline
     @exclusivity(unchecked) var teardown: Teardown?
 
     @inlinable
     init(_ downstream: Observer<Output, Failure>) {
-        self.downstream = downstream
+        emitter = Emitter(downstream)
     }
 
     /// The observer handed to the producer.
@@ -63,44 +57,9 @@ final class Outlet<Output: Sendable, Failure: Error>: Cancellable, @unchecked Se
 
     @inlinable
     func send(_ event: Event<Output, Failure>) {
-        let isTerminal = event.isTerminal
-        let first = lock.withLock { () -> Observer<Output, Failure>? in
-            guard !completed, let target = downstream else { return nil }
-            if isTerminal { completed = true }
-            if emitting {
-                queue.append(event)
-                return nil
-            }
-            emitting = true
-            if isTerminal { downstream = nil }
-            return target
-        }
-        guard let first else { return }
-        deliver(event, to: first)
-    }
-
-    /// Delivers `event`, then whatever other threads queued meanwhile, until the queue is empty.
-    /// The delivering thread keeps `target` for the whole loop; the lock only tells it whether
-    /// there is more, and whether the outlet was cancelled meanwhile (then it stops).
-    @inlinable
-    func deliver(_ event: Event<Output, Failure>, to target: Observer<Output, Failure>) {
-        var current = event
-        while true {
-            target.send(current)
-            if current.isTerminal {
-                dispose()
-                return
-            }
-            let next = lock.withLock { () -> Event<Output, Failure>? in
-                if downstream != nil, let event = queue.popFirst() {
-                    if event.isTerminal { downstream = nil }
-                    return event
-                }
-                emitting = false
-                return nil
-            }
-            guard let next else { return }
-            current = next
+        guard let target = lock.withLock({ emitter.accept(event) }) else { return }
+        if Emitter.deliver(event, to: target, next: { lock.withLock { emitter.next() } }) {
+            dispose()
         }
     }
 
@@ -109,37 +68,27 @@ final class Outlet<Output: Sendable, Failure: Error>: Cancellable, @unchecked Se
     func dispose() {
         let released = lock.withLock { () -> (Teardown?, FIFOBuffer<Event<Output, Failure>>) in
             disposed = true
-            defer {
-                teardown = nil
-                queue = FIFOBuffer()
-            }
-            return (teardown, queue)
+            defer { teardown = nil }
+            return (teardown, emitter.close().1)
         }
         released.0?()
     }
 
     // `cancel()` is reached through the `Cancellable` witness, which is not specialised for the
-    // client's types: it returns a non-generic type from the lock and moves fields out into
-    // locals, so it needs no runtime type metadata.
+    // client's types: it moves fields out into locals and returns a non-generic type from the
+    // lock, so it needs no runtime type metadata.
     @usableFromInline
     func cancel() {
         // What the subscription held is taken out under the lock and released after it.
-        var target: Observer<Output, Failure>?
-        var queued: FIFOBuffer<Event<Output, Failure>>?
+        var released: (Observer<Output, Failure>?, FIFOBuffer<Event<Output, Failure>>)?
         let teardown = lock.withLock { () -> Teardown? in
             guard !disposed else { return nil }
-            completed = true
             disposed = true
-            target = downstream
-            downstream = nil
-            if !queue.isEmpty {
-                queued = queue
-                queue = FIFOBuffer()
-            }
+            released = emitter.close()
             defer { self.teardown = nil }
             return self.teardown
         }
         teardown?()
-        withExtendedLifetime((target, queued)) {}
+        withExtendedLifetime(released) {}
     }
 }

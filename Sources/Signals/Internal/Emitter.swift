@@ -1,11 +1,13 @@
-/// The serialising half of an ``Outlet``, as a value to embed in an operator's own locked state.
+/// The ``Serializer`` for one observer: serialised delivery plus the event contract — at most
+/// one terminal event, nothing after it, nothing after ``close()``.
 ///
-/// Operators whose output depends on state they keep under a lock (flatMap's accounting, zip's
-/// buffers, combineLatest's latest values) decide *what* to emit and *accept* it for delivery in
-/// the same critical section, so the order of decisions is the order of delivery, with one lock
-/// instead of two.
+/// A value embedded in its owner's locked state: an ``Outlet`` (a generator's observer), and the
+/// operators whose output depends on state they keep under a lock (flatMap's accounting, zip's
+/// buffers, combineLatest's latest values). They decide *what* to emit and *accept* it for
+/// delivery in the same critical section, so the order of decisions is the order of delivery,
+/// with one lock instead of two.
 ///
-/// Protocol, with `state` the operator's `Locked`:
+/// Protocol, with `state` the owner's locked state:
 /// ```swift
 /// let target = state.withLock { $0.emitter.accept(event) }   // plus any bookkeeping
 /// if let target { Emitter.deliver(event, to: target) { state.withLock { $0.emitter.next() } } }
@@ -16,10 +18,9 @@
 @usableFromInline
 struct Emitter<Output: Sendable, Failure: Error>: Sendable {
     @usableFromInline var downstream: Observer<Output, Failure>?
-    @usableFromInline var emitting = false
+    @usableFromInline var serializer = Serializer<Event<Output, Failure>>()
     /// A terminal event was accepted, or the emitter was closed.
     @usableFromInline var isClosed = false
-    @usableFromInline var queue = FIFOBuffer<Event<Output, Failure>>()
 
     @inlinable
     init(_ downstream: Observer<Output, Failure>) {
@@ -32,25 +33,21 @@ struct Emitter<Output: Sendable, Failure: Error>: Sendable {
     mutating func accept(_ event: Event<Output, Failure>) -> Observer<Output, Failure>? {
         guard !isClosed, let downstream else { return nil }
         if event.isTerminal { isClosed = true }
-        if emitting {
-            queue.append(event)
-            return nil
-        }
-        emitting = true
+        guard serializer.claim(event) else { return nil }
         if event.isTerminal { self.downstream = nil }
         return downstream
     }
 
     /// After a delivery: the next queued event and its observer, or `nil` when the queue is empty
-    /// (the caller then stops delivering).
+    /// or the emitter was closed (the caller then stops delivering).
     @inlinable
     mutating func next() -> (Event<Output, Failure>, Observer<Output, Failure>)? {
-        if let downstream, let event = queue.popFirst() {
-            if event.isTerminal { self.downstream = nil }
-            return (event, downstream)
+        guard let downstream, let event = serializer.next() else {
+            serializer.isDelivering = false
+            return nil
         }
-        emitting = false
-        return nil
+        if event.isTerminal { self.downstream = nil }
+        return (event, downstream)
     }
 
     /// Drops the downstream and everything queued: nothing more is delivered. Returns what it
@@ -58,26 +55,24 @@ struct Emitter<Output: Sendable, Failure: Error>: Sendable {
     @inlinable
     mutating func close() -> (Observer<Output, Failure>?, FIFOBuffer<Event<Output, Failure>>) {
         isClosed = true
-        defer {
-            downstream = nil
-            queue = FIFOBuffer()
-        }
-        return (downstream, queue)
+        defer { downstream = nil }
+        return (downstream, serializer.clear())
     }
 
     /// Delivers `event` to `target`, then whatever `next` (the caller's locked ``next()``) hands
-    /// back, until the queue is empty.
+    /// back, until the queue is empty. Returns `true` if the last event delivered was terminal.
     @inlinable
+    @discardableResult
     static func deliver(
         _ event: Event<Output, Failure>,
         to target: Observer<Output, Failure>,
         next: () -> (Event<Output, Failure>, Observer<Output, Failure>)?
-    ) {
-        var current = (event, target)
-        while true {
-            current.1.send(current.0)
-            guard let following = next() else { return }
-            current = following
-        }
+    ) -> Bool {
+        var endedWithTerminal = false
+        Serializer.drain((event, target), deliver: { item in
+            item.1.send(item.0)
+            endedWithTerminal = item.0.isTerminal
+        }, next: next)
+        return endedWithTerminal
     }
 }
