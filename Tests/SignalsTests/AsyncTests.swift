@@ -273,7 +273,7 @@ import Testing
     @Test func firstValueWaitsForATimerInVirtualTime() async throws {
         let scheduler = TestScheduler()
         let source = ManualSource<Int, Never>()
-        let task = Task { try await source.signal.delay(for: .seconds(30), on: scheduler).firstValue() }
+        let task = Task { try await source.signal.delay(for: .seconds(30), scheduler: scheduler).firstValue() }
         await source.waitForSubscription()
         source.send(1)
         scheduler.advance(by: .seconds(30))
@@ -283,7 +283,7 @@ import Testing
     @Test func aTimeoutFailsTheAwait() async throws {
         let scheduler = TestScheduler()
         let source = ManualSource<Int, any Error>()
-        let task = Task { try await source.signal.timeout(.seconds(5), on: scheduler).firstValue() }
+        let task = Task { try await source.signal.timeout(.seconds(5), scheduler: scheduler).firstValue() }
         await source.waitForSubscription()
         scheduler.advance(by: .seconds(5))
         let result = try await within { await task.result }

@@ -28,40 +28,47 @@ struct ContractTests {
     private func checkTerminalThenFlood(_ operation: ContractOperatorCase, terminal: Event<Int, TestError>) {
         let probe = ContractProbe<Int, TestError>()
         let recorder = Recorder<String, any Error>()
-        let token = recorder.subscribe(to: operation.apply(probe.signal))
+        let (signal, canary) = operation.apply(probe.signal)
+        let token = recorder.subscribe(to: signal)
+        canary.settle()
         probe.send(.value(1))
         probe.send(.value(2))
-        probe.terminateAll(with: terminal)
+        probe.terminateAll(with: terminal, settle: canary.settle)
         let delivered = recorder.events.count
         #expect(recorder.terminalCount == 1)
         #expect(recorder.events.last?.isTerminal == true)
 
         // The producer keeps sending, from several threads, to every subscription it ever had.
         probe.flood(values: [7, 8, 9], terminals: [.finished, .failed(TestError(code: 5))])
+        canary.settle()
         #expect(recorder.events.count == delivered)
         #expect(recorder.violations == 0)
         #expect(probe.everyTeardownRanOnce)
         token.cancel()
         #expect(probe.everyTeardownRanOnce)
+        #expect(canary.scheduler.pendingCount == 0, "a scheduled action outlived the subscription")
     }
 
     @Test(arguments: ContractOperatorCase.all)
     func nothingAfterCancelAndTeardownRunsOnce(_ operation: ContractOperatorCase) {
         let probe = ContractProbe<Int, TestError>()
         let recorder = Recorder<String, any Error>()
-        let token = recorder.subscribe(to: operation.apply(probe.signal))
+        let (signal, canary) = operation.apply(probe.signal)
+        let token = recorder.subscribe(to: signal)
+        canary.settle()
         probe.send(.value(1))
-        // Cancel from many threads, many times each.
+        // Cancel from many threads, many times each (with events still waiting on the scheduler).
         DispatchQueue.concurrentPerform(iterations: 8) { _ in
             for _ in 0..<10 { token.cancel() }
         }
         let delivered = recorder.events.count
         probe.flood(values: [7, 8, 9], terminals: [.finished, .failed(Self.failure)])
-        probe.terminateAll(with: .failed(Self.failure))
+        probe.terminateAll(with: .failed(Self.failure), settle: canary.settle)
         #expect(recorder.events.count == delivered)
         #expect(recorder.terminalCount <= 1)
         #expect(recorder.violations == 0)
         #expect(probe.everyTeardownRanOnce)
+        #expect(canary.scheduler.pendingCount == 0, "a scheduled action outlived the subscription")
     }
 
     @Test(arguments: ContractOperatorCase.all)
@@ -70,14 +77,21 @@ struct ContractTests {
             let probe = ContractProbe<Int, TestError>()
             let recorder = Recorder<String, any Error>()
             let box = ContractTokenBox()
-            box.token = operation.apply(probe.signal).observe(Observer { event in
+            let (signal, canary) = operation.apply(probe.signal)
+            // The token exists before the subscription starts, so a value sent while subscribing
+            // can cancel it too.
+            let token = CancellationToken()
+            box.token = token
+            signal.observe(Observer { event in
                 recorder.observer.send(event)
                 if case .value = event { box.cancel() }
-            })
+            }, in: token)
+            canary.settle()
             probe.send(.value(1))
             probe.send(.value(2))
-            probe.terminateAll(with: terminal)
+            probe.terminateAll(with: terminal, settle: canary.settle)
             probe.flood(values: [7], terminals: [.finished])
+            canary.settle()
             // One value, then the sink cancelled: nothing else, not even a terminal event.
             // (`prefix(0)` finishes while subscribing, before there is anything to cancel.)
             #expect(recorder.events.count <= 1, "\(recorder.events)")
@@ -90,7 +104,8 @@ struct ContractTests {
         let probe = ContractProbe<Int, TestError>()
         let recorder = Recorder<String, any Error>()
         let depth = Locked((current: 0, deepest: 0, reentered: false))
-        let token = operation.apply(probe.signal).observe(Observer { event in
+        let (signal, canary) = operation.apply(probe.signal)
+        let token = signal.observe(Observer { event in
             depth.withLock { $0.current += 1; $0.deepest = max($0.deepest, $0.current) }
             recorder.observer.send(event)
             // Re-enter the same producer from inside the callback: must neither deadlock nor
@@ -102,11 +117,14 @@ struct ContractTests {
             if reenter {
                 probe.send(.value(2))
                 probe.send(.value(3))
+                canary.settle()
             }
             depth.withLock { $0.current -= 1 }
         })
+        canary.settle()
         probe.send(.value(1))
-        probe.terminateAll(with: .finished)
+        canary.settle()
+        probe.terminateAll(with: .finished, settle: canary.settle)
         #expect(depth.withLock { $0.deepest } <= 1)
         #expect(recorder.terminalCount <= 1)
         #expect(recorder.violations == 0)
@@ -118,15 +136,19 @@ struct ContractTests {
     func releasingTheTokenCancelsTheChain(_ operation: ContractOperatorCase) {
         let probe = ContractProbe<Int, TestError>()
         let recorder = Recorder<String, any Error>()
+        let (signal, canary) = operation.apply(probe.signal)
         do {
-            let token = recorder.subscribe(to: operation.apply(probe.signal))
+            let token = recorder.subscribe(to: signal)
+            canary.settle()
             probe.send(.value(1))
             withExtendedLifetime(token) {}
         }
         let delivered = recorder.events.count
         probe.flood(values: [7], terminals: [.finished])
+        canary.settle()
         #expect(recorder.events.count == delivered)
         #expect(probe.everyTeardownRanOnce)
+        #expect(canary.scheduler.pendingCount == 0, "a scheduled action outlived the subscription")
     }
 
     // MARK: - Sources

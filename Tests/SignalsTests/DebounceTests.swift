@@ -8,7 +8,7 @@ import Testing
         let scheduler = TestScheduler()
         let source = ManualSource<Int, Never>()
         let recorder = TimedRecorder<Int, Never>(scheduler)
-        let token = recorder.subscribe(to: source.signal.debounce(for: .milliseconds(500), on: scheduler))
+        let token = recorder.subscribe(to: source.signal.debounce(for: .milliseconds(500), scheduler: scheduler))
         let bounces: [(Int, Duration)] = [
             (0, .zero), (1, .milliseconds(250)), (2, .milliseconds(1_000)),
             (3, .milliseconds(1_250)), (4, .milliseconds(1_500)), (5, .milliseconds(2_000)),
@@ -27,7 +27,7 @@ import Testing
         let scheduler = TestScheduler()
         let source = ManualSource<Int, Never>()
         let recorder = TimedRecorder<Int, Never>(scheduler)
-        let token = recorder.subscribe(to: source.signal.debounce(for: .seconds(1), on: scheduler))
+        let token = recorder.subscribe(to: source.signal.debounce(for: .seconds(1), scheduler: scheduler))
         for value in 1...5 {
             source.send(value)
             #expect(scheduler.pendingCount == 1)
@@ -44,7 +44,7 @@ import Testing
         let scheduler = TestScheduler()
         let source = ManualSource<Int, Never>()
         let recorder = Recorder<Int, Never>()
-        let token = recorder.subscribe(to: source.signal.debounce(for: .seconds(1), on: scheduler))
+        let token = recorder.subscribe(to: source.signal.debounce(for: .seconds(1), scheduler: scheduler))
         source.send(1)
         source.finish()
         #expect(recorder.events.isEmpty)
@@ -61,7 +61,7 @@ import Testing
         let scheduler = TestScheduler()
         let source = ManualSource<Int, Never>()
         let recorder = Recorder<Int, Never>()
-        let token = recorder.subscribe(to: source.signal.debounce(for: .seconds(1), on: scheduler))
+        let token = recorder.subscribe(to: source.signal.debounce(for: .seconds(1), scheduler: scheduler))
         source.send(1)
         scheduler.advance(by: .seconds(1))
         source.finish()
@@ -74,7 +74,7 @@ import Testing
         let scheduler = TestScheduler()
         let source = ManualSource<Int, TestError>()
         let recorder = Recorder<Int, TestError>()
-        let token = recorder.subscribe(to: source.signal.debounce(for: .seconds(1), on: scheduler))
+        let token = recorder.subscribe(to: source.signal.debounce(for: .seconds(1), scheduler: scheduler))
         source.send(1)
         source.fail(TestError(code: 3))
         #expect(recorder.events.isEmpty)
@@ -87,7 +87,7 @@ import Testing
         let scheduler = TestScheduler()
         let source = ManualSource<Int, Never>()
         let recorder = Recorder<Int, Never>()
-        let token = recorder.subscribe(to: source.signal.debounce(for: .seconds(1), on: scheduler))
+        let token = recorder.subscribe(to: source.signal.debounce(for: .seconds(1), scheduler: scheduler))
         source.send(1)
         #expect(scheduler.pendingCount == 1)
         token.cancel()
@@ -101,7 +101,7 @@ import Testing
     @Test func cancellingWhileTheFinishIsScheduledDropsIt() {
         let scheduler = TestScheduler()
         let recorder = Recorder<Int, Never>()
-        let token = recorder.subscribe(to: Signal(value: 1).debounce(for: .seconds(1), on: scheduler))
+        let token = recorder.subscribe(to: Signal(value: 1).debounce(for: .seconds(1), scheduler: scheduler))
         #expect(scheduler.pendingCount == 1)
         token.cancel()
         #expect(scheduler.pendingCount == 0)
@@ -116,7 +116,7 @@ import Testing
         let weakProbe = Weak(probe!)
         do {
             let captured = probe!
-            _ = source.signal.debounce(for: .seconds(1), on: scheduler).sink { _ in _ = captured }
+            _ = source.signal.debounce(for: .seconds(1), scheduler: scheduler).sink { _ in _ = captured }
             source.send(1)
         }
         probe = nil
@@ -128,7 +128,7 @@ import Testing
     @Test func everySubscriptionDebouncesOnItsOwn() {
         let scheduler = TestScheduler()
         let source = ManualSource<Int, Never>()
-        let signal = source.signal.debounce(for: .seconds(1), on: scheduler)
+        let signal = source.signal.debounce(for: .seconds(1), scheduler: scheduler)
         let first = Recorder<Int, Never>()
         let second = Recorder<Int, Never>()
         let tokens = [first.subscribe(to: signal), second.subscribe(to: signal)]

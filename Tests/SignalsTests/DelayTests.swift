@@ -6,7 +6,7 @@ import Testing
         let scheduler = TestScheduler()
         let source = ManualSource<Int, Never>()
         let recorder = TimedRecorder<Int, Never>(scheduler)
-        let token = recorder.subscribe(to: source.signal.delay(for: .seconds(5), on: scheduler))
+        let token = recorder.subscribe(to: source.signal.delay(for: .seconds(5), scheduler: scheduler))
         source.send(1)
         scheduler.advance(by: .seconds(1))
         source.send(2)
@@ -29,7 +29,7 @@ import Testing
         let scheduler = TestScheduler()
         let source = ManualSource<Int, TestError>()
         let recorder = TimedRecorder<Int, TestError>(scheduler)
-        let token = recorder.subscribe(to: source.signal.delay(for: .seconds(2), on: scheduler))
+        let token = recorder.subscribe(to: source.signal.delay(for: .seconds(2), scheduler: scheduler))
         source.send(1)
         source.fail(TestError(code: 9))
         scheduler.advance(by: .seconds(1))
@@ -43,7 +43,7 @@ import Testing
     @Test func eventsDueAtTheSameInstantKeepTheirOrder() {
         let scheduler = TestScheduler()
         let recorder = Recorder<Int, Never>()
-        let token = recorder.subscribe(to: Signal(sequence: 1...50).delay(for: .seconds(1), on: scheduler))
+        let token = recorder.subscribe(to: Signal(sequence: 1...50).delay(for: .seconds(1), scheduler: scheduler))
         #expect(scheduler.pendingCount == 51)
         scheduler.advance(by: .seconds(1))
         #expect(recorder.values == Array(1...50))
@@ -55,7 +55,7 @@ import Testing
     @Test func zeroDelayStillDeliversOnTheScheduler() {
         let scheduler = TestScheduler()
         let recorder = Recorder<Int, Never>()
-        let token = recorder.subscribe(to: Signal(value: 3).delay(for: .zero, on: scheduler))
+        let token = recorder.subscribe(to: Signal(value: 3).delay(for: .zero, scheduler: scheduler))
         #expect(recorder.events.isEmpty)
         scheduler.advance()
         #expect(recorder.events == [.value(3), .finished])
@@ -66,7 +66,7 @@ import Testing
         let scheduler = TestScheduler()
         let source = ManualSource<Int, Never>()
         let recorder = Recorder<Int, Never>()
-        let token = recorder.subscribe(to: source.signal.delay(for: .seconds(5), on: scheduler))
+        let token = recorder.subscribe(to: source.signal.delay(for: .seconds(5), scheduler: scheduler))
         source.send(1)
         source.send(2)
         #expect(scheduler.pendingCount == 2)
@@ -92,7 +92,7 @@ import Testing
                 observer.send(1)
                 return { _ = captured }
             }
-            _ = recorder.subscribe(to: signal.delay(for: .seconds(5), on: scheduler))
+            _ = recorder.subscribe(to: signal.delay(for: .seconds(5), scheduler: scheduler))
         }
         probe = nil
         #expect(weakProbe.object == nil)
@@ -108,7 +108,7 @@ import Testing
         let token: CancellationToken
         do {
             let captured = probe!
-            token = Signal(value: 1).delay(for: .seconds(1), on: scheduler).sink { _ in _ = captured }
+            token = Signal(value: 1).delay(for: .seconds(1), scheduler: scheduler).sink { _ in _ = captured }
         }
         probe = nil
         #expect(weakProbe.object != nil)
@@ -121,7 +121,7 @@ import Testing
         let scheduler = TestScheduler()
         let runs = Counter()
         let signal = Signal<Int, Never>(deferred: { Signal(value: runs.increment()) })
-            .delay(for: .seconds(2), on: scheduler)
+            .delay(for: .seconds(2), scheduler: scheduler)
         let first = TimedRecorder<Int, Never>(scheduler)
         let second = TimedRecorder<Int, Never>(scheduler)
         let tokens = [first.subscribe(to: signal)]
@@ -137,7 +137,7 @@ import Testing
 
     @Test func anImmediateSchedulerDeliversAtOnce() {
         let recorder = Recorder<Int, Never>()
-        recorder.subscribe(to: Signal(sequence: [1, 2]).delay(for: .seconds(30), on: ImmediateScheduler()))
+        recorder.subscribe(to: Signal(sequence: [1, 2]).delay(for: .seconds(30), scheduler: ImmediateScheduler()))
         #expect(recorder.events == [.value(1), .value(2), .finished])
     }
 }

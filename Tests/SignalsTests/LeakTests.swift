@@ -34,6 +34,9 @@ struct LeakTests {
         weak var operatorCanary: ContractCanary?
         weak var sinkCanary: ContractCanary?
         var token: CancellationToken?
+        // Held apart from the operator's canary, so the test can run it without keeping the
+        // canary alive.
+        let scheduler: TestScheduler
         do {
             let forProducer = ContractCanary()
             let forOperator = ContractCanary()
@@ -41,23 +44,27 @@ struct LeakTests {
             producerCanary = forProducer
             operatorCanary = forOperator
             sinkCanary = forSink
+            scheduler = forOperator.scheduler
             let signal = leakCase.operation.apply(producer.signal(capturing: forProducer, teardowns: teardowns), forOperator)
             token = signal.sink(
                 receiveCompletion: { _ in _ = forSink },
                 receiveValue: { _ in _ = forSink }
             )
+            forOperator.settle()
             producer.send(.value(1))
         }
+        let settle = { scheduler.advance(by: .seconds(10)) }
         switch leakCase.ending {
         case .finished:
-            producer.terminateAll(with: .finished)
+            producer.terminateAll(with: .finished, settle: settle)
         case .failed:
-            producer.terminateAll(with: .failed(ContractOperatorCase.failure))
+            producer.terminateAll(with: .failed(ContractOperatorCase.failure), settle: settle)
         case .cancelled:
             token?.cancel()
         case .tokenReleased:
             token = nil
         }
+        #expect(scheduler.pendingCount == 0, "a scheduled action outlived the subscription")
         // The token (if kept) and the producer's observers are still alive here.
         #expect(producerCanary == nil, "the producer's captures leaked")
         #expect(operatorCanary == nil, "an operator closure's captures leaked")
@@ -171,7 +178,7 @@ struct LeakTests {
         let producer = LeakProducer()
         let teardowns = Counter()
         do {
-            let token = ContractOperatorCase.all.last!.apply(producer.signal(capturing: ContractCanary(), teardowns: teardowns))
+            let token = ContractOperatorCase.all.last!.apply(producer.signal(capturing: ContractCanary(), teardowns: teardowns)).0
                 .retry(3)
                 .first()
                 .sink(receiveCompletion: { _ in }, receiveValue: { _ in })
@@ -190,7 +197,7 @@ struct LeakTests {
             let forSink = ContractCanary()
             sinkCanary = forSink
             for operation in ContractOperatorCase.all {
-                operation.apply(producer.signal(capturing: ContractCanary(), teardowns: teardowns))
+                operation.apply(producer.signal(capturing: ContractCanary(), teardowns: teardowns)).0
                     .sink(receiveCompletion: { _ in _ = forSink }, receiveValue: { _ in _ = forSink })
                     .store(in: bag!)
             }
@@ -220,12 +227,15 @@ private final class LeakProducer: Sendable {
         observers.withLock { $0.last }?.send(event)
     }
 
-    /// Sends `terminal` to every subscription, including ones made while doing so.
-    func terminateAll(with terminal: Event<Int, TestError>) {
+    /// Sends `terminal` to every subscription, including ones made while doing so; `settle` runs
+    /// after each one (a scheduler may deliver the terminal event, or subscribe again).
+    func terminateAll(with terminal: Event<Int, TestError>, settle: () -> Void) {
         var handled = 0
+        settle()
         while let next = observers.withLock({ handled < $0.count ? $0[handled] : nil }) {
             handled += 1
             next.send(terminal)
+            settle()
         }
     }
 }

@@ -23,7 +23,7 @@ struct ReleaseOutsideLocksTests {
     @Test func delayReleasesWaitingValuesOutsideItsLockWhenCancelled() {
         let pool = LeasePool()
         let scheduler = TestScheduler()
-        let token = pool.subject.signal.delay(for: .seconds(1), on: scheduler).sink { _ in }
+        let token = pool.subject.signal.delay(for: .seconds(1), scheduler: scheduler).sink { _ in }
         pool.send(1)
         pool.send(2)
         token.cancel()
@@ -33,7 +33,7 @@ struct ReleaseOutsideLocksTests {
     @Test func debounceReleasesTheWaitingValueOutsideItsLockWhenCancelled() {
         let pool = LeasePool()
         let scheduler = TestScheduler()
-        let token = pool.subject.signal.debounce(for: .seconds(1), on: scheduler).sink { _ in }
+        let token = pool.subject.signal.debounce(for: .seconds(1), scheduler: scheduler).sink { _ in }
         pool.send(1)
         token.cancel()
         #expect(pool.returnedCount == 1)
@@ -42,7 +42,7 @@ struct ReleaseOutsideLocksTests {
     @Test func throttleReleasesTheWaitingValueOutsideItsLockWhenCancelled() {
         let pool = LeasePool()
         let scheduler = TestScheduler()
-        let token = pool.subject.signal.throttle(for: .seconds(1), on: scheduler, latest: true).sink { _ in }
+        let token = pool.subject.signal.throttle(for: .seconds(1), scheduler: scheduler, latest: true).sink { _ in }
         pool.send(1)
         token.cancel()
         #expect(pool.returnedCount == 1)
@@ -104,7 +104,7 @@ struct ReleaseOutsideLocksTests {
     @Test func debounceReleasesAReplacedValueOutsideItsLock() {
         let pool = LeasePool()
         let scheduler = TestScheduler()
-        pool.token.token = pool.subject.signal.debounce(for: .seconds(1), on: scheduler).sink { _ in }
+        pool.token.token = pool.subject.signal.debounce(for: .seconds(1), scheduler: scheduler).sink { _ in }
         pool.send(1)
         pool.send(2)
         #expect(pool.returnedCount == 2)
@@ -113,7 +113,7 @@ struct ReleaseOutsideLocksTests {
     @Test func throttleReleasesAReplacedValueOutsideItsLock() {
         let pool = LeasePool()
         let scheduler = TestScheduler()
-        pool.token.token = pool.subject.signal.throttle(for: .seconds(1), on: scheduler, latest: true).sink { _ in }
+        pool.token.token = pool.subject.signal.throttle(for: .seconds(1), scheduler: scheduler, latest: true).sink { _ in }
         pool.send(1)
         pool.send(2)
         #expect(pool.returnedCount == 2)

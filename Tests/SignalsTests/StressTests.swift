@@ -228,14 +228,21 @@ private final class StressSubscription: Sendable {
     private let checker = StressChecker()
     private let cancelReturned = Atomic<Bool>(false)
     private let token = CancellationToken()
+    private let canary: ContractCanary
 
     init(_ operation: ContractOperatorCase) {
-        operation.apply(probe.signal).observe(Observer { [checker] event in checker.receive(event) }, in: token)
+        let (signal, canary) = operation.apply(probe.signal)
+        self.canary = canary
+        signal.observe(Observer { [checker] event in checker.receive(event) }, in: token)
+        canary.settle()
     }
 
+    /// Sends a value, then runs what the operator scheduled (on this producer's thread, racing the
+    /// other producers and the canceller).
     func produce(value: Int) {
         let late = cancelReturned.load(ordering: .acquiring)
         probe.send(.value(late ? StressTests.lateValue : value))
+        canary.settle()
     }
 
     func produceTerminal(failing: Bool) {
@@ -245,6 +252,7 @@ private final class StressSubscription: Sendable {
         } else if !late {
             probe.send(.finished)
         }
+        canary.settle()
     }
 
     func cancel() {

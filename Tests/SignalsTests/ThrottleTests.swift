@@ -6,7 +6,7 @@ import Testing
         let scheduler = TestScheduler()
         let source = ManualSource<String, Never>()
         let recorder = TimedRecorder<String, Never>(scheduler)
-        let token = recorder.subscribe(to: source.signal.throttle(for: .seconds(1), on: scheduler, latest: latest))
+        let token = recorder.subscribe(to: source.signal.throttle(for: .seconds(1), scheduler: scheduler, latest: latest))
         let sends: [(String, Duration)] = [
             ("a", .zero), ("b", .milliseconds(100)), ("c", .milliseconds(500)), ("d", .milliseconds(1_200)),
         ]
@@ -35,7 +35,7 @@ import Testing
         let scheduler = TestScheduler()
         let source = ManualSource<Int, Never>()
         let recorder = Recorder<Int, Never>()
-        let token = recorder.subscribe(to: source.signal.throttle(for: .seconds(1), on: scheduler, latest: true))
+        let token = recorder.subscribe(to: source.signal.throttle(for: .seconds(1), scheduler: scheduler, latest: true))
         source.send(1)
         #expect(recorder.events.isEmpty)
         scheduler.advance()
@@ -47,7 +47,7 @@ import Testing
         let scheduler = TestScheduler()
         let source = ManualSource<Int, Never>()
         let recorder = TimedRecorder<Int, Never>(scheduler)
-        let token = recorder.subscribe(to: source.signal.throttle(for: .seconds(1), on: scheduler, latest: false))
+        let token = recorder.subscribe(to: source.signal.throttle(for: .seconds(1), scheduler: scheduler, latest: false))
         for value in 1...3 {
             source.send(value)
             scheduler.advance(by: .seconds(2))
@@ -61,7 +61,7 @@ import Testing
         let scheduler = TestScheduler()
         let source = ManualSource<Int, Never>()
         let recorder = TimedRecorder<Int, Never>(scheduler)
-        let token = recorder.subscribe(to: source.signal.throttle(for: .seconds(1), on: scheduler, latest: true))
+        let token = recorder.subscribe(to: source.signal.throttle(for: .seconds(1), scheduler: scheduler, latest: true))
         source.send(1)
         scheduler.advance(by: .milliseconds(100))
         source.send(2)
@@ -78,7 +78,7 @@ import Testing
         let scheduler = TestScheduler()
         let source = ManualSource<Int, TestError>()
         let recorder = Recorder<Int, TestError>()
-        let token = recorder.subscribe(to: source.signal.throttle(for: .seconds(1), on: scheduler, latest: false))
+        let token = recorder.subscribe(to: source.signal.throttle(for: .seconds(1), scheduler: scheduler, latest: false))
         source.send(1)
         scheduler.advance()
         source.fail(TestError(code: 5))
@@ -92,7 +92,7 @@ import Testing
         let scheduler = TestScheduler()
         let source = ManualSource<Int, Never>()
         let recorder = Recorder<Int, Never>()
-        let token = recorder.subscribe(to: source.signal.throttle(for: .seconds(1), on: scheduler, latest: true))
+        let token = recorder.subscribe(to: source.signal.throttle(for: .seconds(1), scheduler: scheduler, latest: true))
         source.send(1)
         scheduler.advance()
         source.send(2)
@@ -112,7 +112,7 @@ import Testing
         let weakProbe = Weak(probe!)
         do {
             let captured = probe!
-            _ = source.signal.throttle(for: .seconds(1), on: scheduler, latest: false).sink { _ in _ = captured }
+            _ = source.signal.throttle(for: .seconds(1), scheduler: scheduler, latest: false).sink { _ in _ = captured }
             source.send(1)
         }
         probe = nil
@@ -124,7 +124,7 @@ import Testing
         let scheduler = TestScheduler()
         let runs = Counter()
         let signal = Signal<Int, Never>(deferred: { Signal(value: runs.increment()) })
-            .throttle(for: .seconds(1), on: scheduler, latest: false)
+            .throttle(for: .seconds(1), scheduler: scheduler, latest: false)
         let first = Recorder<Int, Never>()
         let second = Recorder<Int, Never>()
         let tokens = [first.subscribe(to: signal), second.subscribe(to: signal)]

@@ -6,7 +6,7 @@ import Testing
         let scheduler = TestScheduler()
         let source = ManualSource<Int, TestError>()
         let recorder = TimedRecorder<Int, TestError>(scheduler)
-        let token = recorder.subscribe(to: source.signal.timeout(.seconds(5), on: scheduler))
+        let token = recorder.subscribe(to: source.signal.timeout(.seconds(5), scheduler: scheduler))
         scheduler.advance(by: .milliseconds(4_999))
         #expect(recorder.events.isEmpty)
         #expect(source.isActive)
@@ -22,7 +22,7 @@ import Testing
         let source = ManualSource<Int, TestError>()
         let recorder = Recorder<Int, TestError>()
         let token = recorder.subscribe(
-            to: source.signal.timeout(.seconds(5), on: scheduler, customError: { TestError(code: 408) })
+            to: source.signal.timeout(.seconds(5), scheduler: scheduler, customError: { TestError(code: 408) })
         )
         scheduler.advance(by: .seconds(5))
         #expect(recorder.events == [.failed(TestError(code: 408))])
@@ -40,7 +40,7 @@ import Testing
         let source = ManualSource<Int, TestError>()
         let recorder = TimedRecorder<Int, TestError>(scheduler)
         let token = recorder.subscribe(
-            to: source.signal.timeout(.seconds(5), on: scheduler, customError: { TestError(code: 1) })
+            to: source.signal.timeout(.seconds(5), scheduler: scheduler, customError: { TestError(code: 1) })
         )
         for value in 1...3 {
             scheduler.advance(by: .seconds(4))
@@ -61,7 +61,7 @@ import Testing
         let source = ManualSource<Int, TestError>()
         let recorder = Recorder<Int, TestError>()
         let token = recorder.subscribe(
-            to: source.signal.timeout(.seconds(5), on: scheduler, customError: { TestError(code: 1) })
+            to: source.signal.timeout(.seconds(5), scheduler: scheduler, customError: { TestError(code: 1) })
         )
         source.send(1)
         source.finish()
@@ -76,7 +76,7 @@ import Testing
         let scheduler = TestScheduler()
         let recorder = Recorder<Int, TestError>()
         recorder.subscribe(
-            to: Signal(error: TestError(code: 2)).timeout(.seconds(5), on: scheduler, customError: { TestError(code: 1) })
+            to: Signal(error: TestError(code: 2)).timeout(.seconds(5), scheduler: scheduler, customError: { TestError(code: 1) })
         )
         #expect(recorder.events == [.failed(TestError(code: 2))])
         #expect(scheduler.pendingCount == 0)
@@ -85,7 +85,7 @@ import Testing
     @Test func anyErrorSignalsFailWithTimeoutErrorByDefault() {
         let scheduler = TestScheduler()
         let recorder = Recorder<Int, any Error>()
-        let token = recorder.subscribe(to: Signal<Int, any Error>.never.timeout(.seconds(30), on: scheduler))
+        let token = recorder.subscribe(to: Signal<Int, any Error>.never.timeout(.seconds(30), scheduler: scheduler))
         scheduler.advance(by: .seconds(30))
         #expect(recorder.failure as? TimeoutError == TimeoutError(interval: .seconds(30)))
         #expect(recorder.terminalCount == 1)
@@ -96,7 +96,7 @@ import Testing
         let scheduler = TestScheduler()
         let recorder = Recorder<Int, any Error>()
         let token = recorder.subscribe(
-            to: Signal<Int, any Error>.never.timeout(.seconds(1), on: scheduler, customError: nil)
+            to: Signal<Int, any Error>.never.timeout(.seconds(1), scheduler: scheduler, customError: nil)
         )
         scheduler.advance(by: .seconds(1))
         #expect(recorder.isFinished)
@@ -112,7 +112,7 @@ import Testing
         let source = ManualSource<Int, TestError>()
         let recorder = Recorder<Int, TestError>()
         let token = recorder.subscribe(
-            to: source.signal.timeout(.seconds(5), on: scheduler, customError: { TestError(code: 1) })
+            to: source.signal.timeout(.seconds(5), scheduler: scheduler, customError: { TestError(code: 1) })
         )
         scheduler.advance(by: .seconds(2))
         #expect(scheduler.pendingCount == 1)
@@ -131,7 +131,7 @@ import Testing
         do {
             let captured = probe!
             _ = Signal<Int, TestError>.never
-                .timeout(.seconds(5), on: scheduler, customError: { _ = captured; return TestError() })
+                .timeout(.seconds(5), scheduler: scheduler, customError: { _ = captured; return TestError() })
                 .sink(receiveCompletion: { _ in }, receiveValue: { _ in })
         }
         probe = nil
@@ -146,7 +146,7 @@ import Testing
         let token: CancellationToken
         do {
             let captured = probe!
-            token = Signal<Int, Never>.never.timeout(.seconds(1), on: scheduler).sink { _ in _ = captured }
+            token = Signal<Int, Never>.never.timeout(.seconds(1), scheduler: scheduler).sink { _ in _ = captured }
         }
         probe = nil
         #expect(weakProbe.object != nil)
@@ -158,7 +158,7 @@ import Testing
     @Test func everySubscriptionHasItsOwnClock() {
         let scheduler = TestScheduler()
         let source = ManualSource<Int, Never>()
-        let signal = source.signal.timeout(.seconds(5), on: scheduler)
+        let signal = source.signal.timeout(.seconds(5), scheduler: scheduler)
         let first = TimedRecorder<Int, Never>(scheduler)
         let second = TimedRecorder<Int, Never>(scheduler)
         let tokens = [first.subscribe(to: signal)]
@@ -175,7 +175,7 @@ import Testing
     @Test func aSynchronousUpstreamNeverTimesOut() {
         let scheduler = TestScheduler()
         let recorder = Recorder<Int, Never>()
-        recorder.subscribe(to: Signal(sequence: [1, 2]).timeout(.seconds(1), on: scheduler))
+        recorder.subscribe(to: Signal(sequence: [1, 2]).timeout(.seconds(1), scheduler: scheduler))
         #expect(recorder.events == [.value(1), .value(2), .finished])
         #expect(scheduler.pendingCount == 0)
     }

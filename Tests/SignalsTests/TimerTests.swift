@@ -5,7 +5,7 @@ import Testing
     @Test func timerSendsOneValueThenFinishesAfterTheDelay() {
         let scheduler = TestScheduler()
         let recorder = TimedRecorder<Void, Never>(scheduler)
-        let token = recorder.subscribe(to: Signal.timer(after: .seconds(30), on: scheduler))
+        let token = recorder.subscribe(to: Signal.timer(after: .seconds(30), scheduler: scheduler))
         scheduler.advance(by: .seconds(29))
         #expect(recorder.events.isEmpty)
         scheduler.advance(by: .seconds(1))
@@ -20,7 +20,7 @@ import Testing
     @Test func cancellingTheTimerWhileWaitingCancelsTheScheduledAction() {
         let scheduler = TestScheduler()
         let fired = Counter()
-        let token = Signal.timer(after: .seconds(5), on: scheduler).sink { fired.increment() }
+        let token = Signal.timer(after: .seconds(5), scheduler: scheduler).sink { fired.increment() }
         #expect(scheduler.pendingCount == 1)
         token.cancel()
         #expect(scheduler.pendingCount == 0)
@@ -34,7 +34,7 @@ import Testing
         let weakProbe = Weak(probe!)
         do {
             let captured = probe!
-            _ = Signal.timer(after: .seconds(5), on: scheduler).sink { _ = captured }
+            _ = Signal.timer(after: .seconds(5), scheduler: scheduler).sink { _ = captured }
         }
         probe = nil
         #expect(weakProbe.object == nil)
@@ -43,7 +43,7 @@ import Testing
 
     @Test func everySubscriptionWaitsFromItsOwnStart() {
         let scheduler = TestScheduler()
-        let timer = Signal.timer(after: .seconds(5), on: scheduler)
+        let timer = Signal.timer(after: .seconds(5), scheduler: scheduler)
         let first = TimedRecorder<Void, Never>(scheduler)
         let second = TimedRecorder<Void, Never>(scheduler)
         let tokens = [first.subscribe(to: timer)]
@@ -58,7 +58,7 @@ import Testing
     @Test func aZeroTimerFiresWhenTheSchedulerRuns() {
         let scheduler = TestScheduler()
         let fired = Counter()
-        let token = Signal.timer(after: .zero, on: scheduler).sink { fired.increment() }
+        let token = Signal.timer(after: .zero, scheduler: scheduler).sink { fired.increment() }
         #expect(fired.count == 0)
         scheduler.advance()
         #expect(fired.count == 1)
@@ -69,7 +69,7 @@ import Testing
         let scheduler = TestScheduler()
         let recorder = Recorder<Void, TestError>()
         let token = recorder.subscribe(
-            to: Signal.timer(after: .seconds(1), on: scheduler).setFailureType(to: TestError.self)
+            to: Signal.timer(after: .seconds(1), scheduler: scheduler).setFailureType(to: TestError.self)
         )
         scheduler.advance(by: .seconds(1))
         #expect(recorder.isFinished)
@@ -79,7 +79,7 @@ import Testing
     @Test func intervalTicksEveryPeriodAndNeverFinishes() {
         let scheduler = TestScheduler()
         let recorder = TimedRecorder<Int, Never>(scheduler)
-        let token = recorder.subscribe(to: Signal.interval(.seconds(1), on: scheduler))
+        let token = recorder.subscribe(to: Signal.interval(.seconds(1), scheduler: scheduler))
         scheduler.advance(by: .milliseconds(999))
         #expect(recorder.events.isEmpty)
         scheduler.advance(by: .milliseconds(1))
@@ -95,7 +95,7 @@ import Testing
         let scheduler = TestScheduler(now: .seconds(100))
         scheduler.advance(by: .milliseconds(500))
         let recorder = TimedRecorder<Int, Never>(scheduler)
-        let token = recorder.subscribe(to: Signal.interval(.seconds(2), on: scheduler))
+        let token = recorder.subscribe(to: Signal.interval(.seconds(2), scheduler: scheduler))
         scheduler.advance(by: .seconds(5))
         #expect(recorder.times == [.milliseconds(102_500), .milliseconds(104_500)])
         _ = token
@@ -104,7 +104,7 @@ import Testing
     @Test func cancellingTheIntervalCancelsTheNextTick() {
         let scheduler = TestScheduler()
         let recorder = Recorder<Int, Never>()
-        let token = recorder.subscribe(to: Signal.interval(.seconds(1), on: scheduler))
+        let token = recorder.subscribe(to: Signal.interval(.seconds(1), scheduler: scheduler))
         scheduler.advance(by: .milliseconds(2_500))
         #expect(recorder.values == [0, 1])
         token.cancel()
@@ -117,7 +117,7 @@ import Testing
     @Test func cancellingFromInsideATickStopsTheInterval() {
         let scheduler = TestScheduler()
         let recorder = Recorder<Int, Never>()
-        let token = recorder.subscribe(to: Signal.interval(.seconds(1), on: scheduler).prefix(3))
+        let token = recorder.subscribe(to: Signal.interval(.seconds(1), scheduler: scheduler).prefix(3))
         scheduler.advance(by: .seconds(10))
         #expect(recorder.events == [.value(0), .value(1), .value(2), .finished])
         #expect(scheduler.pendingCount == 0)
@@ -130,7 +130,7 @@ import Testing
         let weakProbe = Weak(probe!)
         do {
             let captured = probe!
-            _ = Signal.interval(.seconds(1), on: scheduler).sink { _ in _ = captured }
+            _ = Signal.interval(.seconds(1), scheduler: scheduler).sink { _ in _ = captured }
         }
         probe = nil
         #expect(weakProbe.object == nil)
@@ -139,7 +139,7 @@ import Testing
 
     @Test func everyIntervalSubscriptionCountsFromZero() {
         let scheduler = TestScheduler()
-        let ticks = Signal.interval(.seconds(1), on: scheduler)
+        let ticks = Signal.interval(.seconds(1), scheduler: scheduler)
         let first = Recorder<Int, Never>()
         let second = Recorder<Int, Never>()
         let tokens = [first.subscribe(to: ticks)]
@@ -155,14 +155,14 @@ import Testing
     func aNonPositivePeriodFinishesAtOnce(period: Duration) {
         let scheduler = TestScheduler()
         let recorder = Recorder<Int, Never>()
-        recorder.subscribe(to: Signal.interval(period, on: scheduler))
+        recorder.subscribe(to: Signal.interval(period, scheduler: scheduler))
         #expect(recorder.events == [.finished])
         #expect(scheduler.pendingCount == 0)
     }
 
     @Test func anImmediateSchedulerTicksWithoutGrowingTheStack() {
         let recorder = Recorder<Int, Never>()
-        recorder.subscribe(to: Signal.interval(.seconds(1), on: ImmediateScheduler()).prefix(50_000))
+        recorder.subscribe(to: Signal.interval(.seconds(1), scheduler: ImmediateScheduler()).prefix(50_000))
         #expect(recorder.values.count == 50_000)
         #expect(recorder.values.last == 49_999)
         #expect(recorder.isFinished)

@@ -29,7 +29,7 @@ extension Signal {
     func scheduled<Stage: ScheduledStage>(
         through stage: Stage.Type,
         interval: Duration,
-        on scheduler: any Scheduler
+        scheduler: any Scheduler
     ) -> Signal<Output, Failure> where Stage.Output == Output, Stage.Failure == Failure {
         let body = self.body
         return Signal(unchecked: { observer, token in

@@ -15,8 +15,14 @@ extension Signal {
     /// - Parameters:
     ///   - interval: the quiet time a value must survive before it is sent.
     ///   - scheduler: where and when values and the terminal event are delivered.
+    public func debounce(for interval: Duration, scheduler: some Scheduler) -> Signal<Output, Failure> {
+        scheduled(through: Debouncer.self, interval: interval, scheduler: scheduler)
+    }
+
+    /// ``debounce(for:scheduler:)``, under its former label.
+    @available(*, deprecated, renamed: "debounce(for:scheduler:)")
     public func debounce(for interval: Duration, on scheduler: some Scheduler) -> Signal<Output, Failure> {
-        scheduled(through: Debouncer.self, interval: interval, on: scheduler)
+        debounce(for: interval, scheduler: scheduler)
     }
 }
 

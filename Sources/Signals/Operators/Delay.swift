@@ -15,8 +15,15 @@ extension Signal {
     ///   - interval: how long each event waits; zero or negative means "as soon as the scheduler
     ///     runs it".
     ///   - scheduler: where and when events are delivered (a ``TestScheduler`` in tests).
+    public func delay(for interval: Duration, scheduler: some Scheduler) -> Signal<Output, Failure> {
+        scheduled(through: Delayer.self, interval: interval, scheduler: scheduler)
+    }
+
+    /// Delivers every event `interval` later, on `scheduler`: ``delay(for:scheduler:)``, under
+    /// its former label.
+    @available(*, deprecated, renamed: "delay(for:scheduler:)")
     public func delay(for interval: Duration, on scheduler: some Scheduler) -> Signal<Output, Failure> {
-        scheduled(through: Delayer.self, interval: interval, on: scheduler)
+        delay(for: interval, scheduler: scheduler)
     }
 }
 

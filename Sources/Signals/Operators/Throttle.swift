@@ -19,7 +19,7 @@ extension Signal {
     ///   - latest: `true` to send the most recent value of each window, `false` for the first.
     public func throttle(
         for interval: Duration,
-        on scheduler: some Scheduler,
+        scheduler: some Scheduler,
         latest: Bool
     ) -> Signal<Output, Failure> {
         let body = self.body
@@ -29,6 +29,12 @@ extension Signal {
             guard token.add(throttler) else { return }
             body(Observer { event in throttler.receive(event) }, token)
         })
+    }
+
+    /// ``throttle(for:scheduler:latest:)``, under its former label.
+    @available(*, deprecated, renamed: "throttle(for:scheduler:latest:)")
+    public func throttle(for interval: Duration, on scheduler: some Scheduler, latest: Bool) -> Signal<Output, Failure> {
+        throttle(for: interval, scheduler: scheduler, latest: latest)
     }
 }
 

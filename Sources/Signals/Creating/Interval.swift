@@ -1,28 +1,5 @@
 import Synchronization
 
-extension Signal where Output == Void, Failure == Never {
-    /// A signal that waits `delay` on `scheduler`, then sends one `()` and finishes.
-    ///
-    /// Every subscription starts its own wait (the signal is cold), which makes it the building
-    /// block of retry waits: `Signal.timer(after: .seconds(30), on: scheduler).flatMap { … }`.
-    /// Cancelling before the wait ends cancels the scheduled action; nothing is sent. Use
-    /// ``setFailureType(to:)`` to compose it with signals that can fail.
-    ///
-    /// - Parameters:
-    ///   - delay: how long to wait; zero or negative means "as soon as the scheduler runs it".
-    ///   - scheduler: where and when the value is delivered.
-    public static func timer(after delay: Duration, on scheduler: some Scheduler) -> Signal<Void, Never> {
-        let scheduler: any Scheduler = scheduler
-        return Signal { observer in
-            let action = scheduler.schedule(after: delay) {
-                observer.send(())
-                observer.finish()
-            }
-            return { action.cancel() }
-        }
-    }
-}
-
 extension Signal where Output == Int, Failure == Never {
     /// A signal that sends `0`, `1`, `2`, … every `period` on `scheduler`, and never finishes.
     ///
@@ -39,7 +16,7 @@ extension Signal where Output == Int, Failure == Never {
     /// - Parameters:
     ///   - period: the time between two ticks; must be positive.
     ///   - scheduler: where and when ticks are delivered; its clock measures the period.
-    public static func interval(_ period: Duration, on scheduler: some Scheduler) -> Signal<Int, Never> {
+    public static func interval(_ period: Duration, scheduler: some Scheduler) -> Signal<Int, Never> {
         let scheduler: any Scheduler = scheduler
         return Signal(unchecked: { observer, token in
             guard !token.isCancelled else { return }
@@ -51,6 +28,12 @@ extension Signal where Output == Int, Failure == Never {
             guard token.add(ticker) else { return }
             ticker.scheduleNext()
         })
+    }
+
+    /// ``interval(_:scheduler:)``, under its former label.
+    @available(*, deprecated, renamed: "interval(_:scheduler:)")
+    public static func interval(_ period: Duration, on scheduler: some Scheduler) -> Signal<Int, Never> {
+        interval(period, scheduler: scheduler)
     }
 }
 
