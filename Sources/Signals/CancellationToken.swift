@@ -25,9 +25,10 @@ public final class CancellationToken: Cancellable, Hashable, @unchecked Sendable
     // `rest` stay in registration order; removing leaves a hole instead of shifting.
     @exclusivity(unchecked) private var first: (any Cancellable)?
     @exclusivity(unchecked) private var second: (any Cancellable)?
-    /// The registrations after the two slots; removing one (a finished `flatMap` inner leaving
-    /// its scope) takes constant time, however many there are.
-    @exclusivity(unchecked) private var rest = RegistrationList<ObjectIdentifier, any Cancellable>()
+    /// The registrations after the two slots, in a box allocated only for a token that needs it
+    /// (so a token stays small); removing one (a finished `flatMap` inner leaving its scope)
+    /// takes constant time, however many there are.
+    @exclusivity(unchecked) private var rest: MoreRegistrations?
 
     /// `true` for a token that something else cancels when it ends: a child (cancelled with its
     /// parent) or a `retry` attempt. The closures of a subscription may hold such a token
@@ -80,12 +81,13 @@ public final class CancellationToken: Cancellable, Hashable, @unchecked Sendable
     public func add(_ cancellable: any Cancellable) -> Bool {
         let accepted = lock.withLock { () -> Bool in
             guard !cancelled.load(ordering: .relaxed) else { return false }
-            if first == nil, second == nil, rest.isEmpty {
+            if first == nil, second == nil, rest == nil {
                 first = cancellable
-            } else if second == nil, rest.isEmpty {
+            } else if second == nil, rest == nil {
                 second = cancellable
             } else {
-                rest.append(cancellable, key: ObjectIdentifier(cancellable))
+                if rest == nil { rest = MoreRegistrations() }
+                rest!.list.append(cancellable, key: ObjectIdentifier(cancellable))
             }
             return true
         }
@@ -111,7 +113,11 @@ public final class CancellationToken: Cancellable, Hashable, @unchecked Sendable
                 second = nil
                 return registered
             }
-            return rest.remove(key: ObjectIdentifier(cancellable))
+            guard let more = rest else { return nil }
+            let removed = more.list.remove(key: ObjectIdentifier(cancellable))
+            // An empty box holds nothing of the user's: dropping it here releases nothing else.
+            if more.list.isEmpty { rest = nil }
+            return removed
         }
         _ = removed
     }
@@ -131,19 +137,19 @@ public final class CancellationToken: Cancellable, Hashable, @unchecked Sendable
         guard !cancelled.load(ordering: .acquiring) else { return }
         var taken0: (any Cancellable)?
         var taken1: (any Cancellable)?
-        var takenRest = RegistrationList<ObjectIdentifier, any Cancellable>()
+        var takenRest: MoreRegistrations?
         let proceed = lock.withLock { () -> Bool in
             guard !cancelled.load(ordering: .relaxed) else { return false }
             cancelled.store(true, ordering: .releasing)
             swap(&taken0, &first)
             swap(&taken1, &second)
-            if !rest.isEmpty { takenRest = rest.removeAll() }
+            swap(&takenRest, &rest)
             return true
         }
         guard proceed else { return }
         taken0?.cancel()
         taken1?.cancel()
-        takenRest.forEach { $0.cancel() }
+        takenRest?.list.forEach { $0.cancel() }
     }
 
     /// Keeps this token alive in `bag` until the bag is emptied or released.
@@ -158,6 +164,12 @@ public final class CancellationToken: Cancellable, Hashable, @unchecked Sendable
     public func hash(into hasher: inout Hasher) {
         hasher.combine(ObjectIdentifier(self))
     }
+}
+
+/// The registrations of a ``CancellationToken`` beyond its two inline slots. Only touched with
+/// the token's lock held.
+private final class MoreRegistrations {
+    var list = RegistrationList<ObjectIdentifier, any Cancellable>()
 }
 
 /// A flag that is raised when the token it is registered with is cancelled.

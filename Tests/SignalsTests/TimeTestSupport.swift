@@ -130,10 +130,12 @@ private final class Race: Sendable {
 }
 
 /// Runs `operation` in a new task and returns its result, failing with `TimedOutWaiting` after
-/// `seconds` of wall-clock time. A safety net only: the bound is far above what any test needs,
-/// and a hung operation fails the test instead of hanging the run.
+/// `seconds` of wall-clock time. A safety net only: the bound is far above what any test needs
+/// (it includes the time the task may wait for a thread while the synchronous stress and contract
+/// suites keep the cooperative pool busy on a loaded two-core machine), and a hung operation fails
+/// the test instead of hanging the run.
 func within<T: Sendable>(
-    seconds: Int = 20,
+    seconds: Int = 90,
     _ operation: @escaping @Sendable () async throws -> T
 ) async throws -> T {
     let race = Race()

@@ -12,6 +12,8 @@
 /// let target = state.withLock { $0.emitter.accept(event) }   // plus any bookkeeping
 /// if let target { Emitter.deliver(event, to: target) { state.withLock { $0.emitter.next() } } }
 /// ```
+/// The delivering thread keeps `target` for its whole loop; `next` only tells it whether there is
+/// more (and whether the emitter was closed meanwhile: then it stops).
 /// `accept` returns the observer only to the thread that must deliver; a thread that finds
 /// another one delivering leaves its event in the queue, and the delivering thread drains it
 /// before it returns. No lock is held while the downstream runs.
@@ -38,16 +40,16 @@ struct Emitter<Output: Sendable, Failure: Error>: Sendable {
         return downstream
     }
 
-    /// After a delivery: the next queued event and its observer, or `nil` when the queue is empty
-    /// or the emitter was closed (the caller then stops delivering).
+    /// After a delivery: the next queued event, or `nil` when the queue is empty or the emitter
+    /// was closed (the caller then stops delivering).
     @inlinable
-    mutating func next() -> (Event<Output, Failure>, Observer<Output, Failure>)? {
-        guard let downstream, let event = serializer.next() else {
+    mutating func next() -> Event<Output, Failure>? {
+        guard downstream != nil, let event = serializer.next() else {
             serializer.isDelivering = false
             return nil
         }
-        if event.isTerminal { self.downstream = nil }
-        return (event, downstream)
+        if event.isTerminal { downstream = nil }
+        return event
     }
 
     /// Drops the downstream and everything queued: nothing more is delivered. Returns what it
@@ -66,13 +68,15 @@ struct Emitter<Output: Sendable, Failure: Error>: Sendable {
     static func deliver(
         _ event: Event<Output, Failure>,
         to target: Observer<Output, Failure>,
-        next: () -> (Event<Output, Failure>, Observer<Output, Failure>)?
+        next: () -> Event<Output, Failure>?
     ) -> Bool {
-        var endedWithTerminal = false
-        Serializer.drain((event, target), deliver: { item in
-            item.1.send(item.0)
-            endedWithTerminal = item.0.isTerminal
-        }, next: next)
-        return endedWithTerminal
+        var current = event
+        while true {
+            target.send(current)
+            // Nothing follows a terminal event (the emitter accepts nothing after it).
+            if current.isTerminal { return true }
+            guard let following = next() else { return false }
+            current = following
+        }
     }
 }

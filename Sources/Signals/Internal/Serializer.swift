@@ -11,7 +11,8 @@
 ///   that sends again, re-entrantly, cannot deadlock).
 /// - ``next()``: after each delivery, the delivering thread takes the next queued item (under
 ///   the lock) and delivers it (after the lock), until the queue is empty; then the delivery is
-///   over.
+///   over. (The loop itself is the owner's: ``Emitter/deliver(_:to:next:)`` for one observer,
+///   ``SubjectCore/deliverQueued()`` for a subject.)
 /// - ``clear()``: drops what is queued; the owner releases it after its lock.
 ///
 /// Because the decision to deliver and the bookkeeping that goes with it (a terminal event
@@ -44,9 +45,22 @@ struct Serializer<Item> {
     /// none (the delivery is then over).
     @inlinable
     mutating func next() -> Item? {
-        if let item = queue.popFirst() { return item }
+        // The common case, nothing queued, without touching the buffer's storage.
+        if queue.isEmpty {
+            isDelivering = false
+            return nil
+        }
+        return queue.popFirst()
+    }
+
+    /// For the delivering thread, after a delivery: ends the delivery if nothing was queued
+    /// meanwhile (the common case) and returns `true`; returns `false`, leaving the queue to
+    /// ``next()``, otherwise.
+    @inlinable
+    mutating func endIfIdle() -> Bool {
+        guard queue.isEmpty else { return false }
         isDelivering = false
-        return nil
+        return true
     }
 
     /// Drops what is queued, and returns it so that the caller releases it after its lock. The
@@ -55,18 +69,6 @@ struct Serializer<Item> {
     mutating func clear() -> FIFOBuffer<Item> {
         defer { queue = FIFOBuffer() }
         return queue
-    }
-
-    /// The delivering thread's loop: delivers `first`, then every item `next` (the owner's
-    /// ``next()`` under its lock) hands back, until it hands back `nil`.
-    @inlinable
-    static func drain(_ first: Item, deliver: (Item) -> Void, next: () -> Item?) {
-        var current = first
-        while true {
-            deliver(current)
-            guard let following = next() else { return }
-            current = following
-        }
     }
 }
 

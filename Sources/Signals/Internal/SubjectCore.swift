@@ -55,7 +55,7 @@ final class SubjectCore<Output: Sendable, Failure: Error>: @unchecked Sendable {
     /// What the delivering thread does with an item, after the lock.
     @usableFromInline
     enum Step: Sendable {
-        case broadcast(Event<Output, Failure>, Entries)
+        case broadcast(Event<Output, Failure>, Targets)
         case replay(Entry, Output)
         case skip
     }
@@ -63,6 +63,11 @@ final class SubjectCore<Output: Sendable, Failure: Error>: @unchecked Sendable {
     /// The subscribers, in subscription order, by subscription.
     @usableFromInline
     typealias Entries = RegistrationList<ObjectIdentifier, Entry>
+
+    /// A snapshot of the subscribers for one broadcast (holes included): the list's storage,
+    /// shared until the list changes, so taking it costs one retain.
+    @usableFromInline
+    typealias Targets = ContiguousArray<Entries.Slot?>
 
     @usableFromInline
     struct State {
@@ -75,12 +80,24 @@ final class SubjectCore<Output: Sendable, Failure: Error>: @unchecked Sendable {
             self.current = current
         }
 
+        /// Accepts `event` (ignored after a terminal event): returns the subscribers to deliver
+        /// it to now, or `nil` if it was queued behind the delivering thread or ignored.
+        @inlinable @inline(__always)
+        mutating func accept(_ event: Event<Output, Failure>) -> Targets? {
+            guard terminal == nil else { return nil }
+            if event.isTerminal { terminal = event }
+            guard serializer.claim(.event(event)) else { return nil }
+            let targets = entries.slots
+            if event.isTerminal { entries = Entries() }
+            return targets
+        }
+
         /// Takes `item`'s place in the sequence (under the lock): what to deliver for it.
         @inlinable
         mutating func step(for item: Item) -> Step {
             switch item {
             case .event(let event):
-                let targets = entries
+                let targets = entries.slots
                 if event.isTerminal { entries = Entries() }
                 return .broadcast(event, targets)
             case .attach(let entry, let value):
@@ -139,27 +156,27 @@ final class SubjectCore<Output: Sendable, Failure: Error>: @unchecked Sendable {
     /// Ignored once a terminal event was accepted.
     @inlinable
     func send(_ event: Event<Output, Failure>) {
-        // The value a replaying core replaces is released after the lock: its `deinit` may send.
-        var replaced: Output?
-        defer { withExtendedLifetime(replaced) {} }
-        let targets = withState { state -> Entries? in
-            guard state.terminal == nil else { return nil }
-            if case .value(let value) = event {
-                if replays {
-                    replaced = state.current
-                    state.current = value
-                }
-            } else {
-                state.terminal = event
-            }
-            guard state.serializer.claim(.event(event)) else { return nil }
-            let entries = state.entries
-            if event.isTerminal { state.entries = Entries() }
-            return entries
-        }
-        guard let targets else { return }
+        guard let targets = replays ? sendReplacingCurrent(event) : withState({ $0.accept(event) }) else { return }
         Self.broadcast(event, to: targets)
-        deliverQueued()
+        // The common case, nothing queued meanwhile, in one short critical section.
+        if !withState({ $0.serializer.endIfIdle() }) { deliverQueued() }
+    }
+
+    /// ``State/accept(_:)`` for a replaying core, which also makes a value the current one; the
+    /// value it replaces is released after the lock (its `deinit` may send).
+    @inlinable
+    func sendReplacingCurrent(_ event: Event<Output, Failure>) -> Targets? {
+        let (targets, replaced) = withState { state -> (Targets?, Output?) in
+            guard state.terminal == nil else { return (nil, nil) }
+            var replaced: Output?
+            if case .value(let value) = event {
+                replaced = state.current
+                state.current = value
+            }
+            return (state.accept(event), replaced)
+        }
+        withExtendedLifetime(replaced) {}
+        return targets
     }
 
     /// Adds a subscriber for the life of `token`.
@@ -216,9 +233,11 @@ final class SubjectCore<Output: Sendable, Failure: Error>: @unchecked Sendable {
     }
 
     @inlinable
-    static func broadcast(_ event: Event<Output, Failure>, to entries: Entries) {
-        entries.forEach { entry in
-            if !entry.subscription.isCancelled { entry.observer.send(event) }
+    static func broadcast(_ event: Event<Output, Failure>, to targets: Targets) {
+        // Read through the optional without binding it, so that the entries are borrowed from
+        // the snapshot rather than copied (no retain per subscriber).
+        for slot in targets where slot != nil && !slot.unsafelyUnwrapped.element.subscription.isCancelled {
+            slot.unsafelyUnwrapped.element.observer.send(event)
         }
     }
 }
