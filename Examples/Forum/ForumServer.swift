@@ -18,6 +18,7 @@ final class ForumServer: Sendable {
         var nextTokenNumber = 1
         var pendingRateLimits: [Int] = []
         var refreshCount = 0
+        var archiveURL: URL?
     }
 
     private let state = Locked(State())
@@ -62,6 +63,11 @@ final class ForumServer: Sendable {
         state.withLock { $0.pendingRateLimits.append(seconds) }
     }
 
+    /// `GET /attachments/archive` (with a valid token) is redirected to `url`, on another origin.
+    func redirectArchive(to url: URL) {
+        state.withLock { $0.archiveURL = url }
+    }
+
     /// How many times `POST /auth/token` issued new tokens.
     var refreshCount: Int { state.withLock { $0.refreshCount } }
 
@@ -82,6 +88,15 @@ final class ForumServer: Sendable {
             let known = state.withLock { $0.refreshTokens.remove(refresh.refreshToken) != nil }
             guard known else { return .json(#"{"error":"invalid_grant"}"#, status: 401) }
             return issueTokens(state: state, tokenLifetime: tokenLifetime, isRefresh: true)
+        case ("GET", "/attachments/archive"):
+            let bearer = request.value(forHTTPHeaderField: "Authorization")
+                .flatMap { $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : nil }
+            let (authorised, target) = state.withLock { state in
+                (bearer.flatMap { state.accessTokens[$0] }.map { $0 > Date() } ?? false, state.archiveURL)
+            }
+            guard authorised else { return .json(#"{"error":"invalid_token"}"#, status: 401) }
+            guard let target else { return .status(404) }
+            return .status(302, headers: ["Location": target.absoluteString])
         case ("GET", "/posts"):
             let bearer = request.value(forHTTPHeaderField: "Authorization")
                 .flatMap { $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : nil }

@@ -70,9 +70,10 @@ final class Narrator: HTTPEventMonitor, Sendable {
         }
     }
 
+    /// The path and query, with the values of secret-looking query items redacted.
     private static func pathAndQuery(of request: URLRequest) -> String {
         guard let url = request.url else { return "<no URL>" }
         let path = url.path.isEmpty ? "/" : url.path
-        return url.query.map { "\(path)?\($0)" } ?? path
+        return Redaction.redact(urlString: url.query.map { "\(path)?\($0)" } ?? path)
     }
 }

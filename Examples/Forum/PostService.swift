@@ -24,7 +24,7 @@ struct LivePostService: RESTAPI, PostService {
         // `return` is needed: a computed property's body that starts with `get(` is read by
         // Swift as a getter declaration.
         return get(endpoint: "posts") { request in
-            request
+            try request
                 .addingBearerAuthorization(accessToken: tokens.current.accessToken)
                 .receivingJSON()
         }
@@ -38,7 +38,7 @@ struct LivePostService: RESTAPI, PostService {
 
     func posts(byUser userId: Int) -> Signal<Result<[Post], any Error>, Never> {
         get(endpoint: "posts") { request in
-            request
+            try request
                 .addingQueryItem(name: "userId", value: String(userId))
                 .addingBearerAuthorization(accessToken: tokens.current.accessToken)
                 .receivingJSON()

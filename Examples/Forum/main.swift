@@ -154,6 +154,40 @@ if let baseURL = baseURLArgument {
     } else {
         check(false, "failed at once with .tooManyRequests(retryAfter: 30)")
     }
+
+    narrator.heading("6. Download the forum archive: redirected to a CDN on another origin, streamed to disk")
+    let cdn = AttachmentCDN()
+    do {
+        try cdn.start()
+    } catch {
+        print("could not start the embedded CDN: \(error)")
+        exit(1)
+    }
+    defer { cdn.stop() }
+    forum.redirectArchive(to: cdn.archiveURL)
+    narrator.say("[server] /attachments/archive redirects to \(cdn.archiveURL.absoluteString)")
+    let folder = FileManager.default.temporaryDirectory.appendingPathComponent("transit-forum-\(UUID().uuidString)")
+    try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: folder) }
+    let destination = folder.appendingPathComponent("forum-archive.bin")
+    let bar = ProgressBar()
+    let attachments = AttachmentService(baseURL: forum.baseURL, client: client, tokens: tokens)
+    var downloaded: DownloadedFile?
+    do {
+        for try await event in attachments.archive(to: destination).values {
+            switch event {
+            case .progress(let progress): bar.update(progress)
+            case .completed(let file): downloaded = file
+            }
+        }
+    } catch {
+        narrator.say("download failed: \(error)")
+    }
+    let onDisk = try? Data(contentsOf: destination)
+    check(downloaded?.byteCount == Int64(AttachmentCDN.archiveSize) && onDisk == AttachmentCDN.archive,
+          "the 4 MiB archive arrived whole, written to disk as it streamed")
+    check(cdn.requestCount == 1 && cdn.credentialHeadersSeen.isEmpty,
+          "the redirect to the CDN arrived without the bearer token (credentials stay with their origin)")
 }
 
 print("\n\(narrator.requestCount) requests sent, \(narrator.refreshCount) token refresh\(narrator.refreshCount == 1 ? "" : "es").")

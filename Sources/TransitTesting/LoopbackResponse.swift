@@ -17,6 +17,9 @@ public struct LoopbackResponse: Sendable {
         /// With `Transfer-Encoding: chunked`, one chunk per element, waiting `interval` between
         /// chunks. Empty elements are skipped (an empty chunk would end the body).
         case chunked([Data], interval: Duration)
+        /// With a `Content-Length` for the whole body, sent in these pieces with `interval`
+        /// between them (a large download arriving at a known pace).
+        case paced([Data], interval: Duration)
         /// Exactly these bytes and nothing else: no status line, no headers (see
         /// ``LoopbackResponse/raw(_:)``).
         case raw(Data)
@@ -25,7 +28,7 @@ public struct LoopbackResponse: Sendable {
         public var data: Data {
             switch self {
             case .whole(let data), .raw(let data): return data
-            case .chunked(let chunks, _): return chunks.reduce(into: Data()) { $0.append($1) }
+            case .chunked(let chunks, _), .paced(let chunks, _): return chunks.reduce(into: Data()) { $0.append($1) }
             }
         }
     }
@@ -115,6 +118,17 @@ public struct LoopbackResponse: Sendable {
         headers: [String: String] = [:]
     ) -> LoopbackResponse {
         LoopbackResponse(status: status, headers: fields(headers), body: .chunked(chunks, interval: interval))
+    }
+
+    /// A response whose body (`Content-Length` announced) goes out in `pieces`, `interval`
+    /// apart: a download whose progress a client can watch.
+    public static func paced(
+        _ pieces: [Data],
+        interval: Duration,
+        status: Int = 200,
+        headers: [String: String] = [:]
+    ) -> LoopbackResponse {
+        LoopbackResponse(status: status, headers: fields(headers), body: .paced(pieces, interval: interval))
     }
 
     /// Sends exactly `bytes` (a malformed or hand-written response) and closes the connection.
@@ -214,6 +228,10 @@ public struct LoopbackResponse: Sendable {
             case .chunked:
                 if !has("Transfer-Encoding") {
                     fields.append(LoopbackHeader("Transfer-Encoding", "chunked"))
+                }
+            case .paced(let pieces, _):
+                if !has("Content-Length"), !has("Transfer-Encoding") {
+                    fields.append(LoopbackHeader("Content-Length", "\(pieces.reduce(0) { $0 + $1.count })"))
                 }
             case .raw:
                 break

@@ -105,6 +105,19 @@ extension LoopbackServerCore {
             }
             if limit != .max { return .close }
             guard POSIX.sendAll(fd, Array("0\r\n\r\n".utf8)) else { return isStopping ? .stopped : .clientClosed }
+        case .paced(let pieces, let interval):
+            guard POSIX.sendAll(fd, head) else { return failed }
+            guard sendsBody else { break }
+            var remaining = limit
+            for (index, piece) in pieces.enumerated() where !piece.isEmpty {
+                if index > 0, interval > .zero {
+                    let waited = wait(interval, fd: fd, wake: wake, buffer: &buffer)
+                    if waited != .keepOpen { return waited }
+                }
+                guard POSIX.sendAll(fd, Array(piece.prefix(remaining))) else { return failed }
+                remaining -= min(remaining, piece.count)
+                if remaining == 0 { return .close }
+            }
         }
         return closing ? .close : .keepOpen
     }

@@ -9,7 +9,8 @@ import Transit
 /// error, delivered at once or after a delay on the transport's scheduler.
 public struct StubResponse: Sendable {
     enum Outcome: Sendable {
-        case response(status: Int, headers: [String: String], body: Data)
+        /// A head, then `chunks` spaced `interval` apart, then the end or `failure`.
+        case response(status: Int, headers: [String: String], chunks: [Data], interval: Duration, failure: (any Error)?)
         case failure(any Error)
     }
 
@@ -17,9 +18,29 @@ public struct StubResponse: Sendable {
     /// How long the transport waits, on its scheduler, before answering.
     public var delay: Duration = .zero
 
+    init(outcome: Outcome) {
+        self.outcome = outcome
+    }
+
     /// A response with `status`, `headers` and `body`.
     public static func status(_ status: Int, headers: [String: String] = [:], body: Data = Data()) -> StubResponse {
-        StubResponse(outcome: .response(status: status, headers: headers, body: body))
+        .chunks(body.isEmpty ? [] : [body], status: status, headers: headers)
+    }
+
+    /// A streamed response: the head, then each of `chunks` (empty ones skipped), `interval`
+    /// apart on the transport's scheduler (the first one `interval` after the head), then the end
+    /// — or, if `failure` is given, that error after the last chunk (a connection lost
+    /// mid-body).
+    public static func chunks(
+        _ chunks: [Data],
+        status: Int = 200,
+        headers: [String: String] = [:],
+        every interval: Duration = .zero,
+        thenFail failure: (any Error)? = nil
+    ) -> StubResponse {
+        StubResponse(outcome: .response(
+            status: status, headers: headers, chunks: chunks.filter { !$0.isEmpty }, interval: interval, failure: failure
+        ))
     }
 
     /// A response whose body is `text`, UTF-8 encoded.
@@ -78,7 +99,7 @@ public final class StubTransport: HTTPTransport {
         public let matchedStubWithoutAnswer: Bool
 
         public var description: String {
-            let name = "\(request.httpMethod ?? "GET") \(request.url?.absoluteString ?? "<no URL>")"
+            let name = "\(request.httpMethod ?? "GET") \(request.url?.redactedForLogging ?? "<no URL>")"
             return matchedStubWithoutAnswer
                 ? "StubTransport: the stub matching \(name) has no answer; add one with thenRespond(_:)"
                 : "StubTransport: unexpected request \(name); add a stub for it"
@@ -123,36 +144,69 @@ public final class StubTransport: HTTPTransport {
         stubs.clearRequests()
     }
 
-    public func send(_ request: URLRequest) -> Signal<HTTPResponse, any Error> {
+    /// Answers `request` with its stub's next answer, as parts (see ``HTTPTransport``).
+    public func exchange(_ request: TransportRequest) -> Signal<HTTPResponsePart, any Error> {
         let scheduler = self.scheduler
         return Signal { [self] observer in
-            let stub = stubs.record(request)
+            let urlRequest = request.urlRequest
+            let stub = stubs.record(urlRequest)
             guard let stub, let answer = stub.nextAnswer() else {
-                observer.fail(UnexpectedRequest(request: request, matchedStubWithoutAnswer: stub != nil))
+                observer.fail(UnexpectedRequest(request: urlRequest, matchedStubWithoutAnswer: stub != nil))
                 return nil
             }
-            let response = answer(request)
+            let response = answer(urlRequest)
+            // The scheduled next step, and whether the subscription ended (nothing more is scheduled).
+            let pending = Mutex<(next: (any Cancellable)?, ended: Bool)>((nil, false))
+            @Sendable func later(_ delay: Duration, _ action: @escaping @Sendable () -> Void) {
+                guard !pending.withLock({ $0.ended }) else { return }
+                // Scheduled outside the lock: an immediate scheduler runs the action at once.
+                let scheduled = scheduler.schedule(after: delay, action)
+                let ended = pending.withLock { state -> Bool in
+                    state.next = scheduled
+                    return state.ended
+                }
+                if ended { scheduled.cancel() }
+            }
+            /// Delivers `steps` in order, `interval` apart on the scheduler (at once when zero).
+            @Sendable func run(_ steps: ArraySlice<Event<HTTPResponsePart, any Error>>, interval: Duration) {
+                var steps = steps
+                while let step = steps.popFirst() {
+                    observer.send(step)
+                    if interval > .zero, !steps.isEmpty, case .value(.body) = steps.first! {
+                        let rest = steps
+                        later(interval) { run(rest, interval: interval) }
+                        return
+                    }
+                }
+            }
             let deliver: @Sendable () -> Void = {
                 switch response.outcome {
                 case .failure(let error):
                     observer.fail(error)
-                case .response(let status, let headers, let body):
-                    guard let url = request.url,
+                case .response(let status, let headers, let chunks, let interval, let failure):
+                    guard let url = urlRequest.url,
                           let http = HTTPURLResponse(url: url, statusCode: status, httpVersion: "HTTP/1.1", headerFields: headers)
                     else {
                         observer.fail(URLError(.badServerResponse))
                         return
                     }
-                    observer.send(HTTPResponse(data: body, response: http, request: request))
-                    observer.finish()
+                    var steps: [Event<HTTPResponsePart, any Error>] = [.value(.head(http))]
+                    steps += chunks.map { .value(.body($0)) }
+                    steps.append(failure.map { .failed($0) } ?? .finished)
+                    run(steps[...], interval: interval)
                 }
             }
-            guard response.delay > .zero else {
+            if response.delay > .zero {
+                later(response.delay, deliver)
+            } else {
                 deliver()
-                return nil
             }
-            let scheduled = scheduler.schedule(after: response.delay, deliver)
-            return { scheduled.cancel() }
+            return {
+                pending.withLock { state -> (any Cancellable)? in
+                    state.ended = true
+                    return state.next
+                }?.cancel()
+            }
         }
     }
 }

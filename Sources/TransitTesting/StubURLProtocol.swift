@@ -280,7 +280,7 @@ public class StubURLProtocol: URLProtocol {
 
     private static func unexpected(_ request: URLRequest, reason: String) -> URLError {
         URLError(.resourceUnavailable, userInfo: [
-            NSLocalizedDescriptionKey: "StubURLProtocol: unexpected request \(request.httpMethod ?? "GET") \(request.url?.absoluteString ?? "<no URL>"): \(reason)",
+            NSLocalizedDescriptionKey: "StubURLProtocol: unexpected request \(request.httpMethod ?? "GET") \(request.url?.redactedForLogging ?? "<no URL>"): \(reason)",
         ])
     }
 

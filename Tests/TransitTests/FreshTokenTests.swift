@@ -190,7 +190,7 @@ import TransitTesting
             return log
         }
         #expect(statusCode(of: run("missing").failure) == 404)
-        #expect((run("down").failure as? URLError)?.code == .timedOut)
+        #expect((run("down").failure as? TransportError)?.code == .timedOut)
         let ok = run("ok")
         #expect(ok.values.map(\.text) == ["fine"])
         #expect(ok.isFinished)

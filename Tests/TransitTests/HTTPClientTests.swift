@@ -32,15 +32,16 @@ import TransitTesting
         return result.withLock { $0 }
     }
 
-    @Test func transportErrorsCarryTheMethodOfTheirRequest() throws {
+    @Test func transportErrorsCarryTheRequestTheyBelongTo() throws {
         let transport = StubTransport()
         transport.stub(.put, path: "/v1/items/1").thenRespond(.failure(URLError(.timedOut)))
         let api = API(client: HTTPClient(transport: transport))
         let result = outcome(of: api.put(endpoint: "items/1"))
-        let error = try #require(result.flatMap { if case .failure(let e) = $0 { e as? URLError } else { nil } })
+        let error = try #require(result.flatMap { if case .failure(let e) = $0 { e as? TransportError } else { nil } })
         #expect(error.code == .timedOut)
-        #expect(error.userInfo[HTTPClient.requestMethodKey] as? String == "PUT")
-        #expect((error.userInfo[NSURLErrorFailingURLErrorKey] as? URL)?.path == "/v1/items/1")
+        #expect(error.method == .put)
+        #expect(error.request.url?.path == "/v1/items/1")
+        #expect(error.request.value(forHTTPHeaderField: "User-Agent") == "Transit", "the request as sent, default headers included")
     }
 
     @Test func aTimedOutGetIsRetriedWithoutBeingToldTheMethod() {

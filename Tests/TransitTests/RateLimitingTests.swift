@@ -172,7 +172,7 @@ private func httpDate(_ date: Date, form: String) -> String {
 
     @Test func aTransportErrorIsNotRetried() {
         let f = RateLimitFixture([.failure(URLError(.timedOut)), .text("ok")])
-        #expect((f.log.failure as? URLError)?.code == .timedOut)
+        #expect((f.log.failure as? TransportError)?.code == .timedOut)
         #expect(f.scheduler.pendingCount == 0)
         withExtendedLifetime(f.token) {}
     }

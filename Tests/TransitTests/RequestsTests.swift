@@ -39,7 +39,7 @@ struct RequestsTests {
     func verbsReachTransport(method: HTTPMethod) throws {
         let api = StubbedService(transport: transport, defaultHeaders: ["X-Client": "default"])
         let body = Data("payload-\(method)".utf8)
-        let modifier: RequestModifier = { $0.settingValue("yes", forHTTPHeaderField: "X-Modified") }
+        let modifier: RequestModifier = { try $0.settingValue("yes", forHTTPHeaderField: "X-Modified") }
         let signal: Signal<HTTPResponse, any Error>
         switch method {
         case .get: signal = api.get(endpoint: "things/1", modifier: modifier)
@@ -85,7 +85,7 @@ struct RequestsTests {
             userAgent: "Default-Agent"
         )
         _ = RequestProbe(api.get(endpoint: "things") {
-            $0.settingValue("mine", forHTTPHeaderField: "x-client")
+            try $0.settingValue("mine", forHTTPHeaderField: "x-client")
                 .settingValue("Custom-Agent/2", forHTTPHeaderField: "user-agent")
                 .receivingJSON()
         })
@@ -145,7 +145,7 @@ struct RequestsTests {
         let encoder = JSONEncoder()
         encoder.keyEncodingStrategy = .convertToSnakeCase
         _ = RequestProbe(api.post(endpoint: "posts", json: NewPost(title: "t", userId: 1), encoder: encoder) {
-            $0.settingValue("application/vnd.api+json", forHTTPHeaderField: "Content-Type")
+            try $0.settingValue("application/vnd.api+json", forHTTPHeaderField: "Content-Type")
         })
         let sent = try #require(transport.requests.first)
         let body = try #require(sent.httpBody.flatMap { String(data: $0, encoding: .utf8) })
@@ -186,7 +186,7 @@ struct RequestsTests {
     func modifierRerunsPerSubscription() throws {
         let api = StubbedService(transport: transport)
         let token = SharedValue("token-1")
-        let signal = api.get(endpoint: "me") { $0.addingBearerAuthorization(accessToken: token.value) }
+        let signal = api.get(endpoint: "me") { try $0.addingBearerAuthorization(accessToken: token.value) }
         _ = RequestProbe(signal)
         token.value = "token-2"
         _ = RequestProbe(signal)
@@ -197,7 +197,7 @@ struct RequestsTests {
     func documentedModifierWithoutTry() throws {
         let api = StubbedService(transport: transport)
         let tokens = SharedValue("t0k-1")
-        let probe = RequestProbe(api.get(endpoint: "posts") { $0.addingBearerAuthorization(accessToken: tokens.value).receivingJSON() })
+        let probe = RequestProbe(api.get(endpoint: "posts") { try $0.addingBearerAuthorization(accessToken: tokens.value).receivingJSON() })
         #expect(probe.isFinished)
         let sent = try #require(transport.requests.first)
         #expect(transport.requests.count == 1)
@@ -218,7 +218,7 @@ struct RequestsTests {
                     value += 1
                     return value
                 }
-                return request.settingValue("\(number)", forHTTPHeaderField: "X-Attempt")
+                return try request.settingValue("\(number)", forHTTPHeaderField: "X-Attempt")
             }
             .catchHTTPErrors()
             .retry(1)
@@ -257,7 +257,7 @@ struct RequestsTests {
     func headerInjectionInModifier() throws {
         let api = StubbedService(transport: transport)
         let probe = RequestProbe(api.get(endpoint: "x") {
-            $0.addingValue("v\r\nX-Injected: 1", forHTTPHeaderField: "X-Trace")
+            try $0.addingValue("v\r\nX-Injected: 1", forHTTPHeaderField: "X-Trace")
         })
         #expect(probe.failure as? URLRequestError == .invalidHeaderValue(name: "X-Trace"))
         #expect(transport.requests.isEmpty)
@@ -364,7 +364,7 @@ struct RequestsTests {
         }
         let api = StubbedService(transport: transport)
         let probe = RequestProbe(api.get(endpoint: "posts?userId=1") {
-            $0.addingQueryItem(name: "tag", value: "a+b&c")
+            try $0.addingQueryItem(name: "tag", value: "a+b&c")
         })
         #expect(probe.isFinished)
         let url = try #require(transport.requests.first?.url)

@@ -2,8 +2,10 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
+import Signals
 import Testing
 import Transit
+import TransitTesting
 
 /// Sun, 06 Nov 1994 08:49:37 GMT, the example date of RFC 9110.
 private let rfcExampleDate = Date(timeIntervalSince1970: 784_111_777)
@@ -108,5 +110,95 @@ struct RetryAfterTests {
         #expect(RetryAfter.seconds(from: "Sunday, 06-Nov-94 08:49:37 GMT", now: Date(timeIntervalSince1970: .infinity)) == nil)
         #expect(RetryAfter.seconds(from: "Sunday, 06-Nov-94 08:49:37 GMT", now: Date(timeIntervalSince1970: .nan)) == nil)
         #expect(RetryAfter.seconds(from: "5", now: Date(timeIntervalSince1970: .nan)) == 5)
+    }
+}
+
+/// Defect: an all-digit `Retry-After` too large for a `Double` parsed as *absent*, so
+/// `respondToRateLimiting` waited its own cap and retried instead of failing fast.
+@Suite("Retry-After too large for a Double")
+struct HugeRetryAfterTests {
+    static let huge = String(repeating: "9", count: 400)
+
+    @Test("an all-digit value too large for a Double means longer than any cap", arguments: [
+        huge, "1" + String(repeating: "0", count: 309), huge + ".5", "+" + huge, " \(huge) ",
+    ])
+    func parsesAsTheLargestFiniteDelay(value: String) {
+        let seconds = RetryAfter.seconds(from: value, now: rfcExampleDate)
+        #expect(seconds == .greatestFiniteMagnitude)
+        #expect(seconds?.isFinite == true)
+    }
+
+    @Test("a negative value too large for a Double still means now")
+    func hugeNegativeMeansNow() {
+        #expect(RetryAfter.seconds(from: "-" + Self.huge, now: rfcExampleDate) == 0)
+    }
+
+    @Test("respondToRateLimiting fails at once on a 429 with a huge Retry-After")
+    func rateLimitingFailsFast() throws {
+        let scheduler = TestScheduler()
+        let transport = StubTransport(scheduler: scheduler)
+        transport.stub(.get, path: "/items").thenRespond(.status(429, headers: ["Retry-After": Self.huge])).thenRespond(.text("ok"))
+        let log = AuthRetryLog<HTTPResponse>()
+        let token = log.subscribe(to: AuthRetryAPI(transport: transport).get(endpoint: "items")
+            .catchHTTPErrors()
+            .respondToRateLimiting(maxSecondsToWait: 5, scheduler: scheduler))
+        guard case .tooManyRequests(let retryAfter, _)? = log.failure as? HTTPClientError else {
+            Issue.record("expected a 429 at once, got \(String(describing: log.failure))")
+            return
+        }
+        #expect(retryAfter == .greatestFiniteMagnitude)
+        #expect(scheduler.pendingCount == 0)
+        scheduler.run()
+        #expect(transport.requests.count == 1)
+        // The description stays readable.
+        #expect(log.failure.map { "\($0)" }?.contains("HTTP 429") == true)
+        withExtendedLifetime(token) {}
+    }
+
+    @Test("retry(policy) fails at once on a 503 with a huge Retry-After")
+    func retryPolicyFailsFast() throws {
+        let scheduler = TestScheduler()
+        let transport = StubTransport(scheduler: scheduler)
+        transport.stub(.get, path: "/items").thenRespond(.status(503, headers: ["Retry-After": Self.huge])).thenRespond(.text("ok"))
+        let log = AuthRetryLog<HTTPResponse>()
+        let token = log.subscribe(to: AuthRetryAPI(transport: transport).get(endpoint: "items")
+            .catchHTTPErrors()
+            .retry(RetryPolicy(maxAttempts: 3, maxRetryAfter: 60), scheduler: scheduler))
+        #expect((log.failure as? HTTPServerError)?.retryAfter == .greatestFiniteMagnitude)
+        #expect(scheduler.pendingCount == 0)
+        scheduler.run()
+        #expect(transport.requests.count == 1)
+        withExtendedLifetime(token) {}
+    }
+
+    @Test("a caller that waits for ever gets the wait clamped, never a crash or an early retry")
+    func unboundedCapIsClamped() {
+        let scheduler = TestScheduler()
+        let transport = StubTransport(scheduler: scheduler)
+        transport.stub(.get, path: "/items").thenRespond(.status(429, headers: ["Retry-After": Self.huge])).thenRespond(.text("ok"))
+        let log = AuthRetryLog<HTTPResponse>()
+        let token = log.subscribe(to: AuthRetryAPI(transport: transport).get(endpoint: "items")
+            .catchHTTPErrors()
+            .respondToRateLimiting(maxSecondsToWait: .infinity, scheduler: scheduler))
+        #expect(scheduler.pendingCount == 1)
+        scheduler.advance(by: .seconds(86_400 * 365 * 100))
+        #expect(transport.requests.count == 1, "no retry within a century")
+        #expect(log.events.isEmpty)
+        token.cancel()
+        #expect(scheduler.pendingCount == 0)
+    }
+
+    @Test("on a real queue the clamped wait is scheduled without trapping, and cancelled")
+    func realQueueSchedulesTheClampedWait() {
+        let transport = StubTransport()
+        transport.stub(.get, path: "/items").thenRespond(.status(429, headers: ["Retry-After": Self.huge])).thenRespond(.text("ok"))
+        let log = AuthRetryLog<HTTPResponse>()
+        let token = log.subscribe(to: AuthRetryAPI(transport: transport).get(endpoint: "items")
+            .catchHTTPErrors()
+            .respondToRateLimiting(maxSecondsToWait: .infinity, scheduler: DispatchQueue(label: "huge-retry-after")))
+        #expect(transport.requests.count == 1)
+        #expect(log.events.isEmpty, "waiting about 285 years, not retrying at once")
+        token.cancel()
+        #expect(log.events.isEmpty)
     }
 }

@@ -215,9 +215,10 @@ private func policy(
         let optedIn = RetryFixture(.post, answers: [.failure(URLError(code)), .text("done")], policy: policy(retryNonIdempotent: true))
         for f in [known, unknown, post, optedIn] { f.scheduler.run() }
         #expect(known.log.values == ["done"])
-        #expect(unknown.log.values == ["done"], "HTTPClient records the method in the URLError")
+        #expect(unknown.log.values == ["done"], "HTTPClient fails with a TransportError that carries the request")
         #expect(unknown.requestCount == 2)
-        #expect((post.log.failure as? URLError)?.code == code)
+        #expect((post.log.failure as? TransportError)?.code == code)
+        #expect((post.log.failure as? TransportError)?.method == .post)
         #expect(post.requestCount == 1)
         #expect(optedIn.log.values == ["done"])
         withExtendedLifetime([known.token, unknown.token, post.token, optedIn.token]) {}
@@ -249,7 +250,7 @@ private func policy(
     func otherTransportErrorsAreNotRetried(code: URLError.Code) {
         let f = RetryFixture(.get, answers: [.failure(URLError(code)), .text("done")], policy: policy(), passMethod: .get)
         f.scheduler.run()
-        #expect((f.log.failure as? URLError)?.code == code)
+        #expect((f.log.failure as? TransportError)?.code == code)
         #expect(f.requestCount == 1)
         withExtendedLifetime(f.token) {}
     }

@@ -41,12 +41,12 @@ import Transit
         )
     }
 
-    @Test func authorizeSetsTheCurrentBearerTokenEachTimeItRuns() {
+    @Test func authorizeSetsTheCurrentBearerTokenEachTimeItRuns() throws {
         let store = TokenStore(token: AuthToken(accessToken: "a")) { _ in .never }
         let request = URLRequest(url: URL(string: "https://api.example.test/me")!)
-        #expect(store.authorize(request).authorization == "Bearer a")
+        #expect(try store.authorize(request).authorization == "Bearer a")
         store.update(AuthToken(accessToken: "b"))
-        #expect(store.authorize(store.authorize(request)).authorization == "Bearer b")
+        #expect(try store.authorize(store.authorize(request)).authorization == "Bearer b")
         #expect(request.authorization == nil, "the modifier does not mutate its input")
     }
 

@@ -3,13 +3,15 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// What the client checks before it sends, and what it adds to a transport error.
+/// What the client checks before it sends, and how it reports a transport failure.
 extension HTTPClient {
-    /// The first reason `request` must not be sent: input a fluent helper refused (or a missing
-    /// URL, see `URLRequest.rejectedInput`), or a header name that is not a token, or a header value with a control character, or a method that
-    /// is not a token.
+    /// The first reason `request` must not be sent: it has no URL, its method is not a token, or
+    /// one of its headers has a name that is not a token or a value with a control character.
+    ///
+    /// The fluent helpers refuse such input when it is given (they throw); this catches what was
+    /// set by other means (`setValue(_:forHTTPHeaderField:)`, `httpMethod`, a default header).
     static func validate(_ request: URLRequest) -> URLRequestError? {
-        if let refused = request.rejectedInput { return refused }
+        guard request.url != nil else { return .invalidURL }
         if let method = request.httpMethod, !HTTPSyntax.isToken(method) { return .invalidMethod(method) }
         for (field, value) in request.allHTTPHeaderFields ?? [:] {
             if let error = URLRequest.checkHeader(field, value) { return error }
@@ -17,20 +19,10 @@ extension HTTPClient {
         return nil
     }
 
-    /// The `URLError.userInfo` key under which ``send(_:)`` records the method of the request a
-    /// transport error belongs to (a `String`), so that ``RetryPolicy`` can tell whether sending
-    /// it again is safe without being told the method.
-    public static let requestMethodKey = "TransitRequestMethod"
-
-    /// A transport `URLError` with the request's method (and URL, if missing) added to its
-    /// `userInfo`; the code is unchanged. Other errors are returned as they are.
+    /// The failure of the transport for `request`, as a ``TransportError`` carrying the request
+    /// as it was sent. An error that already is one passes through unchanged.
     static func annotate(_ error: any Error, sentWith request: URLRequest) -> any Error {
-        guard let urlError = error as? URLError, urlError.userInfo[requestMethodKey] == nil else { return error }
-        var userInfo = urlError.userInfo
-        userInfo[requestMethodKey] = request.httpMethod ?? "GET"
-        if userInfo[NSURLErrorFailingURLErrorKey] == nil, let url = request.url {
-            userInfo[NSURLErrorFailingURLErrorKey] = url
-        }
-        return URLError(urlError.code, userInfo: userInfo)
+        if error is TransportError { return error }
+        return TransportError(request: request, underlying: error)
     }
 }

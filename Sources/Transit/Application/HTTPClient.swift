@@ -6,12 +6,29 @@ import Signals
 
 /// The application-level owner of networking: one per app or per backend.
 ///
-/// It holds the transport, the default headers (a `User-Agent` among them) and the event
-/// monitors. Services conforming to ``RESTAPI`` send every request through their client.
+/// It holds the transport, the default headers (a `User-Agent` among them), the event monitors
+/// and the rules every request follows: the response-size limit, the total deadline and the
+/// redirect policy. Services conforming to ``RESTAPI`` send every request through their client.
+///
+/// Three ways to receive a response, all built on the transport's streamed parts:
+/// - ``send(_:bodyFile:options:)`` buffers the body into one ``HTTPResponse``, bounded by
+///   ``maxResponseBytes`` (32 MiB unless set): a larger response fails with
+///   ``ResponseTooLargeError`` as soon as that is known, and its transfer is cancelled;
+/// - ``stream(_:bodyFile:options:)`` delivers the head and then each body chunk as it arrives;
+/// - ``download(_:to:options:)`` writes the body to a file as it arrives, with progress, and
+///   moves it into place only once it is complete.
 public final class HTTPClient: Sendable {
     /// The client services use when they do not name one: a ``URLSessionTransport`` and a
     /// `User-Agent` of `Transit`.
     public static let shared = HTTPClient()
+
+    /// The limit of a buffered response body unless the client or the request sets another:
+    /// 32 MiB.
+    public static let defaultMaxResponseBytes = 32 << 20
+
+    /// The total deadline of a buffered request unless the client or the request sets another:
+    /// 300 seconds.
+    public static let defaultDeadline = Deadline.after(.seconds(300))
 
     /// The transport requests are sent with.
     public let transport: any HTTPTransport
@@ -19,6 +36,34 @@ public final class HTTPClient: Sendable {
     public let defaultHeaders: [String: String]
     /// Monitors told about every request.
     public let monitors: [any HTTPEventMonitor]
+    /// The most body bytes ``send(_:bodyFile:options:)`` buffers; ``RequestOptions`` can change it
+    /// per request.
+    public let maxResponseBytes: Int
+    /// The total time a buffered request may take, redirects included; ``RequestOptions`` can
+    /// change it per request. Streams and downloads have a deadline only when their options set
+    /// one. The idle timeout (`URLRequest.timeoutInterval`, 60 s by default) applies separately.
+    public let deadline: Deadline
+    /// Which redirects are followed.
+    public let redirectPolicy: RedirectPolicy
+    /// Header names (case-insensitive) dropped, like `Authorization` and `Cookie`, from a request
+    /// redirected to another origin.
+    public let sensitiveHeaders: Set<String>
+    /// Where deadlines are timed; a `TestScheduler` in tests.
+    public let scheduler: any Scheduler
+    /// The client-side rate limit every attempt waits for, if any.
+    public let rateLimiter: RateLimiter?
+    /// The shared cooldowns every attempt respects and every 429/503 with `Retry-After` starts,
+    /// if any.
+    public let cooldowns: Cooldowns?
+    /// Whether identical GET and HEAD requests in flight share one network request.
+    public let coalescesRequests: Bool
+    /// The failover group of the client's origins, if any.
+    public let failover: HostFailover?
+    /// The user-level credentials added to requests in their scope, renewed on 401, if any.
+    public let authorizer: (any Authorizer)?
+    private let coalescer = Coalescer()
+    /// The first invalid default header, checked once: every request fails with it.
+    private let defaultHeaderError: URLRequestError?
 
     /// Creates a client.
     ///
@@ -27,11 +72,35 @@ public final class HTTPClient: Sendable {
     ///   - defaultHeaders: headers added to every request that does not set them itself.
     ///   - userAgent: the `User-Agent` header, unless `defaultHeaders` or the request sets one.
     ///   - monitors: observers of every request and response.
+    ///   - maxResponseBytes: the largest body a buffered request accepts (32 MiB by default).
+    ///   - deadline: the total time a buffered request may take (300 s by default).
+    ///   - redirectPolicy: which redirects to follow (all, by default, dropping credentials
+    ///     across origins and refusing https → http).
+    ///   - sensitiveHeaders: more headers to drop across origins, such as `X-API-Key`.
+    ///   - scheduler: where deadlines are timed.
+    ///   - rateLimiter: a client-side rate limit per key; excess requests wait their turn.
+    ///   - cooldowns: shared cooldowns: one 429/503 with `Retry-After` pauses new requests to
+    ///     its key.
+    ///   - coalescesRequests: identical GET/HEAD requests (same URL and headers) in flight at
+    ///     the same time share one network request; each subscriber can cancel on its own.
+    ///   - failover: origins of one service to fail over between on connection failures.
+    ///   - authorizer: credentials added to every request in their scope (e.g. a
+    ///     ``TokenStore``), renewed once on a 401 and the request sent again.
     public init(
         transport: any HTTPTransport = URLSessionTransport.shared,
         defaultHeaders: [String: String] = [:],
         userAgent: String? = "Transit",
-        monitors: [any HTTPEventMonitor] = []
+        monitors: [any HTTPEventMonitor] = [],
+        maxResponseBytes: Int = HTTPClient.defaultMaxResponseBytes,
+        deadline: Deadline = HTTPClient.defaultDeadline,
+        redirectPolicy: RedirectPolicy = .follow,
+        sensitiveHeaders: Set<String> = [],
+        scheduler: any Scheduler = DispatchQueue.global(),
+        rateLimiter: RateLimiter? = nil,
+        cooldowns: Cooldowns? = nil,
+        coalescesRequests: Bool = false,
+        failover: HostFailover? = nil,
+        authorizer: (any Authorizer)? = nil
     ) {
         self.transport = transport
         var headers = defaultHeaders
@@ -39,36 +108,200 @@ public final class HTTPClient: Sendable {
             headers["User-Agent"] = userAgent
         }
         self.defaultHeaders = headers
+        defaultHeaderError = headers.sorted { $0.key < $1.key }.lazy.compactMap { URLRequest.checkHeader($0.key, $0.value) }.first
         self.monitors = monitors
+        self.maxResponseBytes = max(0, maxResponseBytes)
+        self.deadline = deadline
+        self.redirectPolicy = redirectPolicy
+        self.sensitiveHeaders = Set(sensitiveHeaders.map { $0.lowercased() })
+        self.scheduler = scheduler
+        self.rateLimiter = rateLimiter
+        self.cooldowns = cooldowns
+        self.coalescesRequests = coalescesRequests
+        self.failover = failover
+        self.authorizer = authorizer
     }
 
     /// A signal that sends `request` (with the default headers added) when subscribed, and
-    /// again on every subscription.
+    /// again on every subscription, and delivers the response buffered: one ``HTTPResponse``,
+    /// whatever the status code, then `finished`.
     ///
     /// A default header is added only when the request does not set that header itself (names
     /// match case-insensitively), so a request can always override the client. A default header
-    /// with an invalid name or value, a header or method the request's helpers refused
-    /// (`URLRequest.rejectedInput`), or an invalid header set by other means fails the signal with
-    /// ``URLRequestError`` and nothing is sent.
-    public func send(_ request: URLRequest) -> Signal<HTTPResponse, any Error> {
-        var prepared = request
-        for (field, value) in defaultHeaders.sorted(by: { $0.key < $1.key })
-        where prepared.value(forHTTPHeaderField: field) == nil {
-            prepared = prepared.settingValue(value, forHTTPHeaderField: field)
+    /// with an invalid name or value, or an invalid header or method in the request, fails the
+    /// signal with ``URLRequestError`` and nothing is sent.
+    ///
+    /// - Parameters:
+    ///   - request: the request; its `httpBody` is the body unless `bodyFile` is given.
+    ///   - bodyFile: a file to upload as the body, streamed from disk.
+    ///   - options: per-request limit, deadline and redirect policy.
+    public func send(
+        _ request: URLRequest,
+        bodyFile: URL? = nil,
+        options: RequestOptions = RequestOptions()
+    ) -> Signal<HTTPResponse, any Error> {
+        let limit = options.maxResponseBytes ?? maxResponseBytes
+        let deadline = (options.deadline ?? self.deadline).duration
+        let buffered: @Sendable (URLRequest) -> Signal<HTTPResponse, any Error> = { request in
+            self.prepared(request) { sent in
+                let response = self.parts(of: TransportRequest(sent, bodyFile: bodyFile), options: options, deadline: deadline)
+                    .collectResponse(for: sent, maxBytes: limit)
+                guard self.coalescesRequests, bodyFile == nil, let key = Coalescer.key(for: sent) else { return response }
+                return self.coalescer.send(key + "\n\(limit)", response)
+            }
         }
-        if let error = Self.validate(prepared) { return Signal(error: error) }
+        guard let authorizer else { return buffered(request) }
+        return Self.authorized(request, by: authorizer, attempt: buffered)
+    }
+
+    /// `body` for `request` with the authorizer's credentials added on every subscription, when
+    /// the request is in its scope (streams and downloads: no renewal on 401).
+    private func withCredentials<Output>(
+        _ request: URLRequest,
+        _ body: @escaping @Sendable (URLRequest) -> Signal<Output, any Error>
+    ) -> Signal<Output, any Error> {
+        guard let authorizer, let url = request.url, authorizer.scope.allows(url) else { return body(request) }
+        return Signal(tryDeferred: { body(try authorizer.authorize(request)) })
+    }
+
+    /// A signal that sends `request` and delivers its response as it arrives: the head, then
+    /// each body chunk, then `finished`. Nothing is buffered, so memory stays bounded however
+    /// large the body; the consumer must keep up (hash, parse or write each chunk and drop it).
+    ///
+    /// There is no size limit or deadline unless `options` sets one. Redirects are followed as
+    /// for ``send(_:bodyFile:options:)``; only the final response's parts are delivered.
+    public func stream(
+        _ request: URLRequest,
+        bodyFile: URL? = nil,
+        options: RequestOptions = RequestOptions()
+    ) -> Signal<HTTPResponsePart, any Error> {
+        withCredentials(request) { request in
+            self.prepared(request) { sent in
+                var parts = self.parts(of: TransportRequest(sent, bodyFile: bodyFile), options: options, deadline: options.deadline?.duration)
+                if let limit = options.maxResponseBytes { parts = parts.limitingBody(to: limit) }
+                return parts
+            }
+        }
+    }
+
+    /// A signal that downloads the response body of `request` to the file `destination`.
+    ///
+    /// The body is written to a hidden temporary file in the destination's folder as it arrives;
+    /// each write is reported as ``DownloadEvent/progress(_:)``. Once the body is complete the
+    /// file is renamed to `destination` (replacing any file there) and
+    /// ``DownloadEvent/completed(_:)`` is the last value. On failure or cancellation the
+    /// temporary file is removed: a partial body never appears under the destination's name.
+    ///
+    /// A response of 400 or more fails with its ``HTTPError`` (with the first 64 KiB of its
+    /// body); another non-2xx status fails with `URLError(.badServerResponse)`. There is no size
+    /// limit or deadline unless `options` sets one.
+    public func download(
+        _ request: URLRequest,
+        to destination: URL,
+        options: RequestOptions = RequestOptions()
+    ) -> Signal<DownloadEvent, any Error> {
+        withCredentials(request) { request in
+            self.prepared(request) { sent in
+                self.parts(of: TransportRequest(sent), options: options, deadline: options.deadline?.duration)
+                    .writeDownload(to: destination, request: sent, maxBytes: options.maxResponseBytes)
+            }
+        }
+    }
+
+    /// `request` with the default headers, checked; `body` builds the signal for the prepared
+    /// request, and the monitors are told about it.
+    private func prepared<Output>(
+        _ request: URLRequest,
+        _ body: (URLRequest) -> Signal<Output, any Error>
+    ) -> Signal<Output, any Error> {
+        // The request's own refusals first, then the client's; both checked before any header is
+        // set (Foundation traps on a URL-less request and drops values with line breaks).
+        if let error = Self.validate(request) ?? defaultHeaderError { return Signal(error: error) }
+        var prepared = request
+        for (field, value) in defaultHeaders where prepared.value(forHTTPHeaderField: field) == nil {
+            prepared.setValue(value, forHTTPHeaderField: field)
+        }
         let sent = prepared
-        let response = transport.send(sent).mapError { Self.annotate($0, sentWith: sent) }
-        guard !monitors.isEmpty else { return response }
+        return monitored(body(sent), sent)
+    }
+
+    /// The parts of `request`'s final response: after the shared cooldown and the rate limit,
+    /// redirects followed, the deadline (which includes those waits) enforced.
+    private func parts(
+        of request: TransportRequest,
+        options: RequestOptions,
+        deadline: Duration?
+    ) -> Signal<HTTPResponsePart, any Error> {
+        var parts = RedirectingExchange.signal(
+            request, transport: transport, failover: failover,
+            policy: options.redirectPolicy ?? redirectPolicy,
+            sensitiveHeaders: sensitiveHeaders
+        )
+        let sent = request.urlRequest
+        if let cooldowns {
+            parts = parts.handleEvents(receiveValue: { part in
+                if case .head(let head) = part { cooldowns.record(head, for: sent) }
+            })
+        }
+        if let rateLimiter {
+            let exchange = parts
+            parts = rateLimiter.permit(for: sent).setFailureType().flatMap(maxConcurrent: 1) { _ in exchange }
+        }
+        if let cooldowns {
+            let limited = parts
+            parts = cooldowns.clearance(for: sent).flatMap(maxConcurrent: 1) { _ in limited }
+        }
+        guard let deadline else { return parts }
+        // The deadline's `URLError(.timedOut)` carries the request like a transport's would.
+        return parts.within(deadline, scheduler: scheduler).mapError { error in
+            error is URLError ? Self.annotate(error, sentWith: sent) : error
+        }
+    }
+
+    private func monitored<Output>(_ signal: Signal<Output, any Error>, _ sent: URLRequest) -> Signal<Output, any Error> {
+        guard !monitors.isEmpty else { return signal }
         let monitors = self.monitors
-        return response.handleEvents(
+        return signal.handleEvents(
             receiveSubscription: { monitors.forEach { $0.requestWillSend(sent) } },
-            receiveValue: { value in monitors.forEach { $0.request(sent, didReceive: value) } },
+            receiveValue: { value in
+                if let response = value as? HTTPResponse {
+                    monitors.forEach { $0.request(sent, didReceive: response) }
+                }
+            },
             receiveCompletion: { completion in
                 if case .failure(let error) = completion {
                     monitors.forEach { $0.request(sent, didFailWith: error) }
                 }
             }
         )
+    }
+}
+
+extension Signal where Output == HTTPResponsePart, Failure == any Error {
+    /// The parts, failing with ``ResponseTooLargeError`` (and cancelling the transfer) once the
+    /// body passes `maxBytes`.
+    func limitingBody(to maxBytes: Int) -> Signal<HTTPResponsePart, any Error> {
+        let parts = self
+        return Signal { observer in
+            let scope = CancellationToken()
+            let received = Mutex(0)
+            parts.observe(Observer { event in
+                switch event {
+                case .value(.head(let head)) where head.expectedContentLength > maxBytes:
+                    scope.cancel()
+                    observer.fail(ResponseTooLargeError(limit: maxBytes, declaredLength: head.expectedContentLength))
+                case .value(.body(let chunk)):
+                    let total = received.withLock { $0 += chunk.count; return $0 }
+                    guard total <= maxBytes else {
+                        scope.cancel()
+                        return observer.fail(ResponseTooLargeError(limit: maxBytes))
+                    }
+                    observer.send(event)
+                default:
+                    observer.send(event)
+                }
+            }, in: scope)
+            return { scope.cancel() }
+        }
     }
 }

@@ -4,17 +4,60 @@ import FoundationNetworking
 #endif
 import Signals
 
-/// The one seam between Transit and the network.
+/// The one seam between Transit and the network: one HTTP exchange, delivered as it arrives.
 ///
-/// A transport sends one request per subscription and delivers exactly one ``HTTPResponse``
-/// followed by `finished`, whatever the status code, or fails with the transport error (usually a
-/// `URLError`). Cancelling the subscription cancels the request. Signals are cold: a transport
-/// must not send anything until the signal is subscribed, and must send again on every
-/// subscription.
+/// A transport sends one request per subscription and delivers the response as
+/// ``HTTPResponsePart``s:
 ///
-/// ``URLSessionTransport`` is the production transport; `TransitTesting` has `StubTransport` for
-/// tests.
+/// 1. exactly one ``HTTPResponsePart/head(_:)`` (status and headers) as soon as it arrives,
+///    whatever the status code;
+/// 2. zero or more ``HTTPResponsePart/body(_:)`` chunks, none empty, in order, as they arrive;
+/// 3. `finished` once the body is complete — or `failed` with the transport error (a `URLError`:
+///    `.cannotConnectToHost`, `.networkConnectionLost`, `.timedOut`, …) at any point.
+///
+/// Rules every transport keeps (``HTTPClient`` builds everything else on them):
+/// - **Cold.** Nothing is sent until the signal is subscribed; every subscription is a new
+///   request.
+/// - **Cancellable at any point.** Cancelling the subscription cancels the underlying task
+///   (its connection is closed or returned) and nothing is delivered after it.
+/// - **One exchange.** A transport does not follow redirects: a 3xx is delivered like any other
+///   response. ``HTTPClient`` follows redirects by its ``RedirectPolicy``, so the rules (which
+///   headers are dropped across origins, no https → http downgrade) are the same on every
+///   transport.
+/// - **No buffering of its own.** Chunks are delivered as they arrive; bounding memory is the
+///   consumer's business (``HTTPClient`` bounds buffered responses with a limit).
+///
+/// ``URLSessionTransport`` is the transport of Apple platforms and Linux; `TransitTesting` has
+/// `StubTransport` for tests.
 public protocol HTTPTransport: Sendable {
-    /// A signal that sends `request` when subscribed.
-    func send(_ request: URLRequest) -> Signal<HTTPResponse, any Error>
+    /// A signal that sends `request` when subscribed and delivers its response as parts.
+    func exchange(_ request: TransportRequest) -> Signal<HTTPResponsePart, any Error>
+}
+
+/// What a transport sends: the request, and where its body comes from.
+public struct TransportRequest: Sendable {
+    /// The request: method, URL, headers and, unless ``bodyFile`` is set, its body
+    /// (`httpBody`).
+    public var urlRequest: URLRequest
+    /// A file whose contents are the body, streamed from disk without being read into memory.
+    /// When set, `urlRequest.httpBody` is ignored.
+    public var bodyFile: URL?
+
+    /// Creates a transport request.
+    public init(_ urlRequest: URLRequest, bodyFile: URL? = nil) {
+        self.urlRequest = urlRequest
+        self.bodyFile = bodyFile
+    }
+}
+
+extension HTTPTransport {
+    /// A signal that sends `request` directly on this transport (no default headers, redirects,
+    /// deadline or monitors: use ``HTTPClient`` for those) and delivers the response buffered,
+    /// failing with ``ResponseTooLargeError`` beyond `maxResponseBytes`.
+    public func send(
+        _ request: URLRequest,
+        maxResponseBytes: Int = HTTPClient.defaultMaxResponseBytes
+    ) -> Signal<HTTPResponse, any Error> {
+        exchange(TransportRequest(request)).collectResponse(for: request, maxBytes: maxResponseBytes)
+    }
 }

@@ -6,10 +6,15 @@ import Signals
 
 /// The production transport: one long-lived `URLSession` driven by a session delegate.
 ///
-/// Every subscription to ``send(_:)`` creates one data task. The session's delegate keeps the
-/// state of each task (keyed by its task identifier), appends body chunks as `URLSession`
-/// delivers them and counts them, and on completion delivers exactly one ``HTTPResponse``
-/// followed by `finished` (whatever the status code), or fails with the `URLError`.
+/// Every subscription to ``exchange(_:)`` creates one task (an upload task for a body file, a
+/// data task otherwise). The session's delegate keeps the state of each task (keyed by its task
+/// identifier) and delivers the head as soon as `URLSession` has it, then every body chunk as it
+/// arrives, then `finished` — or fails with the `URLError`. Nothing is buffered here.
+///
+/// - Redirects are not followed by the session: the 3xx is delivered as the response, and
+///   ``HTTPClient`` follows it by its ``RedirectPolicy`` (so Linux Foundation, which copies every
+///   header to the redirected request, never sends credentials to another origin).
+/// - Uploads from a file use `uploadTask(with:fromFile:)`, which streams the file.
 ///
 /// - Cancellation: cancelling the subscription cancels the `URLSessionTask` (its socket is
 ///   closed) and forgets the task's state at once, so nothing is delivered after the cancel.
@@ -107,18 +112,23 @@ public final class URLSessionTransport: HTTPTransport {
         delegate.activeTaskCount
     }
 
-    /// A signal that sends `request` when subscribed, and again on every subscription.
+    /// A signal that sends `request` when subscribed, and again on every subscription, and
+    /// delivers the response as parts (see ``HTTPTransport``).
     ///
-    /// It delivers one ``HTTPResponse`` then `finished`, whatever the status code, or fails with
-    /// a `URLError`. Cancelling the subscription cancels the task; no event follows.
-    public func send(_ request: URLRequest) -> Signal<HTTPResponse, any Error> {
+    /// Cancelling the subscription cancels the task; no event follows.
+    public func exchange(_ request: TransportRequest) -> Signal<HTTPResponsePart, any Error> {
         Signal { [self] observer in
-            guard request.url != nil else {
+            let urlRequest = request.urlRequest
+            guard urlRequest.url != nil else {
                 observer.fail(URLError(.badURL))
                 return nil
             }
-            let task = session.dataTask(with: request)
-            delegate.register(task.taskIdentifier, SessionDelegate.TaskState(request: request, observer: observer))
+            let task: URLSessionTask = if let file = request.bodyFile {
+                session.uploadTask(with: urlRequest, fromFile: file)
+            } else {
+                session.dataTask(with: urlRequest)
+            }
+            delegate.register(task.taskIdentifier, SessionDelegate.TaskState(request: urlRequest, observer: observer))
             task.resume()
             // Capturing `self` keeps the transport (so its session) alive while the request runs;
             // the teardown is released as soon as the subscription ends.
@@ -136,11 +146,14 @@ public final class URLSessionTransport: HTTPTransport {
 private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
     struct TaskState: Sendable {
         let request: URLRequest
-        let observer: Observer<HTTPResponse, any Error>
-        var data = Data()
+        let observer: Observer<HTTPResponsePart, any Error>
+        var headDelivered = false
+        /// The response was not HTTP: the task was cancelled and fails with `.badServerResponse`.
+        var notHTTP = false
+        var receivedBytes = 0
         var chunkCount = 0
 
-        init(request: URLRequest, observer: Observer<HTTPResponse, any Error>) {
+        init(request: URLRequest, observer: Observer<HTTPResponsePart, any Error>) {
             self.request = request
             self.observer = observer
         }
@@ -151,7 +164,7 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable 
             sentBytes: Int64
         ) -> URLSessionTransport.TransferReport {
             URLSessionTransport.TransferReport(
-                request: request, response: response, receivedBytes: data.count,
+                request: request, response: response, receivedBytes: receivedBytes,
                 chunkCount: chunkCount, sentBytes: sentBytes, outcome: outcome
             )
         }
@@ -179,31 +192,95 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable 
         observer?.transferDidEnd(state.report(.cancelled, response: task.response, sentBytes: task.countOfBytesSent))
     }
 
+    #if canImport(FoundationNetworking)
+    func urlSession(
+        _ session: URLSession,
+        dataTask: URLSessionDataTask,
+        didReceive response: URLResponse,
+        completionHandler: @escaping (URLSession.ResponseDisposition) -> Void
+    ) {
+        completionHandler(receiveHead(response, of: dataTask))
+    }
+
+    func urlSession(
+        _ session: URLSession,
+        task: URLSessionTask,
+        willPerformHTTPRedirection response: HTTPURLResponse,
+        newRequest request: URLRequest,
+        completionHandler: @escaping (URLRequest?) -> Void
+    ) {
+        // Redirects are the client's to follow: deliver the 3xx.
+        completionHandler(nil)
+    }
+    #else
+    func urlSession(
+        _ session: URLSession,
+        dataTask: URLSessionDataTask,
+        didReceive response: URLResponse,
+        completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void
+    ) {
+        completionHandler(receiveHead(response, of: dataTask))
+    }
+
+    func urlSession(
+        _ session: URLSession,
+        task: URLSessionTask,
+        willPerformHTTPRedirection response: HTTPURLResponse,
+        newRequest request: URLRequest,
+        completionHandler: @escaping @Sendable (URLRequest?) -> Void
+    ) {
+        completionHandler(nil)
+    }
+    #endif
+
+    /// Delivers the head of `task`, or fails it if the response is not HTTP.
+    private func receiveHead(_ response: URLResponse, of task: URLSessionTask) -> URLSession.ResponseDisposition {
+        let observer = tasks.withLock { tasks -> Observer<HTTPResponsePart, any Error>? in
+            guard tasks[task.taskIdentifier] != nil else { return nil }
+            tasks[task.taskIdentifier]!.headDelivered = true
+            return tasks[task.taskIdentifier]!.observer
+        }
+        guard let observer else { return .cancel }
+        guard let http = response as? HTTPURLResponse else {
+            // Fails in didCompleteWithError, once the task is cancelled.
+            tasks.withLock {
+                $0[task.taskIdentifier]?.headDelivered = false
+                $0[task.taskIdentifier]?.notHTTP = true
+            }
+            return .cancel
+        }
+        observer.send(.head(http))
+        return .allow
+    }
+
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
-        let progress = tasks.withLock { tasks -> (URLRequest, Int)? in
+        guard !data.isEmpty else { return }
+        let progress = tasks.withLock { tasks -> (Observer<HTTPResponsePart, any Error>, URLRequest, Int)? in
             guard tasks[dataTask.taskIdentifier] != nil else { return nil }
-            tasks[dataTask.taskIdentifier]!.data.append(data)
+            tasks[dataTask.taskIdentifier]!.receivedBytes += data.count
             tasks[dataTask.taskIdentifier]!.chunkCount += 1
-            return (tasks[dataTask.taskIdentifier]!.request, tasks[dataTask.taskIdentifier]!.data.count)
+            let state = tasks[dataTask.taskIdentifier]!
+            return (state.observer, state.request, state.receivedBytes)
         }
-        if let observer, let (request, total) = progress {
-            observer.transfer(request, didReceive: data.count, totalBytes: total)
-        }
+        guard let (observer, request, total) = progress else { return }
+        observer.send(.body(data))
+        self.observer?.transfer(request, didReceive: data.count, totalBytes: total)
     }
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
-        // The response head is read from the task when it ends: there is no `didReceive
-        // response` method here, whose completion handler's signature differs between platforms.
         guard let state = tasks.withLock({ $0.removeValue(forKey: task.taskIdentifier) }) else { return }
         let response = task.response
         let sent = task.countOfBytesSent
-        if let error {
+        let http = response as? HTTPURLResponse
+        if let error, !state.notHTTP {
             let error = Self.urlError(error)
             observer?.transferDidEnd(state.report(.failed(error), response: response, sentBytes: sent))
             state.observer.fail(error)
-        } else if let http = response as? HTTPURLResponse {
+        } else if let http, !state.notHTTP {
             observer?.transferDidEnd(state.report(.completed, response: response, sentBytes: sent))
-            state.observer.send(HTTPResponse(data: state.data, response: http, request: state.request))
+            // A head that never went through didReceive response (some platforms skip it for
+            // empty bodies) is delivered now.
+            if !state.headDelivered { state.observer.send(.head(http)) }
             state.observer.finish()
         } else {
             let error = URLError(.badServerResponse, userInfo: [

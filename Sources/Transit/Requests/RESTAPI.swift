@@ -54,18 +54,68 @@ extension RESTAPI {
     ///     It must already be percent-encoded; add query values that need encoding with
     ///     `URLRequest.addingQueryItem(name:value:)` in the modifier.
     ///   - body: the request body, if any.
+    ///   - options: this request's response-size limit, deadline and redirect policy, where
+    ///     they differ from the client's.
     ///   - modifier: changes the request before every attempt.
     public func request(
         method: HTTPMethod,
         endpoint: String,
         body: Data? = nil,
+        options: RequestOptions = RequestOptions(),
         modifier: @escaping RequestModifier = { $0 }
     ) -> Signal<HTTPResponse, any Error> {
-        send(method: method, endpoint: endpoint) { request in
+        send(method: method, endpoint: endpoint, prepare: { request in
             var request = request
             request.httpBody = body
             return try modifier(request)
-        }
+        }, through: { $0.send($1, options: options) })
+    }
+
+    /// A signal that sends a request and delivers its response as it arrives — the head, then
+    /// each body chunk — without buffering it. See ``HTTPClient/stream(_:bodyFile:options:)``.
+    ///
+    /// ```swift
+    /// api.stream(endpoint: "export.ndjson")
+    ///     .sink(receiveCompletion: { print($0) }) { part in
+    ///         if case .body(let chunk) = part { parser.feed(chunk) }
+    ///     }
+    /// ```
+    public func stream(
+        method: HTTPMethod = .get,
+        endpoint: String,
+        body: Data? = nil,
+        options: RequestOptions = RequestOptions(),
+        modifier: @escaping RequestModifier = { $0 }
+    ) -> Signal<HTTPResponsePart, any Error> {
+        send(method: method, endpoint: endpoint, prepare: { request in
+            var request = request
+            request.httpBody = body
+            return try modifier(request)
+        }, through: { $0.stream($1, options: options) })
+    }
+
+    /// A signal that downloads the body of a GET to the file `destination`, with progress; the
+    /// file appears under its name only once complete. See ``HTTPClient/download(_:to:options:)``.
+    public func download(
+        endpoint: String,
+        to destination: URL,
+        options: RequestOptions = RequestOptions(),
+        modifier: @escaping RequestModifier = { $0 }
+    ) -> Signal<DownloadEvent, any Error> {
+        send(method: .get, endpoint: endpoint, prepare: modifier, through: { $0.download($1, to: destination, options: options) })
+    }
+
+    /// A signal that sends the contents of `file` as the body (streamed from disk, never read
+    /// into memory) and delivers the buffered response. The modifier should set the
+    /// `Content-Type`.
+    public func upload(
+        method: HTTPMethod = .post,
+        endpoint: String,
+        fromFile file: URL,
+        options: RequestOptions = RequestOptions(),
+        modifier: @escaping RequestModifier = { $0 }
+    ) -> Signal<HTTPResponse, any Error> {
+        send(method: method, endpoint: endpoint, prepare: modifier, through: { $0.send($1, bodyFile: file, options: options) })
     }
 
     /// A signal that sends a request whose body is `json` encoded by `encoder`, with
@@ -79,31 +129,50 @@ extension RESTAPI {
         endpoint: String,
         json: some Encodable & Sendable,
         encoder: JSONEncoder = JSONEncoder(),
+        options: RequestOptions = RequestOptions(),
         modifier: @escaping RequestModifier = { $0 }
     ) -> Signal<HTTPResponse, any Error> {
-        send(method: method, endpoint: endpoint) { request in
+        send(method: method, endpoint: endpoint, prepare: { request in
             try modifier(request.sendingJSON(json, encoder: encoder))
-        }
+        }, through: { $0.send($1, options: options) })
     }
 
     /// A GET request. See ``request(method:endpoint:body:modifier:)``.
-    public func get(endpoint: String, modifier: @escaping RequestModifier = { $0 }) -> Signal<HTTPResponse, any Error> {
-        request(method: .get, endpoint: endpoint, modifier: modifier)
+    public func get(
+        endpoint: String,
+        options: RequestOptions = RequestOptions(),
+        modifier: @escaping RequestModifier = { $0 }
+    ) -> Signal<HTTPResponse, any Error> {
+        request(method: .get, endpoint: endpoint, options: options, modifier: modifier)
     }
 
     /// A HEAD request. See ``request(method:endpoint:body:modifier:)``.
-    public func head(endpoint: String, modifier: @escaping RequestModifier = { $0 }) -> Signal<HTTPResponse, any Error> {
-        request(method: .head, endpoint: endpoint, modifier: modifier)
+    public func head(
+        endpoint: String,
+        options: RequestOptions = RequestOptions(),
+        modifier: @escaping RequestModifier = { $0 }
+    ) -> Signal<HTTPResponse, any Error> {
+        request(method: .head, endpoint: endpoint, options: options, modifier: modifier)
     }
 
     /// A DELETE request. See ``request(method:endpoint:body:modifier:)``.
-    public func delete(endpoint: String, body: Data? = nil, modifier: @escaping RequestModifier = { $0 }) -> Signal<HTTPResponse, any Error> {
-        request(method: .delete, endpoint: endpoint, body: body, modifier: modifier)
+    public func delete(
+        endpoint: String,
+        body: Data? = nil,
+        options: RequestOptions = RequestOptions(),
+        modifier: @escaping RequestModifier = { $0 }
+    ) -> Signal<HTTPResponse, any Error> {
+        request(method: .delete, endpoint: endpoint, body: body, options: options, modifier: modifier)
     }
 
     /// A POST request. See ``request(method:endpoint:body:modifier:)``.
-    public func post(endpoint: String, body: Data? = nil, modifier: @escaping RequestModifier = { $0 }) -> Signal<HTTPResponse, any Error> {
-        request(method: .post, endpoint: endpoint, body: body, modifier: modifier)
+    public func post(
+        endpoint: String,
+        body: Data? = nil,
+        options: RequestOptions = RequestOptions(),
+        modifier: @escaping RequestModifier = { $0 }
+    ) -> Signal<HTTPResponse, any Error> {
+        request(method: .post, endpoint: endpoint, body: body, options: options, modifier: modifier)
     }
 
     /// A POST request whose body is `json` encoded as JSON. See
@@ -112,14 +181,20 @@ extension RESTAPI {
         endpoint: String,
         json: some Encodable & Sendable,
         encoder: JSONEncoder = JSONEncoder(),
+        options: RequestOptions = RequestOptions(),
         modifier: @escaping RequestModifier = { $0 }
     ) -> Signal<HTTPResponse, any Error> {
-        request(method: .post, endpoint: endpoint, json: json, encoder: encoder, modifier: modifier)
+        request(method: .post, endpoint: endpoint, json: json, encoder: encoder, options: options, modifier: modifier)
     }
 
     /// A PUT request. See ``request(method:endpoint:body:modifier:)``.
-    public func put(endpoint: String, body: Data? = nil, modifier: @escaping RequestModifier = { $0 }) -> Signal<HTTPResponse, any Error> {
-        request(method: .put, endpoint: endpoint, body: body, modifier: modifier)
+    public func put(
+        endpoint: String,
+        body: Data? = nil,
+        options: RequestOptions = RequestOptions(),
+        modifier: @escaping RequestModifier = { $0 }
+    ) -> Signal<HTTPResponse, any Error> {
+        request(method: .put, endpoint: endpoint, body: body, options: options, modifier: modifier)
     }
 
     /// A PUT request whose body is `json` encoded as JSON. See
@@ -128,14 +203,20 @@ extension RESTAPI {
         endpoint: String,
         json: some Encodable & Sendable,
         encoder: JSONEncoder = JSONEncoder(),
+        options: RequestOptions = RequestOptions(),
         modifier: @escaping RequestModifier = { $0 }
     ) -> Signal<HTTPResponse, any Error> {
-        request(method: .put, endpoint: endpoint, json: json, encoder: encoder, modifier: modifier)
+        request(method: .put, endpoint: endpoint, json: json, encoder: encoder, options: options, modifier: modifier)
     }
 
     /// A PATCH request. See ``request(method:endpoint:body:modifier:)``.
-    public func patch(endpoint: String, body: Data? = nil, modifier: @escaping RequestModifier = { $0 }) -> Signal<HTTPResponse, any Error> {
-        request(method: .patch, endpoint: endpoint, body: body, modifier: modifier)
+    public func patch(
+        endpoint: String,
+        body: Data? = nil,
+        options: RequestOptions = RequestOptions(),
+        modifier: @escaping RequestModifier = { $0 }
+    ) -> Signal<HTTPResponse, any Error> {
+        request(method: .patch, endpoint: endpoint, body: body, options: options, modifier: modifier)
     }
 
     /// A PATCH request whose body is `json` encoded as JSON. See
@@ -144,24 +225,27 @@ extension RESTAPI {
         endpoint: String,
         json: some Encodable & Sendable,
         encoder: JSONEncoder = JSONEncoder(),
+        options: RequestOptions = RequestOptions(),
         modifier: @escaping RequestModifier = { $0 }
     ) -> Signal<HTTPResponse, any Error> {
-        request(method: .patch, endpoint: endpoint, json: json, encoder: encoder, modifier: modifier)
+        request(method: .patch, endpoint: endpoint, json: json, encoder: encoder, options: options, modifier: modifier)
     }
 
-    /// The cold signal behind every verb: URL, method and `prepare` run inside the subscription.
-    private func send(
+    /// The cold signal behind every verb: URL, method and `prepare` run inside the subscription,
+    /// then `through` hands the request to the client.
+    private func send<Output>(
         method: HTTPMethod,
         endpoint: String,
-        prepare: @escaping RequestModifier
-    ) -> Signal<HTTPResponse, any Error> {
+        prepare: @escaping RequestModifier,
+        through: @escaping @Sendable (HTTPClient, URLRequest) -> Signal<Output, any Error>
+    ) -> Signal<Output, any Error> {
         // `self` is read inside the subscription, so a computed `baseURL` or `client` is read
         // again on every attempt.
         let api = self
         return Signal(tryDeferred: {
             let url = try URLBuilder.url(base: api.baseURL, endpoint: endpoint)
-            let request = URLRequest(url: url).withMethod(method)
-            return api.client.send(try prepare(request))
+            let request = try URLRequest(url: url).withMethod(method)
+            return through(api.client, try prepare(request))
         })
     }
 }

@@ -15,6 +15,11 @@ import FoundationNetworking
 /// - Both are already percent-encoded: a space, a control character, a non-ASCII character, a
 ///   character such as `|`, `{` or `"`, or a `%` not followed by two hex digits is an error, never
 ///   silently encoded.
+/// - Neither path has a dot segment: a segment that is `.` or `..`, also when spelled with
+///   percent-encoded dots (`%2e`, `%2E%2E`, `.%2e`, …) or when a percent-encoded `/` or `\` inside
+///   it makes one (`..%2Fadmin`). URL stacks remove dot segments before sending and some servers
+///   decode before they normalise, so `../../admin` under `/tenants/42` would reach `/admin`.
+///   Dots elsewhere (`v1.2`, `...`, `.well-known`) and anywhere in the query or fragment are fine.
 /// - The base's path and the endpoint's path are joined with exactly one `/`, whatever slashes
 ///   either side has. The endpoint's own trailing slash is kept. An empty endpoint path (``""``
 ///   or `"?a=1"`) leaves the base's path exactly as written.
@@ -25,27 +30,34 @@ enum URLBuilder {
     ///   the rules above.
     static func url(base: String, endpoint: String) throws -> URL {
         if let problem = HTTPSyntax.uriProblem(in: base, allowing: ":/?#[]@") {
-            throw badURL("Invalid base URL \(base.debugDescription): \(problem).")
+            throw badURL("Invalid base URL \(quoted(base)): \(problem).")
         }
         guard var components = URLComponents(string: base),
               let scheme = components.scheme?.lowercased(), scheme == "http" || scheme == "https",
               let host = components.host, !host.isEmpty
         else {
-            throw badURL("Invalid base URL \(base.debugDescription): it needs an http or https scheme and a host, such as https://api.example.com/v1.")
+            throw badURL("Invalid base URL \(quoted(base)): it needs an http or https scheme and a host, such as https://api.example.com/v1.")
         }
         guard components.percentEncodedQuery == nil, components.percentEncodedFragment == nil else {
-            throw badURL("Invalid base URL \(base.debugDescription): a base URL has no query or fragment; put the query in the endpoint.")
+            throw badURL("Invalid base URL \(quoted(base)): a base URL has no query or fragment; put the query in the endpoint.")
+        }
+        if let segment = dotSegment(in: components.percentEncodedPath) {
+            throw badURL("Invalid base URL \(quoted(base)): its path has the dot segment \(segment.debugDescription), which URL stacks and servers resolve away; write the path without it.")
         }
 
         if let problem = HTTPSyntax.uriProblem(in: endpoint, allowing: ":/?#@") {
-            throw badURL("Invalid endpoint \(endpoint.debugDescription): \(problem).")
+            throw badURL("Invalid endpoint \(quoted(endpoint)): \(problem).")
         }
         guard !endpoint.contains("://") else {
-            throw badURL("Invalid endpoint \(endpoint.debugDescription): an endpoint is a path relative to the base URL, not an absolute URL.")
+            throw badURL("Invalid endpoint \(quoted(endpoint)): an endpoint is a path relative to the base URL, not an absolute URL.")
         }
         let (endpointPath, query, fragment) = split(endpoint)
         guard fragment?.contains("#") != true else {
-            throw badURL("Invalid endpoint \(endpoint.debugDescription): it has more than one '#'.")
+            throw badURL("Invalid endpoint \(quoted(endpoint)): it has more than one '#'.")
+        }
+
+        if let segment = dotSegment(in: endpointPath) {
+            throw badURL("Invalid endpoint \(quoted(endpoint)): its path has the dot segment \(segment.debugDescription), which would leave the base URL's path (URL stacks and servers resolve it away); name the resource under the base URL directly.")
         }
 
         let tail = endpointPath.drop { $0 == "/" }
@@ -57,7 +69,7 @@ enum URLBuilder {
         components.percentEncodedQuery = query.map(String.init)
         components.percentEncodedFragment = fragment.map(String.init)
         guard let url = components.url, url.host?.isEmpty == false else {
-            throw badURL("Invalid endpoint \(endpoint.debugDescription): it does not form a valid URL with \(base.debugDescription).")
+            throw badURL("Invalid endpoint \(quoted(endpoint)): it does not form a valid URL with \(quoted(base)).")
         }
         return url
     }
@@ -77,6 +89,24 @@ enum URLBuilder {
             rest = rest[..<mark]
         }
         return (rest, query, fragment)
+    }
+
+    /// The first segment of `path` that is a dot segment once percent-decoded (split at `/`, and
+    /// also at a decoded `/` or `\` inside a segment), or `nil`. The segment is returned as written.
+    static func dotSegment(in path: some StringProtocol) -> String? {
+        for segment in path.split(separator: "/", omittingEmptySubsequences: true) {
+            // Only segments made of dots and escapes can decode to one: skip the rest cheaply.
+            guard segment.contains(".") || segment.contains("%") else { continue }
+            let decoded = HTTPSyntax.percentDecoded(String(segment))
+            let parts = decoded.split(omittingEmptySubsequences: false) { $0 == "/" || $0 == "\\" }
+            if parts.contains(where: { $0 == "." || $0 == ".." }) { return String(segment) }
+        }
+        return nil
+    }
+
+    /// `text` quoted for an error message, with credentials redacted (see ``Redaction``).
+    private static func quoted(_ text: String) -> String {
+        Redaction.redact(urlString: text).debugDescription
     }
 
     private static func badURL(_ message: String) -> URLError {

@@ -1,13 +1,14 @@
 import Foundation
 
-/// A request that cannot be sent as asked: refused by the fluent `URLRequest` helpers
-/// (remembered in `URLRequest.rejectedInput`) or found by ``HTTPClient`` in the final request.
+/// A request that cannot be sent as asked: thrown by the fluent `URLRequest` helpers when they
+/// are given input they refuse, or found by ``HTTPClient`` in the final request (a header or
+/// method set by other means, a request without a URL).
 ///
-/// ``HTTPClient`` fails the request's signal with it before anything is sent.
+/// Either way the request's signal fails with it and nothing is sent.
 /// Header names and values are checked because Foundation does not check them reliably: on
 /// Linux it silently drops a value with a line break, and a value that reached the wire with one
 /// could inject headers of its own.
-public enum URLRequestError: Error, Hashable, Sendable, Codable, CustomStringConvertible {
+public enum URLRequestError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The header name is not an RFC 9110 token (it is empty, or has a space, a colon, a line
     /// break or another separator).
     case invalidHeaderName(String)

@@ -26,13 +26,27 @@ extension Signal where Failure == any Error {
     /// - Other errors and all values pass through untouched.
     /// - Cancelling while the refresh runs sends no further request and does not cancel the
     ///   refresh, which the store owns; other waiters still get its token.
+    ///
+    /// - A refresh whose own request is answered 401 and sent through this operator with the
+    ///   same store (the refresh token was revoked) fails at once with
+    ///   ``TokenStore/RefreshError/reentrantRefresh`` instead of waiting for itself; the store
+    ///   stays usable.
     public func retryWithFreshToken(from store: TokenStore) -> Signal<Output, any Error> {
+        let upstream = self
+        return Signal(deferred: {
+            // Read at subscription: is this request part of one of the store's refreshes?
+            let ownRefresh = store.refreshBeingSubscribed
+            return upstream.retryingWithFreshToken(from: store, ownRefresh: ownRefresh)
+        })
+    }
+
+    private func retryingWithFreshToken(from store: TokenStore, ownRefresh: UInt64?) -> Signal<Output, any Error> {
         let upstream = self
         return self.catch { error -> Signal<Output, any Error> in
             guard let clientError = error as? HTTPClientError, case .unauthorized(let response) = clientError else {
                 return Signal(error: error)
             }
-            let fresh = store.freshToken(replacing: TokenStore.bearerToken(in: response?.request))
+            let fresh = store.freshToken(replacing: TokenStore.bearerToken(in: response?.request), fromRefresh: ownRefresh)
             return Signal { observer in
                 let scope = CancellationToken()
                 let waiting = scope.makeChild()

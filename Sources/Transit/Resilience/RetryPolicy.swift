@@ -21,9 +21,13 @@ import FoundationNetworking
 ///   connection refused, no route, DNS failure): safe for every method;
 /// - otherwise the method must be idempotent (``HTTPMethod/isIdempotent``), or
 ///   ``retryNonIdempotent`` must be `true`. The method is read from the request in an HTTP
-///   error's response, or from a transport `URLError` sent through ``HTTPClient`` (which records
-///   the method in ``HTTPClient/requestMethodKey``); otherwise the method passed to the operator
-///   is used, and when none is known the request is treated as non-idempotent and not retried.
+///   error's response, or from the request of a ``TransportError`` (what ``HTTPClient`` fails
+///   with when the transport fails); otherwise — a bare `URLError` from a transport used
+///   without a client — the method passed to the operator is used, and when none is known the
+///   request is treated as non-idempotent and not retried.
+///
+/// Transport failures are classified by their `URLError` code, read from a ``TransportError``
+/// or from a bare `URLError`.
 ///
 /// **Retry-After on 503.** The wait is the larger of the back-off and the server's Retry-After.
 /// If the server asks for longer than ``maxRetryAfter``, the signal fails at once with the 503
@@ -57,6 +61,9 @@ public struct RetryPolicy: Sendable {
     /// The source of randomness for the jitter: a number in `0..<1` (values outside are clamped).
     /// Inject a fixed one in tests.
     public var random: @Sendable () -> Double
+    /// A budget shared with other policies (one per client): a retry it refuses fails with
+    /// ``RetryBudgetExhausted``. `nil`: no budget.
+    public var budget: RetryBudget?
 
     /// Creates a policy. The defaults: 3 attempts, 0.5 s base, ×2, 30 s max, full jitter,
     /// Retry-After honoured up to 60 s, idempotent methods only, system randomness.
@@ -68,7 +75,8 @@ public struct RetryPolicy: Sendable {
         jitter: Jitter = .full,
         maxRetryAfter: TimeInterval = 60,
         retryNonIdempotent: Bool = false,
-        random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }
+        random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
+        budget: RetryBudget? = nil
     ) {
         self.maxAttempts = maxAttempts
         self.baseDelay = baseDelay
@@ -78,9 +86,10 @@ public struct RetryPolicy: Sendable {
         self.maxRetryAfter = maxRetryAfter
         self.retryNonIdempotent = retryNonIdempotent
         self.random = random
+        self.budget = budget
     }
 
-    /// The default policy: see ``init(maxAttempts:baseDelay:multiplier:maxDelay:jitter:maxRetryAfter:retryNonIdempotent:random:)``.
+    /// The default policy: see ``init(maxAttempts:baseDelay:multiplier:maxDelay:jitter:maxRetryAfter:retryNonIdempotent:random:budget:)``.
     public static var `default`: RetryPolicy { RetryPolicy() }
 
     /// The back-off ceiling before retry number `retry` (1 for the first retry), in seconds:
@@ -128,27 +137,34 @@ public struct RetryPolicy: Sendable {
     }
 
     /// The method of the request an error belongs to: the request in an HTTP error's response
-    /// (GET when the request names none), or the method ``HTTPClient`` recorded in a transport
-    /// `URLError` (``HTTPClient/requestMethodKey``); `nil` when the error does not say.
+    /// (GET when the request names none), or the request of a ``TransportError``; `nil` when the
+    /// error does not say.
     static func method(of error: any Error) -> HTTPMethod? {
         if let httpError = error as? any HTTPError, let request = httpError.response?.request {
             return HTTPMethod(rawValue: request.httpMethod ?? "GET")
         }
-        if let urlError = error as? URLError, let method = urlError.userInfo[HTTPClient.requestMethodKey] as? String {
-            return HTTPMethod(rawValue: method)
+        if let transportError = error as? TransportError {
+            return transportError.method
         }
         return nil
     }
 
+    /// The `URLError` code of a transport failure: a ``TransportError``'s, or a bare `URLError`'s.
+    static func urlErrorCode(of error: any Error) -> URLError.Code? {
+        if let transportError = error as? TransportError { return transportError.code }
+        return (error as? URLError)?.code
+    }
+
     /// `true` for the failures worth trying again: HTTP 408, 500, 502, 503, 504, and the
     /// transport errors `URLError.timedOut`, `.networkConnectionLost`, `.cannotConnectToHost`,
-    /// `.notConnectedToInternet`, `.dnsLookupFailed` and `.cannotFindHost`.
+    /// `.notConnectedToInternet`, `.dnsLookupFailed` and `.cannotFindHost` (bare or wrapped in a
+    /// ``TransportError``).
     public static func isTransient(_ error: any Error) -> Bool {
         if let httpError = error as? any HTTPError {
             return [408, 500, 502, 503, 504].contains(httpError.statusCode)
         }
-        guard let urlError = error as? URLError else { return false }
-        switch urlError.code {
+        guard let code = urlErrorCode(of: error) else { return false }
+        switch code {
         case .timedOut, .networkConnectionLost:
             return true
         default:
@@ -158,10 +174,11 @@ public struct RetryPolicy: Sendable {
 
     /// `true` for transport errors that mean the request never reached the server — no
     /// connection was made (`URLError.cannotConnectToHost`, `.notConnectedToInternet`,
-    /// `.dnsLookupFailed`, `.cannotFindHost`) — so sending it again is safe for every method.
+    /// `.dnsLookupFailed`, `.cannotFindHost`; bare or wrapped in a ``TransportError``) — so
+    /// sending it again is safe for every method.
     public static func neverReachedServer(_ error: any Error) -> Bool {
-        guard let urlError = error as? URLError else { return false }
-        switch urlError.code {
+        guard let code = urlErrorCode(of: error) else { return false }
+        switch code {
         case .cannotConnectToHost, .notConnectedToInternet, .dnsLookupFailed, .cannotFindHost:
             return true
         default:

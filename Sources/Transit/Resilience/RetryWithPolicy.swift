@@ -16,13 +16,17 @@ extension Signal where Failure == any Error {
     /// - At most `policy.maxAttempts` subscriptions in all; the last failure is passed on.
     /// - Non-transient failures (a 404, a decoding error) pass through at once.
     /// - A request is sent again only if that is safe: see ``RetryPolicy``. The method comes from
-    ///   the request in an HTTP error's response, or, for a transport error (a timeout), from the
-    ///   method ``HTTPClient`` records in the `URLError`. For errors that say neither (a
-    ///   transport used without an ``HTTPClient``), pass `method`; without it they are retried
-    ///   only if they mean the request never reached the server, or if
-    ///   `policy.retryNonIdempotent` is `true`.
+    ///   the request in an HTTP error's response, or, for a transport failure (a timeout), from
+    ///   the request of the ``TransportError`` ``HTTPClient`` fails with. For errors that say
+    ///   neither (a bare `URLError` from a transport used without an ``HTTPClient``), pass
+    ///   `method`; without it they are retried only if they mean the request never reached the
+    ///   server, or if `policy.retryNonIdempotent` is `true`.
     /// - A 503's Retry-After is honoured (see ``RetryPolicy/maxRetryAfter``).
     /// - Cancelling during a wait cancels the scheduled action: no further request is sent.
+    /// - Any number of attempts runs in constant stack and memory: one state object per
+    ///   subscription subscribes to the upstream again from the scheduled action (or, when the
+    ///   scheduler runs the action at once, from a loop), and each attempt's subscription is
+    ///   released when it fails. `maxAttempts: .max` through an outage of days is safe.
     ///
     /// - Parameters:
     ///   - policy: the back-off and what to retry.
@@ -33,23 +37,210 @@ extension Signal where Failure == any Error {
         method: HTTPMethod? = nil,
         scheduler: some Scheduler = DispatchQueue.global()
     ) -> Signal<Output, any Error> {
-        retrying(attempt: 1, policy: policy, method: method, scheduler: scheduler)
+        let upstream = self
+        return Signal { observer in
+            let retrier = PolicyRetrier(upstream: upstream, downstream: observer, policy: policy, method: method, scheduler: scheduler)
+            retrier.start()
+            return { retrier.cancel() }
+        }
+    }
+}
+
+/// The state of one subscription to `retry(_ policy:)`: which attempt is running, its
+/// cancellation scope, the pending wait, and the downstream.
+///
+/// Attempts never nest. A failure cancels its attempt's scope (releasing that subscription) and
+/// schedules the next attempt; the scheduled action subscribes to the upstream from the
+/// scheduler's stack. A scheduler that runs the action at once, inside the failure (an
+/// `ImmediateScheduler` with an upstream that fails synchronously), finds an attempt still being
+/// subscribed: it queues the next one, and the loop in ``run(_:_:)`` subscribes it when the
+/// current call returns. So the stack stays flat and at most one attempt, one wait and one
+/// state object exist per subscription, whatever the number of attempts.
+///
+/// Thread safety: all state is behind `state`'s lock; the upstream, the downstream, the policy's
+/// random source and the scheduler are called outside it.
+private final class PolicyRetrier<Output: Sendable>: Sendable {
+    private struct State {
+        /// The number of the attempt running or about to run (1 for the first).
+        var attempt = 1
+        /// The cancellation scope of that attempt.
+        var current: CancellationToken?
+        /// The wait before the next attempt, once scheduled.
+        var wait: (any Cancellable)?
+        /// Identifies the wait in flight; a fired or cancelled wait clears it.
+        var waitID: UInt64?
+        var nextWaitID: UInt64 = 0
+        /// A thread is in ``run(_:_:)`` subscribing to an attempt.
+        var subscribing = false
+        /// An attempt that became due while another was being subscribed.
+        var queued: (number: Int, scope: CancellationToken)?
+        /// Cancelled, or the terminal event was passed on.
+        var ended = false
+        var downstream: Observer<Output, any Error>?
     }
 
-    /// The upstream as attempt number `attempt`; its failure may lead to attempt `attempt + 1`.
-    private func retrying(
-        attempt: Int,
+    private let upstream: Signal<Output, any Error>
+    private let policy: RetryPolicy
+    private let method: HTTPMethod?
+    private let scheduler: any Scheduler
+    private let state: Mutex<State>
+
+    init(
+        upstream: Signal<Output, any Error>,
+        downstream: Observer<Output, any Error>,
         policy: RetryPolicy,
         method: HTTPMethod?,
-        scheduler: some Scheduler
-    ) -> Signal<Output, any Error> {
-        let upstream = self
-        return self.catch { error -> Signal<Output, any Error> in
-            guard let delay = policy.retryDelay(after: error, attempt: attempt, method: method) else {
-                return Signal(error: error)
-            }
-            let next = upstream.retrying(attempt: attempt + 1, policy: policy, method: method, scheduler: scheduler)
-            return ScheduledSubscription.signal(next, after: delay, on: scheduler)
+        scheduler: any Scheduler
+    ) {
+        self.upstream = upstream
+        self.policy = policy
+        self.method = method
+        self.scheduler = scheduler
+        state = Mutex(State(downstream: downstream))
+    }
+
+    /// Subscribes the first attempt.
+    func start() {
+        let scope = CancellationToken()
+        let proceed = state.withLock { state -> Bool in
+            guard !state.ended else { return false }
+            state.current = scope
+            state.subscribing = true
+            return true
         }
+        guard proceed else { return }
+        policy.budget?.recordRequest()
+        run(1, scope)
+    }
+
+    /// Subscribes attempt `number` in `scope`, then every attempt queued meanwhile.
+    private func run(_ number: Int, _ scope: CancellationToken) {
+        var next: (number: Int, scope: CancellationToken)? = (number, scope)
+        while let (number, scope) = next {
+            upstream.observe(Observer { [self] event in receive(event, from: number) }, in: scope)
+            next = state.withLock { state in
+                defer { state.queued = nil }
+                guard let queued = state.queued, !state.ended else {
+                    state.subscribing = false
+                    return nil
+                }
+                return queued
+            }
+        }
+    }
+
+    private func receive(_ event: Event<Output, any Error>, from number: Int) {
+        switch event {
+        case .value:
+            let downstream = state.withLock { state in
+                !state.ended && state.attempt == number ? state.downstream : nil
+            }
+            downstream?.send(event)
+        case .finished:
+            finish(with: event, from: number)
+        case .failed(let error):
+            guard state.withLock({ !$0.ended && $0.attempt == number }) else { return }
+            // The policy's random source is user code: it runs outside the lock.
+            guard let delay = policy.retryDelay(after: error, attempt: number, method: method) else {
+                finish(with: event, from: number)
+                return
+            }
+            if let budget = policy.budget, !budget.withdrawRetry() {
+                finish(with: .failed(RetryBudgetExhausted(failure: error)), from: number)
+                return
+            }
+            scheduleAttempt(after: delay, following: number)
+        }
+    }
+
+    /// Passes the terminal `event` of attempt `number` on, unless the subscription already ended
+    /// or `number` is no longer the current attempt.
+    private func finish(with event: Event<Output, any Error>, from number: Int) {
+        var scope: CancellationToken?
+        let downstream = state.withLock { state -> Observer<Output, any Error>? in
+            guard !state.ended, state.attempt == number else { return nil }
+            state.ended = true
+            scope = state.current
+            state.current = nil
+            defer { state.downstream = nil }
+            return state.downstream
+        }
+        guard let downstream else { return }
+        scope?.cancel()
+        downstream.send(event)
+    }
+
+    /// Ends attempt `number` (its subscription is released) and schedules attempt `number + 1`
+    /// after `delay` seconds.
+    private func scheduleAttempt(after delay: Double, following number: Int) {
+        var finished: CancellationToken?
+        let id = state.withLock { state -> UInt64? in
+            guard !state.ended, state.attempt == number else { return nil }
+            finished = state.current
+            state.current = nil
+            let id = state.nextWaitID
+            state.nextWaitID += 1
+            state.waitID = id
+            return id
+        }
+        guard let id else { return }
+        finished?.cancel()
+        let wait = scheduler.schedule(after: ScheduledSubscription.duration(seconds: delay)) { [self] in
+            fire(id)
+        }
+        // Keep the wait for cancellation, unless it already ran (a scheduler that runs it at
+        // once) or the subscription ended meanwhile.
+        let cancelNow = state.withLock { state -> Bool in
+            guard state.waitID == id else { return state.ended }
+            state.wait = wait
+            return false
+        }
+        if cancelNow { wait.cancel() }
+    }
+
+    /// The wait `id` is over: starts the next attempt, or queues it if an attempt is still being
+    /// subscribed on another call (see ``run(_:_:)``).
+    private func fire(_ id: UInt64) {
+        let scope = CancellationToken()
+        let claimed = state.withLock { state -> Int? in
+            guard !state.ended, state.waitID == id else { return nil }
+            state.waitID = nil
+            state.wait = nil
+            state.attempt += 1
+            state.current = scope
+            if state.subscribing {
+                state.queued = (state.attempt, scope)
+                return nil
+            }
+            state.subscribing = true
+            return state.attempt
+        }
+        if let claimed { run(claimed, scope) }
+    }
+
+    /// Cancels the running attempt or the pending wait and releases the downstream. Called by
+    /// the subscription's teardown: on cancellation, and after the terminal event.
+    func cancel() {
+        var scope: CancellationToken?
+        var wait: (any Cancellable)?
+        var queued: CancellationToken?
+        let downstream = state.withLock { state -> Observer<Output, any Error>? in
+            guard !state.ended else { return nil }
+            state.ended = true
+            scope = state.current
+            wait = state.wait
+            queued = state.queued?.scope
+            state.current = nil
+            state.wait = nil
+            state.waitID = nil
+            state.queued = nil
+            defer { state.downstream = nil }
+            return state.downstream
+        }
+        wait?.cancel()
+        scope?.cancel()
+        queued?.cancel()
+        // Released here, after the lock.
+        withExtendedLifetime(downstream) {}
     }
 }

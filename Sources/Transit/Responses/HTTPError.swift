@@ -36,15 +36,20 @@ extension HTTPError {
     }
 
     /// `HTTP <code> <reason> for <METHOD> <URL>`, then the Retry-After the server asked for and
-    /// the start of the body, when known: enough to tell what failed without a debugger.
+    /// the start of the body, when known: enough to tell what failed without a debugger. The URL
+    /// is redacted (no user-info, no secret query values: see ``Redaction``).
     public var description: String {
         var text = "HTTP \(statusCode) \(reasonPhrase)"
         if let request = response?.request, let url = request.url {
-            text += " for \(request.httpMethod ?? "GET") \(url.absoluteString)"
+            text += " for \(request.httpMethod ?? "GET") \(url.redactedForLogging)"
         }
         if let retryAfter {
-            let seconds = retryAfter.rounded() == retryAfter && abs(retryAfter) < 1e15 ? "\(Int(retryAfter))" : "\(retryAfter)"
-            text += " (retry after \(seconds) s)"
+            if retryAfter == .greatestFiniteMagnitude {
+                text += " (retry after: longer than any wait)"
+            } else {
+                let seconds = retryAfter.rounded() == retryAfter && abs(retryAfter) < 1e15 ? "\(Int(retryAfter))" : "\(retryAfter)"
+                text += " (retry after \(seconds) s)"
+            }
         }
         if let body = response?.text, !body.isEmpty {
             let excerpt = body.count > 200 ? String(body.prefix(200)) + "…" : body

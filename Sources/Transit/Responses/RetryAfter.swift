@@ -9,7 +9,9 @@ import FoundationNetworking
 /// are accepted) and HTTP-date in each of its three forms — IMF-fixdate
 /// (`Sun, 06 Nov 1994 08:49:37 GMT`), the obsolete RFC 850 form (`Sunday, 06-Nov-94 08:49:37 GMT`)
 /// and asctime (`Sun Nov  6 08:49:37 1994`). A negative delay or a date in the past means "now"
-/// (zero). Anything else — an empty value, garbage, an impossible date, a weekday that does not
+/// (zero). A delay with more digits than a `Double` holds (hundreds of them) means "longer than
+/// any cap": it is read as `Double.greatestFiniteMagnitude`, so callers that cap the wait fail
+/// fast instead of retrying early. Anything else — an empty value, garbage, an impossible date, a weekday that does not
 /// match the date, a zone other than GMT — means the header is absent (`nil`), never a crash.
 public enum RetryAfter {
     /// The number of seconds to wait that `value` asks for, measured from `now`, or `nil` if the
@@ -44,9 +46,12 @@ public enum RetryAfter {
         if parts.count == 2 {
             guard !parts[1].isEmpty, parts[1].allSatisfy(isDigit) else { return nil }
         }
-        guard let magnitude = Double(String(String.UnicodeScalarView(scalars))), magnitude.isFinite else {
+        guard var magnitude = Double(String(String.UnicodeScalarView(scalars))), !magnitude.isNaN else {
             return nil
         }
+        // Digits too many for a Double: the server asks for longer than any caller will wait.
+        // The largest finite value says so and still compares, adds and prints safely.
+        if magnitude.isInfinite { magnitude = .greatestFiniteMagnitude }
         return negative ? -magnitude : magnitude
     }
 

@@ -81,13 +81,37 @@ public final class TokenStore: Sendable {
     }
 
     /// The error of a refresh signal that finished without sending a token.
-    public enum RefreshError: Error, Sendable, CustomStringConvertible {
+    public enum RefreshError: Error, Sendable, Hashable, CustomStringConvertible, LocalizedError {
         /// The refresh signal finished without a value.
         case noToken
+        /// The refresh's own request was answered 401 and asked this store for a fresh token: it
+        /// would wait for itself forever. The refresh (and every request waiting for it) fails
+        /// with this error instead; the credentials cannot be renewed and the user must sign in
+        /// again.
+        case reentrantRefresh
+        /// The refresh did not end within ``RefreshLimits/deadline``; it was cancelled.
+        case timedOut
+        /// More than ``RefreshLimits/maxRefreshes`` refreshes started within
+        /// ``RefreshLimits/window``: the server keeps rejecting fresh tokens, so the store stops
+        /// asking until the window has passed.
+        case tooManyRefreshes
 
         public var description: String {
-            "TokenStore: the refresh signal finished without sending a token; make it send the new AuthToken."
+            switch self {
+            case .timedOut:
+                return "TokenStore: the token refresh did not complete within its deadline and was cancelled."
+            case .tooManyRefreshes:
+                return "TokenStore: too many token refreshes in a short time (the server keeps rejecting fresh tokens); "
+                    + "not refreshing again until the window has passed."
+            case .noToken:
+                return "TokenStore: the refresh signal finished without sending a token; make it send the new AuthToken."
+            case .reentrantRefresh:
+                return "TokenStore: the token refresh was itself answered 401 Unauthorized and asked the same store for a "
+                    + "fresh token, which would wait for itself. The refresh failed; sign the user in again."
+            }
         }
+
+        public var errorDescription: String? { description }
     }
 
     private struct Flight {
@@ -99,15 +123,46 @@ public final class TokenStore: Sendable {
         let subscription = CancellationToken()
     }
 
+    /// Bounds on refreshing: a deadline per refresh, and how many refreshes may start in a window.
+    public struct RefreshLimits: Sendable {
+        /// The longest a refresh may take; then it fails with ``RefreshError/timedOut``.
+        public var deadline: Duration
+        /// How many refreshes may start within ``window``; more fail with
+        /// ``RefreshError/tooManyRefreshes``.
+        public var maxRefreshes: Int
+        /// The window of ``maxRefreshes``.
+        public var window: Duration
+        /// The clock of the deadline and the window.
+        public var scheduler: any Scheduler
+
+        /// Creates limits: 30 s per refresh, at most 5 refreshes a minute by default.
+        public init(
+            deadline: Duration = .seconds(30),
+            maxRefreshes: Int = 5,
+            window: Duration = .seconds(60),
+            scheduler: any Scheduler = DispatchQueue.global()
+        ) {
+            self.deadline = deadline
+            self.maxRefreshes = max(1, maxRefreshes)
+            self.window = window
+            self.scheduler = scheduler
+        }
+    }
+
     private struct State {
         var current: AuthToken
         var flight: Flight?
+        /// When the recent refreshes started, on the limits' clock.
+        var refreshStarts: [Duration] = []
         var nextWaiterID: UInt64 = 0
         var nextFlightID: UInt64 = 0
     }
 
     private let state: Locked<State>
     private let refresh: Refresh
+    let credentialScope: CredentialScope?
+    /// The deadline of a refresh and how many may start in a window.
+    public let limits: RefreshLimits
     private let onEvent: (@Sendable (Event) -> Void)?
 
     /// Creates a store.
@@ -120,11 +175,36 @@ public final class TokenStore: Sendable {
     public init(
         token: AuthToken,
         onEvent: (@Sendable (Event) -> Void)? = nil,
+        limits: RefreshLimits = RefreshLimits(),
         refresh: @escaping Refresh
     ) {
         state = Locked(State(current: token))
         self.refresh = refresh
         self.onEvent = onEvent
+        self.limits = limits
+        credentialScope = nil
+    }
+
+    /// Creates a store that can be attached to a client as its ``Authorizer``
+    /// (`HTTPClient(authorizer:)`): its tokens go only to the hosts of `scope`.
+    ///
+    /// - Parameters:
+    ///   - token: the credentials to start with.
+    ///   - scope: where the tokens may go (hosts, https unless allowed otherwise).
+    ///   - onEvent: told about every refresh decision.
+    ///   - refresh: builds the signal that renews a token. See ``Refresh``.
+    public init(
+        token: AuthToken,
+        scope: CredentialScope,
+        onEvent: (@Sendable (Event) -> Void)? = nil,
+        limits: RefreshLimits = RefreshLimits(),
+        refresh: @escaping Refresh
+    ) {
+        state = Mutex(State(current: token))
+        self.refresh = refresh
+        self.onEvent = onEvent
+        self.limits = limits
+        credentialScope = scope
     }
 
     /// The current credentials.
@@ -146,9 +226,19 @@ public final class TokenStore: Sendable {
     /// A request modifier that sets `Authorization: Bearer <current access token>`. It reads the
     /// token when it runs, so a retried request carries the newest one:
     /// `api.get(endpoint: "me", modifier: store.authorize)`.
-    public func authorize(_ request: URLRequest) -> URLRequest {
+    ///
+    /// - Throws: ``URLRequestError/invalidBearerToken`` when the token is empty or contains
+    ///   whitespace or a control character (a token read from a file often ends with a newline;
+    ///   Foundation on Linux would silently send the request without `Authorization`), or
+    ///   ``URLRequestError/invalidURL`` for a request without a URL. Nothing is sent.
+    public func authorize(_ request: URLRequest) throws -> URLRequest {
+        let token = current.accessToken
+        guard !token.isEmpty, token.utf8.allSatisfy({ $0 > 0x20 && $0 != 0x7F }) else {
+            throw URLRequestError.invalidBearerToken
+        }
+        guard request.url != nil else { throw URLRequestError.invalidURL }
         var request = request
-        request.setValue("Bearer \(current.accessToken)", forHTTPHeaderField: "Authorization")
+        request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
         return request
     }
 
@@ -171,10 +261,21 @@ public final class TokenStore: Sendable {
     ///
     /// Cancelling the subscription stops waiting and never cancels the refresh.
     public func freshToken(replacing staleAccessToken: String?) -> Signal<AuthToken, any Error> {
+        freshToken(replacing: staleAccessToken, fromRefresh: nil)
+    }
+
+    /// ``freshToken(replacing:)`` for a request that was subscribed by refresh number
+    /// `ownFlight` of this store (see ``refreshBeingSubscribed``): if that refresh is still
+    /// running, waiting for it would wait for itself, so the refresh fails with
+    /// ``RefreshError/reentrantRefresh`` (and so does this request).
+    func freshToken(replacing staleAccessToken: String?, fromRefresh ownFlight: UInt64?) -> Signal<AuthToken, any Error> {
         Signal { [self] observer in
-            enum Decision { case current(AuthToken), start(UInt64, CancellationToken, AuthToken), join(Int) }
+            enum Decision { case current(AuthToken), start(UInt64, CancellationToken, AuthToken), join(Int), reentrant(UInt64) }
             let (id, decision) = state.withLock { state -> (UInt64, Decision) in
                 let id = state.nextWaiterID
+                if let ownFlight, state.flight?.id == ownFlight {
+                    return (id, .reentrant(ownFlight))
+                }
                 if state.flight != nil {
                     state.nextWaiterID += 1
                     state.flight!.waiters[id] = observer
@@ -191,6 +292,10 @@ public final class TokenStore: Sendable {
                 return (id, .start(flight.id, flight.subscription, state.current))
             }
             switch decision {
+            case .reentrant(let flight):
+                complete(flight, with: .failure(RefreshError.reentrantRefresh))
+                observer.fail(RefreshError.reentrantRefresh)
+                return nil
             case .current(let token):
                 onEvent?(.alreadyRefreshed)
                 observer.send(token)
@@ -214,16 +319,40 @@ public final class TokenStore: Sendable {
 
     /// Subscribes the refresh signal within `subscription`, which only the store's flight holds:
     /// releasing the store (when no waiter keeps it) releases and so cancels the refresh.
+    ///
+    /// While the refresh signal is being subscribed (synchronously, on this thread), the store
+    /// marks the thread with the flight, so that a `retryWithFreshToken(from: self)` inside the
+    /// refresh chain knows it belongs to this refresh (``refreshBeingSubscribed``).
     private func startRefresh(_ flight: UInt64, replacing current: AuthToken, in subscription: CancellationToken) {
-        let signal = refresh(current)
-        signal.observe(Observer { [weak self] event in
-            guard let self else { return }
-            switch event {
-            case .value(let token): self.complete(flight, with: .success(token))
-            case .finished: self.complete(flight, with: .failure(RefreshError.noToken))
-            case .failed(let error): self.complete(flight, with: .failure(error))
-            }
-        }, in: subscription)
+        let now = limits.scheduler.now
+        let allowed = state.withLock { state -> Bool in
+            state.refreshStarts.removeAll { now - $0 >= limits.window }
+            guard state.refreshStarts.count < limits.maxRefreshes else { return false }
+            state.refreshStarts.append(now)
+            return true
+        }
+        guard allowed else { return complete(flight, with: .failure(RefreshError.tooManyRefreshes)) }
+        let timer = limits.scheduler.schedule(after: limits.deadline) { [weak self] in
+            self?.complete(flight, with: .failure(RefreshError.timedOut))
+        }
+        guard subscription.add(timer) else { return timer.cancel() }
+        RefreshContext.during(RefreshContext(store: ObjectIdentifier(self), flight: flight)) {
+            let signal = refresh(current)
+            signal.observe(Observer { [weak self] event in
+                guard let self else { return }
+                switch event {
+                case .value(let token): self.complete(flight, with: .success(token))
+                case .finished: self.complete(flight, with: .failure(RefreshError.noToken))
+                case .failed(let error): self.complete(flight, with: .failure(error))
+                }
+            }, in: subscription)
+        }
+    }
+
+    /// The refresh of this store whose signal is being subscribed on the current thread, if
+    /// any: a request subscribed now is part of that refresh.
+    var refreshBeingSubscribed: UInt64? {
+        RefreshContext.current.flatMap { $0.store == ObjectIdentifier(self) ? $0.flight : nil }
     }
 
     /// Ends flight number `id` (once), stores the token and tells every waiter.
@@ -248,5 +377,44 @@ public final class TokenStore: Sendable {
             onEvent?(.refreshFailed(error, sharedBy: ended.joined))
             for waiter in waiters { waiter.fail(error) }
         }
+    }
+}
+
+/// Which refresh (of which store) the current thread is subscribing, kept in a thread-specific
+/// slot for the duration of the synchronous subscription.
+final class RefreshContext: Sendable {
+    let store: ObjectIdentifier
+    let flight: UInt64
+    /// The context this one replaced (refreshes of different stores may nest).
+    private let outer: RefreshContext?
+
+    init(store: ObjectIdentifier, flight: UInt64, outer: RefreshContext? = nil) {
+        self.store = store
+        self.flight = flight
+        self.outer = outer
+    }
+
+    private static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        pthread_key_create(&key, nil)
+        return key
+    }()
+
+    /// The innermost context of this thread.
+    static var current: RefreshContext? {
+        pthread_getspecific(key).map { Unmanaged<RefreshContext>.fromOpaque($0).takeUnretainedValue() }
+    }
+
+    /// Runs `body` with `context` as this thread's current one (nested contexts are kept).
+    static func during<R>(_ context: RefreshContext, _ body: () throws -> R) rethrows -> R {
+        let outer = current
+        let nested = RefreshContext(store: context.store, flight: context.flight, outer: outer)
+        let retained = Unmanaged.passRetained(nested)
+        pthread_setspecific(key, retained.toOpaque())
+        defer {
+            pthread_setspecific(key, outer.map { Unmanaged.passUnretained($0).toOpaque() })
+            retained.release()
+        }
+        return try body()
     }
 }

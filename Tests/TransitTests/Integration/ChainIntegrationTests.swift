@@ -34,7 +34,7 @@ import TransitTesting
         }) { server in
             let api = api(server)
             let body = Item(id: 7, name: "seven")
-            let modifier: RequestModifier = { $0.addingValue("yes", forHTTPHeaderField: "X-Test").receivingJSON() }
+            let modifier: RequestModifier = { try $0.addingValue("yes", forHTTPHeaderField: "X-Test").receivingJSON() }
             let signal: Signal<HTTPResponse, any Error>
             switch method {
             case "GET": signal = api.get(endpoint: "items/7?expand=true", modifier: modifier)
@@ -80,7 +80,7 @@ import TransitTesting
             let tokens = TokenStore(token: AuthToken(accessToken: "old", refreshToken: "r1")) { _ in
                 api.post(endpoint: "token").catchHTTPErrors().map(\.data).decode(AuthToken.self, decoder: JSONDecoder())
             }
-            let items = api.get(endpoint: "items") { $0.addingBearerAuthorization(accessToken: tokens.current.accessToken) }
+            let items = api.get(endpoint: "items") { try $0.addingBearerAuthorization(accessToken: tokens.current.accessToken) }
                 .catchHTTPErrors()
                 .retryWithFreshToken(from: tokens)
                 .map(\.data)

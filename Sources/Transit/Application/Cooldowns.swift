@@ -1,0 +1,99 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Signals
+
+/// Shared cooldowns: a `429 Too Many Requests` or `503 Service Unavailable` with `Retry-After`
+/// on any request pauses **new** requests with the same ``RequestKey`` until that time has
+/// passed, so the whole client learns from one answer instead of each request finding out on its
+/// own.
+///
+/// Attach it to a client (`HTTPClient(cooldowns:)`). A request that would have to wait longer
+/// than ``maxWait`` fails at once with the answer that started the cooldown (its
+/// ``HTTPClientError/tooManyRequests(retryAfter:response:)`` or
+/// ``HTTPServerError/serviceUnavailable(retryAfter:response:)``, with `retryAfter` set to the
+/// time that remains), so a caller's own `respondToRateLimiting` still decides as documented.
+///
+/// Thread safety: state behind one lock.
+public final class Cooldowns: Sendable {
+    /// The longest a request waits for a cooldown to end before failing fast.
+    public let maxWait: Duration
+    /// How requests are grouped.
+    public let key: RequestKey
+    let scheduler: any Scheduler
+    private let entries = Mutex<[String: Entry]>([:])
+
+    struct Entry {
+        /// When new requests may go again, on the scheduler's clock.
+        let until: Duration
+        /// The answer that started the cooldown.
+        let response: HTTPResponse
+    }
+
+    /// Creates the registry.
+    ///
+    /// - Parameters:
+    ///   - maxWait: the longest a new request waits (10 s by default); longer cooldowns fail
+    ///     fast.
+    ///   - key: how requests are grouped; scheme + host + port + first path segment by default.
+    ///   - scheduler: the clock of cooldowns and waits.
+    public init(maxWait: Duration = .seconds(10), key: RequestKey = .originAndFirstSegment, scheduler: any Scheduler = DispatchQueue.global()) {
+        self.maxWait = maxWait
+        self.key = key
+        self.scheduler = scheduler
+    }
+
+    /// The time left on `key`'s cooldown, if one is running.
+    public func remaining(forKey key: String) -> Duration? {
+        let now = scheduler.now
+        return entries.withLock { entries -> Duration? in
+            guard let entry = entries[key] else { return nil }
+            guard entry.until > now else {
+                entries[key] = nil
+                return nil
+            }
+            return entry.until - now
+        }
+    }
+
+    /// Records `head`, the answer to `request`: a 429 or 503 with a `Retry-After` starts (or
+    /// extends) the cooldown of its key.
+    func record(_ head: HTTPURLResponse, for request: URLRequest) {
+        guard head.statusCode == 429 || head.statusCode == 503,
+              let header = head.value(forHTTPHeaderField: "Retry-After"),
+              let seconds = RetryAfter.seconds(from: header), seconds > 0
+        else { return }
+        let until = scheduler.now + ScheduledSubscription.duration(seconds: seconds)
+        let response = HTTPResponse(data: Data(), response: head, request: request)
+        let name = key.key(request)
+        entries.withLock { entries in
+            if let existing = entries[name], existing.until >= until { return }
+            entries[name] = Entry(until: until, response: response)
+        }
+    }
+
+    /// A signal that sends one value when `request` may go: at once, after the cooldown of its
+    /// key, or never — failing fast with the cooldown's answer when the wait is longer than
+    /// ``maxWait``.
+    func clearance(for request: URLRequest) -> Signal<Void, any Error> {
+        let name = key.key(request)
+        let now = scheduler.now
+        let entry = entries.withLock { entries -> Entry? in
+            guard let entry = entries[name] else { return nil }
+            if entry.until <= now { entries[name] = nil; return nil }
+            return entry
+        }
+        guard let entry else { return Signal(value: ()) }
+        let left = entry.until - now
+        guard left <= maxWait else {
+            let response = entry.response
+            let retryAfter = left.timeInterval
+            let error: any Error = response.statusCode == 429
+                ? HTTPClientError.tooManyRequests(retryAfter: retryAfter, response: response)
+                : HTTPServerError.serviceUnavailable(retryAfter: retryAfter, response: response)
+            return Signal(error: error)
+        }
+        return ScheduledSubscription.signal(Signal(value: ()), after: left.timeInterval, on: scheduler)
+    }
+}

@@ -1,0 +1,28 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Signals
+
+extension Signal where Failure == any Error {
+    /// Fails with `URLError(.timedOut)` and cancels the upstream if it has not ended within
+    /// `deadline` of the subscription, timed by `scheduler`. Unlike `timeout`, values do not
+    /// restart the clock.
+    func within(_ deadline: Duration, scheduler: any Scheduler) -> Signal<Output, any Error> {
+        let upstream = self
+        return Signal { observer in
+            let scope = CancellationToken()
+            let timer = scheduler.schedule(after: deadline) {
+                scope.cancel()
+                observer.fail(URLError(.timedOut, userInfo: [
+                    NSLocalizedDescriptionKey: "The request did not complete within its deadline of \(deadline); it was cancelled.",
+                ]))
+            }
+            upstream.observe(observer, in: scope)
+            return {
+                timer.cancel()
+                scope.cancel()
+            }
+        }
+    }
+}

@@ -1,0 +1,185 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Signals
+
+/// What a download reports: progress as bytes arrive, then the finished file.
+public enum DownloadEvent: Sendable {
+    /// Bytes were written to the (still hidden) file.
+    case progress(DownloadProgress)
+    /// The whole body is on disk, under the destination's name. Always the last value.
+    case completed(DownloadedFile)
+}
+
+/// How far a download is.
+public struct DownloadProgress: Sendable, Hashable {
+    /// Body bytes received and written so far.
+    public let bytesReceived: Int64
+    /// The body's size from `Content-Length`, when the server sent it.
+    public let expectedBytes: Int64?
+
+    /// Creates a progress report.
+    public init(bytesReceived: Int64, expectedBytes: Int64?) {
+        self.bytesReceived = bytesReceived
+        self.expectedBytes = expectedBytes
+    }
+
+    /// `bytesReceived / expectedBytes`, between 0 and 1, when the size is known.
+    public var fractionCompleted: Double? {
+        guard let expectedBytes, expectedBytes > 0 else { return nil }
+        return min(1, Double(bytesReceived) / Double(expectedBytes))
+    }
+}
+
+/// A completed download.
+public struct DownloadedFile: Sendable {
+    /// Where the body is: the destination given to the download.
+    public let url: URL
+    /// The response's status line and headers.
+    public let response: HTTPURLResponse
+    /// The body's size in bytes.
+    public let byteCount: Int64
+}
+
+/// Writes one download: to a hidden temporary file beside the destination, renamed over the
+/// destination only once the body is complete, and removed on failure or cancellation.
+///
+/// Thread safety: every method runs under `state`'s lock; events arrive serialised anyway.
+final class DownloadWriter: Sendable {
+    private struct State {
+        var handle: FileHandle?
+        var received: Int64 = 0
+        var expected: Int64?
+        var head: HTTPURLResponse?
+        /// The first bytes of an error response's body, kept for its ``HTTPError``.
+        var errorBody = Data()
+    }
+
+    static let keptErrorBodyBytes = 64 * 1024
+
+    let destination: URL
+    let temporary: URL
+    private let maxBytes: Int?
+    private let state = Mutex(State())
+
+    init(destination: URL, maxBytes: Int?) {
+        self.destination = destination
+        let folder = destination.deletingLastPathComponent()
+        temporary = folder.appendingPathComponent(".\(destination.lastPathComponent).\(UUID().uuidString).transit-partial")
+        self.maxBytes = maxBytes
+    }
+
+    /// The head arrived: open the temporary file (for a 2xx), or start keeping the error body.
+    func begin(_ head: HTTPURLResponse) throws -> DownloadProgress? {
+        let declared = head.expectedContentLength >= 0 ? head.expectedContentLength : nil
+        if let maxBytes, let declared, declared > maxBytes {
+            throw ResponseTooLargeError(limit: maxBytes, declaredLength: declared)
+        }
+        let success = (200..<300).contains(head.statusCode)
+        if success {
+            guard FileManager.default.createFile(atPath: temporary.path, contents: nil) else {
+                throw CocoaError(.fileWriteNoPermission, userInfo: [
+                    NSFilePathErrorKey: temporary.path,
+                    NSLocalizedDescriptionKey: "Cannot create the download's temporary file in \(temporary.deletingLastPathComponent().path).",
+                ])
+            }
+        }
+        let handle = success ? try FileHandle(forWritingTo: temporary) : nil
+        return state.withLock { state in
+            state.head = head
+            state.expected = declared
+            state.handle = handle
+            return success ? DownloadProgress(bytesReceived: 0, expectedBytes: declared) : nil
+        }
+    }
+
+    /// A chunk arrived: write it (or keep the start of an error body).
+    func write(_ chunk: Data) throws -> DownloadProgress? {
+        try state.withLock { state in
+            guard let handle = state.handle else {
+                let room = Self.keptErrorBodyBytes - state.errorBody.count
+                if room > 0 { state.errorBody.append(chunk.prefix(room)) }
+                return nil
+            }
+            state.received += Int64(chunk.count)
+            if let maxBytes, state.received > maxBytes { throw ResponseTooLargeError(limit: maxBytes) }
+            try handle.write(contentsOf: chunk)
+            return DownloadProgress(bytesReceived: state.received, expectedBytes: state.expected)
+        }
+    }
+
+    /// The body ended: move the file into place, or produce the error response's failure.
+    func finish(request: URLRequest) throws -> DownloadedFile {
+        let (head, handle, received, errorBody) = state.withLock { state in
+            defer { state.handle = nil }
+            return (state.head, state.handle, state.received, state.errorBody)
+        }
+        guard let head else { throw URLError(.badServerResponse) }
+        guard let handle else {
+            let response = HTTPResponse(data: errorBody, response: head, request: request)
+            if let error = makeHTTPError(for: response) { throw error }
+            throw URLError(.badServerResponse, userInfo: [
+                NSLocalizedDescriptionKey: "The download was answered \(head.statusCode), not with a body to save.",
+            ])
+        }
+        try handle.close()
+        guard rename(temporary.path, destination.path) == 0 else {
+            let code = errno
+            try? FileManager.default.removeItem(at: temporary)
+            throw CocoaError(.fileWriteUnknown, userInfo: [
+                NSFilePathErrorKey: destination.path,
+                NSLocalizedDescriptionKey: "Cannot move the download into place at \(destination.path): \(String(cString: strerror(code))).",
+            ])
+        }
+        return DownloadedFile(url: destination, response: head, byteCount: received)
+    }
+
+    /// The download failed or was cancelled: close and remove the temporary file.
+    func discard() {
+        let handle = state.withLock { state in
+            defer { state.handle = nil }
+            return state.handle
+        }
+        try? handle?.close()
+        try? FileManager.default.removeItem(at: temporary)
+    }
+}
+
+extension Signal where Output == HTTPResponsePart, Failure == any Error {
+    /// The parts written to `destination` as they arrive: progress values, then the completed
+    /// file. See ``HTTPClient/download(_:to:options:)``.
+    func writeDownload(to destination: URL, request: URLRequest, maxBytes: Int?) -> Signal<DownloadEvent, any Error> {
+        let parts = self
+        return Signal<DownloadEvent, any Error> { observer in
+            let scope = CancellationToken()
+            let writer = DownloadWriter(destination: destination, maxBytes: maxBytes)
+            let fail: @Sendable (any Error) -> Void = { error in
+                scope.cancel()
+                writer.discard()
+                observer.fail(error)
+            }
+            parts.observe(Observer { event in
+                do {
+                    switch event {
+                    case .value(.head(let head)):
+                        if let progress = try writer.begin(head) { observer.send(.progress(progress)) }
+                    case .value(.body(let chunk)):
+                        if let progress = try writer.write(chunk) { observer.send(.progress(progress)) }
+                    case .finished:
+                        observer.send(.completed(try writer.finish(request: request)))
+                        observer.finish()
+                    case .failed(let error):
+                        fail(error)
+                    }
+                } catch {
+                    fail(error)
+                }
+            }, in: scope)
+            return {
+                scope.cancel()
+                writer.discard()
+            }
+        }
+    }
+}

@@ -1,0 +1,174 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Signals
+
+/// Host failover: a service reachable at several origins (`https://api.example.com`,
+/// `https://api-backup.example.com`). A connection-level failure on one marks it bad for
+/// ``quarantine`` and sends the request, when that is safe, to the next healthy origin; a bad
+/// origin recovers by itself once its quarantine ends.
+///
+/// Attach it to a client (`HTTPClient(failover:)`): every request whose origin is one of
+/// ``origins`` goes to the first healthy origin in order (the first is the preferred one), with
+/// its path, query, method, headers and body unchanged. Credentials in the request go to the
+/// other origins of the group: list only origins of the same service.
+///
+/// What counts as a connection-level failure: the host could not be found or reached
+/// (`.cannotFindHost`, `.dnsLookupFailed`, `.cannotConnectToHost`), TLS failed
+/// (`.secureConnectionFailed`, certificate errors), or the connection was reset or lost
+/// (`.networkConnectionLost`). A request is resent after the first kinds whatever its method
+/// (nothing reached the server); after a lost connection only if its method is idempotent. HTTP
+/// statuses (a 503) are answers, not connection failures: they are left to retry policies.
+///
+/// When every origin is quarantined, the request still goes to the one whose quarantine ends
+/// first, rather than failing without trying.
+///
+/// Thread safety: state behind one lock.
+public final class HostFailover: Sendable {
+    /// What the failover did, for monitors.
+    public struct Event: Sendable {
+        /// The origin that failed (`scheme://host:port`).
+        public let from: String
+        /// The origin the request goes to next.
+        public let to: String
+        /// The failure.
+        public let error: URLError
+    }
+
+    /// The origins, in order of preference, as `scheme://host:port`.
+    public let origins: [String]
+    /// How long a failed origin is avoided.
+    public let quarantine: Duration
+    private let scheduler: any Scheduler
+    private let onEvent: (@Sendable (Event) -> Void)?
+    private let badUntil = Mutex<[String: Duration]>([:])
+
+    /// Creates a failover group.
+    ///
+    /// - Parameters:
+    ///   - origins: the origins of one service, preferred first (`https://api.example.com`,
+    ///     `https://api2.example.com:8443`); paths are ignored.
+    ///   - quarantine: how long a failed origin is avoided (30 s by default).
+    ///   - scheduler: the clock of quarantines.
+    ///   - onEvent: told about each failover, outside the lock.
+    public init(
+        origins: [String],
+        quarantine: Duration = .seconds(30),
+        scheduler: any Scheduler = DispatchQueue.global(),
+        onEvent: (@Sendable (Event) -> Void)? = nil
+    ) {
+        self.origins = origins.compactMap { URL(string: $0).flatMap(Self.origin) }
+        self.quarantine = quarantine
+        self.scheduler = scheduler
+        self.onEvent = onEvent
+    }
+
+    /// `scheme://host:port` of `url`, with the scheme's default port made explicit.
+    static func origin(_ url: URL) -> String? {
+        guard let scheme = url.scheme?.lowercased(), let host = url.host?.lowercased(), !host.isEmpty else { return nil }
+        return "\(scheme)://\(host):\(url.port ?? (scheme == "https" ? 443 : 80))"
+    }
+
+    /// Whether `origin` is quarantined now.
+    public func isHealthy(_ origin: String) -> Bool {
+        let now = scheduler.now
+        return badUntil.withLock { ($0[origin] ?? .zero) <= now }
+    }
+
+    /// The origins to try for `request`, in order: healthy ones first (in preference order),
+    /// then quarantined ones by the end of their quarantine. `nil` if the request is not for
+    /// this group.
+    func plan(for request: URLRequest) -> [String]? {
+        guard let url = request.url, let origin = Self.origin(url), origins.contains(origin) else { return nil }
+        let now = scheduler.now
+        let bad = badUntil.withLock { $0 }
+        let healthy = origins.filter { (bad[$0] ?? .zero) <= now }
+        let sick = origins.filter { (bad[$0] ?? .zero) > now }.sorted { bad[$0]! < bad[$1]! }
+        return healthy + sick
+    }
+
+    /// Marks `origin` bad after `error`.
+    func markFailed(_ origin: String) {
+        let until = scheduler.now + quarantine
+        badUntil.withLock { $0[origin] = until }
+    }
+
+    func report(from: String, to: String, error: URLError) {
+        onEvent?(Event(from: from, to: to, error: error))
+    }
+
+    /// Whether `error` for a request with `method` moves it to the next origin.
+    static func failsOver(_ error: URLError, method: String) -> Bool {
+        switch error.code {
+        case .cannotFindHost, .dnsLookupFailed, .cannotConnectToHost, .secureConnectionFailed,
+             .serverCertificateUntrusted, .serverCertificateHasBadDate, .serverCertificateNotYetValid,
+             .serverCertificateHasUnknownRoot, .clientCertificateRejected:
+            return true
+        case .networkConnectionLost:
+            return ["GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"].contains(method.uppercased())
+        default:
+            return false
+        }
+    }
+
+    /// `request` sent to `origin` instead of its own.
+    static func request(_ request: TransportRequest, at origin: String) -> TransportRequest {
+        guard let url = request.urlRequest.url, let target = URL(string: origin),
+              var components = URLComponents(url: url, resolvingAgainstBaseURL: false)
+        else { return request }
+        components.scheme = target.scheme
+        components.host = target.host
+        let defaultPort = target.scheme == "https" ? 443 : 80
+        components.port = target.port == defaultPort ? nil : target.port
+        var moved = request
+        moved.urlRequest.url = components.url ?? url
+        return moved
+    }
+}
+
+/// One request over a failover group: each origin in turn until one answers.
+enum FailoverExchange {
+    static func signal(
+        _ request: TransportRequest,
+        failover: HostFailover,
+        exchange: @escaping @Sendable (TransportRequest) -> Signal<HTTPResponsePart, any Error>
+    ) -> Signal<HTTPResponsePart, any Error> {
+        guard let plan = failover.plan(for: request.urlRequest), !plan.isEmpty else { return exchange(request) }
+        return Signal { observer in
+            let scope = CancellationToken()
+            attempt(request, plan: plan[...], failover: failover, exchange: exchange, observer: observer, scope: scope)
+            return { scope.cancel() }
+        }
+    }
+
+    private static func attempt(
+        _ request: TransportRequest,
+        plan: ArraySlice<String>,
+        failover: HostFailover,
+        exchange: @escaping @Sendable (TransportRequest) -> Signal<HTTPResponsePart, any Error>,
+        observer: Observer<HTTPResponsePart, any Error>,
+        scope: CancellationToken
+    ) {
+        guard let origin = plan.first else { return }
+        let rest = plan.dropFirst()
+        let hop = scope.makeChild()
+        let method = request.urlRequest.httpMethod ?? "GET"
+        let answered = Mutex(false)
+        exchange(HostFailover.request(request, at: origin)).observe(Observer { event in
+            if case .failed(let error) = event, !answered.withLock({ $0 }),
+               let urlError = (error as? TransportError)?.urlError ?? (error as? URLError),
+               HostFailover.failsOver(urlError, method: method) {
+                failover.markFailed(origin)
+                if let next = rest.first {
+                    hop.cancel()
+                    failover.report(from: origin, to: next, error: urlError)
+                    attempt(request, plan: rest, failover: failover, exchange: exchange, observer: observer, scope: scope)
+                    return
+                }
+            }
+            if case .value(.head) = event { answered.withLock { $0 = true } }
+            observer.send(event)
+        }, in: hop)
+    }
+}

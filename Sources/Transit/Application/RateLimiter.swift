@@ -1,0 +1,157 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Signals
+
+/// A client-side rate limit: at most `requestsPerSecond` requests per ``RequestKey``, with a
+/// burst allowance. Excess requests **wait**, first come first served; they are not failed.
+///
+/// Attach it to a client (`HTTPClient(rateLimiter:)`) and every attempt — retries included —
+/// takes a permit before it reaches the transport. A request cancelled while it waits leaves
+/// the queue at once and gives its turn to the next. Waits are timed by the scheduler, so tests
+/// run them in virtual time.
+///
+/// Thread safety: all state is behind one lock; permits are granted outside it.
+public final class RateLimiter: Sendable {
+    /// Requests per second per key.
+    public let requestsPerSecond: Double
+    /// How many requests may go at once after a quiet spell.
+    public let burst: Int
+    /// How requests are grouped.
+    public let key: RequestKey
+    private let scheduler: any Scheduler
+    private let buckets = Mutex<[String: Bucket]>([:])
+    private let nextWaiter = Mutex<UInt64>(0)
+
+    private struct Waiter {
+        let id: UInt64
+        let observer: Observer<Void, Never>
+    }
+
+    /// A token bucket and the FIFO queue of the requests waiting for it.
+    private struct Bucket {
+        var tokens: Double
+        var refilledAt: Duration
+        var queue: [Waiter] = []
+        var timer: (any Cancellable)?
+    }
+
+    /// Creates a limiter.
+    ///
+    /// - Parameters:
+    ///   - requestsPerSecond: the sustained rate per key; must be above zero (a value that is
+    ///     not is treated as one request per hour).
+    ///   - burst: how many requests may go back to back before spacing starts (at least 1).
+    ///   - key: how requests are grouped; scheme + host + port + first path segment by default.
+    ///   - scheduler: where waits are timed.
+    public init(
+        requestsPerSecond: Double,
+        burst: Int = 1,
+        key: RequestKey = .originAndFirstSegment,
+        scheduler: any Scheduler = DispatchQueue.global()
+    ) {
+        self.requestsPerSecond = requestsPerSecond.isFinite && requestsPerSecond > 0 ? requestsPerSecond : 1.0 / 3600
+        self.burst = max(1, burst)
+        self.key = key
+        self.scheduler = scheduler
+    }
+
+    /// A signal that sends one value, then finishes, when `request` may be sent. Cancelling it
+    /// while it waits removes the request from the queue.
+    public func permit(for request: URLRequest) -> Signal<Void, Never> {
+        let name = key.key(request)
+        return Signal { [self] observer in
+            let id = nextWaiter.withLock { id in
+                defer { id += 1 }
+                return id
+            }
+            let grantedNow = buckets.withLock { buckets -> Bool in
+                var bucket = buckets[name] ?? Bucket(tokens: Double(burst), refilledAt: scheduler.now)
+                refill(&bucket)
+                defer { buckets[name] = bucket }
+                if bucket.queue.isEmpty, bucket.tokens >= 1 {
+                    bucket.tokens -= 1
+                    return true
+                }
+                bucket.queue.append(Waiter(id: id, observer: observer))
+                return false
+            }
+            if grantedNow {
+                observer.send(())
+                observer.finish()
+                return nil
+            }
+            armTimer(for: name)
+            return { [self] in leave(id, from: name) }
+        }
+    }
+
+    /// The number of requests waiting for `key`.
+    public func waitingCount(forKey key: String) -> Int {
+        buckets.withLock { $0[key]?.queue.count ?? 0 }
+    }
+
+    private func refill(_ bucket: inout Bucket) {
+        let now = scheduler.now
+        let elapsed = (now - bucket.refilledAt).timeInterval
+        bucket.tokens = min(Double(burst), bucket.tokens + max(0, elapsed) * requestsPerSecond)
+        bucket.refilledAt = now
+    }
+
+    /// Schedules the release of the next waiter of `name`, unless one is scheduled already.
+    private func armTimer(for name: String) {
+        let wait = buckets.withLock { buckets -> Duration? in
+            guard var bucket = buckets[name], bucket.timer == nil, !bucket.queue.isEmpty else { return nil }
+            refill(&bucket)
+            buckets[name] = bucket
+            return .seconds(max(0, 1 - bucket.tokens) / requestsPerSecond)
+        }
+        guard let wait else { return }
+        let timer = scheduler.schedule(after: wait) { [weak self] in self?.release(name) }
+        let stale = buckets.withLock { buckets -> Bool in
+            // The queue may have emptied (or the timer fired at once) meanwhile.
+            guard buckets[name] != nil, !buckets[name]!.queue.isEmpty, buckets[name]!.timer == nil else { return true }
+            buckets[name]!.timer = timer
+            return false
+        }
+        if stale { timer.cancel() }
+    }
+
+    /// The timer of `name` fired: grant every waiter a token allows, then wait for the next.
+    private func release(_ name: String) {
+        let granted = buckets.withLock { buckets -> [Waiter] in
+            guard var bucket = buckets[name] else { return [] }
+            bucket.timer = nil
+            refill(&bucket)
+            var granted: [Waiter] = []
+            while bucket.tokens >= 1, !bucket.queue.isEmpty {
+                bucket.tokens -= 1
+                granted.append(bucket.queue.removeFirst())
+            }
+            buckets[name] = bucket
+            return granted
+        }
+        for waiter in granted {
+            waiter.observer.send(())
+            waiter.observer.finish()
+        }
+        armTimer(for: name)
+    }
+
+    /// A waiter was cancelled: it leaves the queue; an idle, full bucket is forgotten.
+    private func leave(_ id: UInt64, from name: String) {
+        let timer = buckets.withLock { buckets -> (any Cancellable)? in
+            guard var bucket = buckets[name], let index = bucket.queue.firstIndex(where: { $0.id == id }) else { return nil }
+            bucket.queue.remove(at: index)
+            var cancelled: (any Cancellable)?
+            if bucket.queue.isEmpty {
+                cancelled = bucket.timer
+                bucket.timer = nil
+            }
+            buckets[name] = bucket
+            return cancelled
+        }
+        timer?.cancel()
+    }
+}

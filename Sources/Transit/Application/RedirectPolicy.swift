@@ -1,0 +1,157 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Which redirects an ``HTTPClient`` follows.
+///
+/// Transports never follow redirects themselves (see ``HTTPTransport``); the client does, by this
+/// policy, so the rules are the same on every transport. Whatever the policy:
+/// - a redirect from `https` to `http` is refused with ``RedirectError/insecureRedirect(from:to:)``
+///   (it would send the rest of the exchange in the clear);
+/// - a redirect that changes scheme, host or port drops `Authorization`,
+///   `Proxy-Authorization`, `Cookie` and every header the client marks sensitive
+///   (``HTTPClient/sensitiveHeaders``), and they are not added back on later hops;
+/// - `303 See Other`, and `301`/`302` answering a `POST`, continue as `GET` without the body;
+///   `307` and `308` repeat the method and the body;
+/// - at most ``maxRedirects`` hops, then ``RedirectError/tooManyRedirects(_:)``.
+public struct RedirectPolicy: Sendable, Hashable {
+    /// What the client does with a redirect.
+    public enum Mode: Sendable, Hashable {
+        /// Follow redirects to any origin (the default), dropping credentials across origins.
+        case follow
+        /// Follow redirects within the same origin (scheme, host and port); a redirect to another
+        /// origin is delivered as the response, unfollowed.
+        case sameOrigin
+        /// Follow nothing: every 3xx is delivered as the response.
+        case never
+    }
+
+    /// What the client does with a redirect.
+    public var mode: Mode
+    /// The most hops one request follows.
+    public var maxRedirects: Int
+
+    /// Creates a policy.
+    public init(_ mode: Mode, maxRedirects: Int = 10) {
+        self.mode = mode
+        self.maxRedirects = max(0, maxRedirects)
+    }
+
+    /// Follow redirects to any origin, at most 10 hops, dropping credentials across origins.
+    public static let follow = RedirectPolicy(.follow)
+    /// Follow redirects within the request's origin only.
+    public static let sameOrigin = RedirectPolicy(.sameOrigin)
+    /// Deliver every 3xx as the response.
+    public static let never = RedirectPolicy(.never)
+
+    /// The headers dropped from a request redirected to another origin, whatever the client adds
+    /// to them.
+    public static let credentialHeaders: Set<String> = ["authorization", "proxy-authorization", "cookie"]
+}
+
+/// A redirect the client refused to follow.
+public enum RedirectError: Error, Hashable, Sendable, CustomStringConvertible, LocalizedError {
+    /// The request was redirected more times than ``RedirectPolicy/maxRedirects``.
+    case tooManyRedirects(Int)
+    /// A redirect from `https` to `http`. The URLs are given without user info, query or
+    /// fragment.
+    case insecureRedirect(from: String, to: String)
+    /// A redirect whose `Location` is not a URL, or not `http`/`https`. (A 3xx without a
+    /// `Location` is delivered as the response.)
+    case invalidLocation(status: Int)
+
+    public var description: String {
+        switch self {
+        case .tooManyRedirects(let count):
+            return "The request was redirected more than \(count) times; the server is probably looping. "
+                + "Raise RedirectPolicy.maxRedirects if the chain is expected."
+        case .insecureRedirect(let from, let to):
+            return "Refused a redirect from \(from) to \(to): it downgrades https to http, which would send the "
+                + "request (and anything secret in it) unencrypted."
+        case .invalidLocation(let status):
+            return "The server answered \(status) with a Location that is not an http(s) URL; "
+                + "the redirect cannot be followed."
+        }
+    }
+
+    public var errorDescription: String? { description }
+}
+
+extension RedirectPolicy {
+    /// The statuses that redirect.
+    static let redirectStatuses: Set<Int> = [301, 302, 303, 307, 308]
+
+    /// What to do with a response `head` to `request` after `hops` redirects: `nil` to deliver it,
+    /// the next request to follow it, or an error.
+    func next(
+        after head: HTTPURLResponse,
+        to request: TransportRequest,
+        hops: Int,
+        sensitiveHeaders: Set<String>
+    ) -> Result<TransportRequest, RedirectError>? {
+        let status = head.statusCode
+        guard mode != .never, Self.redirectStatuses.contains(status), let current = request.urlRequest.url else {
+            return nil
+        }
+        // A 3xx without a Location has nowhere to go: it is the response (RFC 9110 §15.4).
+        guard let location = head.value(forHTTPHeaderField: "Location") else { return nil }
+        guard let target = URL(string: location, relativeTo: current)?.absoluteURL,
+              let scheme = target.scheme?.lowercased(), scheme == "http" || scheme == "https",
+              target.host?.isEmpty == false
+        else { return .failure(.invalidLocation(status: status)) }
+        let crossOrigin = !Self.sameOrigin(current, target)
+        if crossOrigin, mode == .sameOrigin { return nil }
+        if current.scheme?.lowercased() == "https", scheme == "http" {
+            return .failure(.insecureRedirect(from: Self.origin(current), to: Self.origin(target)))
+        }
+        guard hops < maxRedirects else { return .failure(.tooManyRedirects(maxRedirects)) }
+
+        var next = request
+        var urlRequest = request.urlRequest
+        urlRequest.url = Self.inheritingFragment(target, from: current)
+        let method = (urlRequest.httpMethod ?? "GET").uppercased()
+        if status == 303 && method != "HEAD" || (status == 301 || status == 302) && method == "POST" {
+            urlRequest.httpMethod = "GET"
+            urlRequest.httpBody = nil
+            next.bodyFile = nil
+            for field in ["Content-Type", "Content-Length", "Content-Encoding", "Transfer-Encoding"] {
+                urlRequest.setValue(nil, forHTTPHeaderField: field)
+            }
+        }
+        if crossOrigin {
+            let drop = Self.credentialHeaders.union(sensitiveHeaders.map { $0.lowercased() })
+            for field in (urlRequest.allHTTPHeaderFields ?? [:]).keys where drop.contains(field.lowercased()) {
+                urlRequest.setValue(nil, forHTTPHeaderField: field)
+            }
+        }
+        next.urlRequest = urlRequest
+        return .success(next)
+    }
+
+    /// Whether `a` and `b` have the same scheme, host and (effective) port.
+    static func sameOrigin(_ a: URL, _ b: URL) -> Bool {
+        a.scheme?.lowercased() == b.scheme?.lowercased()
+            && a.host?.lowercased() == b.host?.lowercased()
+            && effectivePort(a) == effectivePort(b)
+    }
+
+    private static func effectivePort(_ url: URL) -> Int? {
+        url.port ?? (url.scheme?.lowercased() == "https" ? 443 : url.scheme?.lowercased() == "http" ? 80 : nil)
+    }
+
+    /// `scheme://host:port`, for messages: no user info, path or query.
+    static func origin(_ url: URL) -> String {
+        let port = url.port.map { ":\($0)" } ?? ""
+        return "\(url.scheme ?? "?")://\(url.host ?? "?")\(port)"
+    }
+
+    /// RFC 9110 §10.2.2: a `Location` without a fragment inherits the original one.
+    private static func inheritingFragment(_ target: URL, from current: URL) -> URL {
+        guard target.fragment == nil, let fragment = current.fragment,
+              var components = URLComponents(url: target, resolvingAgainstBaseURL: false)
+        else { return target }
+        components.fragment = fragment
+        return components.url ?? target
+    }
+}

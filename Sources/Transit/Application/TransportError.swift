@@ -1,0 +1,116 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// An attempt that failed in the transport: no HTTP response arrived (the connection was refused
+/// or lost, the request timed out, …). ``HTTPClient`` fails a request's signal with it, so the
+/// request that was sent — and its method — are at hand without reading `userInfo`.
+///
+/// ```swift
+/// api.get(endpoint: "posts").sink(receiveCompletion: { completion in
+///     if case .failure(let error as TransportError) = completion, error.code == .timedOut {
+///         print("\(error.method) timed out")      // GET timed out
+///     }
+/// }, receiveValue: { _ in })
+/// ```
+///
+/// - ``request`` is the attempt as it was handed to the transport (every modifier and default
+///   header applied), so a retry policy can tell a GET, which is safe to send again, from a POST.
+/// - ``underlying`` is what the transport failed with, unchanged (usually a `URLError`);
+///   ``urlError`` and ``code`` read it.
+/// - The description, `localizedDescription` and the reflection (`dump`) never show credentials:
+///   the URL is redacted (no user-info, no secret query values) and no header is printed (see
+///   ``Redaction``).
+///
+/// A transport used without a client (`transport.send(request)`) fails with its own errors,
+/// unwrapped. ``RetryPolicy`` understands both.
+public struct TransportError: Error, Sendable, CustomStringConvertible, LocalizedError, CustomReflectable {
+    /// The request as it was sent for the attempt that failed.
+    public let request: URLRequest
+    /// The error the transport failed with.
+    public let underlying: any Error
+
+    /// Wraps `underlying`, the failure of the attempt that sent `request`.
+    public init(request: URLRequest, underlying: any Error) {
+        self.request = request
+        self.underlying = underlying
+    }
+
+    /// The underlying error as a `URLError`, if it is one.
+    public var urlError: URLError? {
+        underlying as? URLError
+    }
+
+    /// The `URLError` code of the underlying error (`.timedOut`, `.cannotConnectToHost`, …), if it
+    /// is a `URLError`.
+    public var code: URLError.Code? {
+        urlError?.code
+    }
+
+    /// The method of the request that failed (GET when the request names none).
+    public var method: HTTPMethod {
+        HTTPMethod(rawValue: request.httpMethod ?? "GET")
+    }
+
+    /// `<METHOD> <redacted URL> failed in the transport: <what failed>`, such as
+    /// `GET https://api.example.com/v1/posts?token=REDACTED failed in the transport: timed out
+    /// (URLError -1001)`.
+    public var description: String {
+        "\(method) \(redactedURL) failed in the transport: \(reason)"
+    }
+
+    public var errorDescription: String? { description }
+
+    /// What `dump` and debuggers show: the method, the redacted URL and the failure, never the
+    /// request's headers or the underlying error's `userInfo`.
+    public var customMirror: Mirror {
+        Mirror(self, children: [
+            "method": method.rawValue,
+            "url": redactedURL,
+            "code": code.map { "\($0.rawValue)" } ?? "none",
+            "reason": reason,
+        ], displayStyle: .struct)
+    }
+
+    private var redactedURL: String {
+        request.url?.redactedForLogging ?? "<no URL>"
+    }
+
+    /// The underlying failure in words, with any URL it quotes redacted.
+    private var reason: String {
+        guard let urlError else {
+            return Redaction.redactingURLs(in: String(describing: underlying))
+        }
+        let name = Self.name(of: urlError.code)
+        let code = "URLError \(urlError.code.rawValue)"
+        if let message = urlError.userInfo[NSLocalizedDescriptionKey] as? String, !message.isEmpty {
+            return "\(name) (\(code)): \(Redaction.redactingURLs(in: message))"
+        }
+        return "\(name) (\(code))"
+    }
+
+    /// A few words for the codes a transport commonly fails with.
+    private static func name(of code: URLError.Code) -> String {
+        switch code {
+        case .timedOut: return "timed out"
+        case .cannotConnectToHost: return "cannot connect to host"
+        case .networkConnectionLost: return "network connection lost"
+        case .notConnectedToInternet: return "not connected to the internet"
+        case .cannotFindHost: return "cannot find host"
+        case .dnsLookupFailed: return "DNS lookup failed"
+        case .cancelled: return "cancelled"
+        case .badURL: return "bad URL"
+        case .unsupportedURL: return "unsupported URL"
+        case .badServerResponse: return "bad server response"
+        case .cannotParseResponse: return "cannot parse response"
+        case .secureConnectionFailed: return "secure connection failed"
+        case .serverCertificateUntrusted: return "server certificate untrusted"
+        case .httpTooManyRedirects: return "too many redirects"
+        case .resourceUnavailable: return "resource unavailable"
+        case .dataLengthExceedsMaximum: return "data length exceeds maximum"
+        case .userAuthenticationRequired: return "user authentication required"
+        default: return "failed"
+        }
+    }
+}

@@ -1,0 +1,191 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Keeps credentials out of everything Transit prints: error descriptions and messages, and any
+/// rendering of a request's URL or headers (such as a cURL command). Every description Transit
+/// makes goes through it; use it in your own logs and ``HTTPEventMonitor``s too.
+///
+/// What is redacted:
+/// - **URL user-info**: `https://alice:pa55@host/…` is shown as `https://***@host/…`.
+/// - **Query and fragment values whose name looks secret** (see ``isSensitiveName(_:)``):
+///   `?page=2&access_token=abc` is shown as `?page=2&access_token=REDACTED`. A fragment of
+///   `name=value` pairs is treated the same way (OAuth's implicit flow returns tokens there).
+/// - **Header values** of `Authorization`, `Proxy-Authorization`, `Cookie`, `Set-Cookie` and of
+///   any header whose name looks secret (`X-API-Key`, `X-Auth-Token`, …); the scheme of an
+///   `Authorization` value is kept (`Bearer REDACTED`), since it helps debugging and is not
+///   secret.
+///
+/// Everything else is kept byte for byte, so a redacted URL still tells which endpoint failed.
+/// The functions are pure and may be called from any thread.
+public enum Redaction {
+    /// What a secret value is replaced with.
+    public static let placeholder = "REDACTED"
+
+    /// What URL user-info (`user:password`) is replaced with.
+    public static let userInfoPlaceholder = "***"
+
+    /// Names (or name endings) of query items and headers whose values are secret. A name
+    /// matches if, once normalised (camelCase split, lower-cased, `-`, `.` and spaces read as
+    /// `_`), it equals one of these or ends with `_` and one of these.
+    static let sensitiveWords: [String] = [
+        "token", "key", "apikey", "accesstoken", "authtoken", "password", "passwd", "pwd", "secret",
+        "signature", "sig", "auth", "authorization", "credential", "credentials", "cookie",
+        "session", "sessionid",
+    ]
+
+    /// Headers whose values are always secret, whatever ``isSensitiveName(_:)`` says.
+    static let sensitiveHeaders: Set<String> = ["authorization", "proxy-authorization", "cookie", "set-cookie"]
+
+    /// `true` if a query item or header named `name` carries a secret: `token`, `access_token`,
+    /// `key`, `api_key`, `apikey`, `password`, `secret`, `signature`, `sig`, `auth` and a few
+    /// more, case-insensitively, alone or at the end of a longer name (`x-api-key`,
+    /// `refresh_token`, `X-Amz-Signature`, `clientSecret`). A percent-encoded name is decoded
+    /// first.
+    public static func isSensitiveName(_ name: some StringProtocol) -> Bool {
+        let normalised = normalise(HTTPSyntax.percentDecoded(String(name)))
+        return sensitiveWords.contains { word in
+            normalised == word || (normalised.hasSuffix(word) && normalised.dropLast(word.count).hasSuffix("_"))
+        }
+    }
+
+    /// `true` if the header `field` carries a secret: `Authorization`, `Proxy-Authorization`,
+    /// `Cookie`, `Set-Cookie`, or a name ``isSensitiveName(_:)`` accepts. Case-insensitive.
+    public static func isSensitiveHeader(_ field: String) -> Bool {
+        sensitiveHeaders.contains(field.lowercased()) || isSensitiveName(field)
+    }
+
+    /// `value` as it may be printed for the header `field`: ``placeholder`` for a sensitive header
+    /// (keeping the scheme of an `Authorization` or `Proxy-Authorization` value, as in
+    /// `Bearer REDACTED`), the value itself otherwise.
+    public static func redact(headerValue value: String, forField field: String) -> String {
+        guard isSensitiveHeader(field) else { return value }
+        let lowered = field.lowercased()
+        if lowered == "authorization" || lowered == "proxy-authorization",
+           let space = value.firstIndex(of: " "), HTTPSyntax.isToken(String(value[..<space])) {
+            return "\(value[..<space]) \(placeholder)"
+        }
+        return placeholder
+    }
+
+    /// `headers` with the value of every sensitive header redacted (see
+    /// ``redact(headerValue:forField:)``). Names are kept as they are.
+    public static func redact(headers: [String: String]) -> [String: String] {
+        var redacted = headers
+        for (field, value) in headers where isSensitiveHeader(field) {
+            redacted[field] = redact(headerValue: value, forField: field)
+        }
+        return redacted
+    }
+
+    /// `url`'s absolute string with its user-info and secret query and fragment values redacted.
+    public static func redact(url: URL) -> String {
+        redact(urlString: url.absoluteString)
+    }
+
+    /// `text`, read as one URL or relative reference (`posts?token=abc`), with its user-info and
+    /// secret query and fragment values redacted. Works on text that is not a valid URL too, so
+    /// a URL that was refused can still be named in the error.
+    public static func redact(urlString text: String) -> String {
+        var rest = Substring(text)
+        var result = ""
+        if let authority = authorityRange(in: rest) {
+            if let at = rest[authority].lastIndex(of: "@") {
+                result += rest[..<authority.lowerBound] + userInfoPlaceholder + rest[at..<authority.upperBound]
+                rest = rest[authority.upperBound...]
+            }
+        }
+        var fragment: Substring?
+        if let hash = rest.firstIndex(of: "#") {
+            fragment = rest[rest.index(after: hash)...]
+            rest = rest[..<hash]
+        }
+        if let mark = rest.firstIndex(of: "?") {
+            result += rest[...mark] + redact(pairs: rest[rest.index(after: mark)...])
+        } else {
+            result += rest
+        }
+        if let fragment {
+            result += "#" + redact(pairs: fragment)
+        }
+        return result
+    }
+
+    /// `text` with every URL in it (anything of the form `scheme://…`, up to the next
+    /// whitespace, quote or angle bracket) redacted as ``redact(urlString:)`` does. For messages
+    /// that may quote a URL, such as an underlying error's description.
+    public static func redactingURLs(in text: String) -> String {
+        guard text.contains("://") else { return text }
+        var result = ""
+        var rest = Substring(text)
+        while let separator = rest.range(of: "://") {
+            // Walk back over the scheme's characters, forward to the end of the URL.
+            var start = separator.lowerBound
+            while start > rest.startIndex {
+                let previous = rest.index(before: start)
+                guard isSchemeCharacter(rest[previous]) else { break }
+                start = previous
+            }
+            let end = rest[separator.upperBound...].firstIndex(where: endsURLInText) ?? rest.endIndex
+            result += rest[..<start]
+            result += redact(urlString: String(rest[start..<end]))
+            rest = rest[end...]
+        }
+        return result + rest
+    }
+
+    // MARK: Helpers
+
+    /// The authority (`user:password@host:port`) of `text` if it starts with `scheme://`.
+    private static func authorityRange(in text: Substring) -> Range<Substring.Index>? {
+        guard let separator = text.range(of: "://"), separator.lowerBound > text.startIndex,
+              text[..<separator.lowerBound].allSatisfy(isSchemeCharacter),
+              text.first?.isLetter == true
+        else { return nil }
+        let end = text[separator.upperBound...].firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? text.endIndex
+        return separator.upperBound..<end
+    }
+
+    /// `name=value` pairs separated by `&` with the value of every sensitive name redacted.
+    private static func redact(pairs: Substring) -> String {
+        guard !pairs.isEmpty else { return "" }
+        return pairs.split(separator: "&", omittingEmptySubsequences: false).map { pair -> String in
+            guard let equals = pair.firstIndex(of: "="), isSensitiveName(pair[..<equals]) else { return String(pair) }
+            return String(pair[...equals]) + placeholder
+        }.joined(separator: "&")
+    }
+
+    private static func isSchemeCharacter(_ character: Character) -> Bool {
+        character.isASCII && (character.isLetter || character.isNumber || character == "+" || character == "-" || character == ".")
+    }
+
+    private static func endsURLInText(_ character: Character) -> Bool {
+        character.isWhitespace || "\"'<>`{}|\\^".contains(character)
+    }
+
+    /// camelCase split into words, lower-cased, with `-`, `.` and spaces read as `_`.
+    private static func normalise(_ name: String) -> String {
+        var result = ""
+        var previous: Character?
+        for character in name {
+            if character.isUppercase, let previous, previous.isLowercase || previous.isNumber {
+                result += "_"
+            }
+            switch character {
+            case "-", ".", " ": result += "_"
+            default: result += character.lowercased()
+            }
+            previous = character
+        }
+        return result
+    }
+}
+
+extension URL {
+    /// The URL as it may be written to logs and error messages: its user-info and the values of
+    /// query items named like secrets are redacted (see ``Redaction``).
+    public var redactedForLogging: String {
+        Redaction.redact(url: self)
+    }
+}

@@ -1,0 +1,57 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Signals
+
+extension Signal where Output == HTTPResponsePart, Failure == any Error {
+    /// The parts buffered into one ``HTTPResponse`` of at most `maxBytes` body bytes.
+    ///
+    /// A `Content-Length` above the limit fails at the head, before any body byte is read; a
+    /// body that grows past it fails with the chunk that crosses it. Either way the upstream (the
+    /// transfer) is cancelled at once and the signal fails with ``ResponseTooLargeError``.
+    func collectResponse(for request: URLRequest, maxBytes: Int) -> Signal<HTTPResponse, any Error> {
+        let parts = self
+        return Signal<HTTPResponse, any Error> { observer in
+            let scope = CancellationToken()
+            let buffer = Mutex<(head: HTTPURLResponse?, body: Data)>((nil, Data()))
+            let tooLarge: @Sendable (Int64?) -> Void = { declared in
+                scope.cancel()
+                observer.fail(ResponseTooLargeError(limit: maxBytes, declaredLength: declared))
+            }
+            parts.observe(Observer { event in
+                switch event {
+                case .value(.head(let head)):
+                    let declared = head.expectedContentLength
+                    if declared > maxBytes { return tooLarge(declared) }
+                    buffer.withLock {
+                        $0.head = head
+                        if declared > 0 { $0.body.reserveCapacity(Int(declared)) }
+                    }
+                case .value(.body(let chunk)):
+                    let fits = buffer.withLock { state -> Bool in
+                        guard state.body.count + chunk.count <= maxBytes else { return false }
+                        state.body.append(chunk)
+                        return true
+                    }
+                    if !fits { tooLarge(nil) }
+                case .finished:
+                    let (head, body) = buffer.withLock { state in
+                        defer { state = (nil, Data()) }
+                        return (state.head, state.body)
+                    }
+                    guard let head else {
+                        return observer.fail(URLError(.badServerResponse, userInfo: [
+                            NSLocalizedDescriptionKey: "The transport ended without a response head.",
+                        ]))
+                    }
+                    observer.send(HTTPResponse(data: body, response: head, request: request))
+                    observer.finish()
+                case .failed(let error):
+                    observer.fail(error)
+                }
+            }, in: scope)
+            return { scope.cancel() }
+        }
+    }
+}

@@ -1,0 +1,141 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Signals
+import Testing
+import Transit
+import TransitTesting
+
+@Suite("Rate limiter and shared cooldowns")
+struct RateLimiterAndCooldownTests {
+    let scheduler = TestScheduler()
+
+    private func get(_ url: String) -> URLRequest {
+        URLRequest(url: URL(string: url)!)
+    }
+
+    @Test func theDefaultKeyIsOriginAndFirstPathSegment() {
+        let key = RequestKey.originAndFirstSegment.key
+        #expect(key(get("https://API.example.com/v1/posts?x=1")) == "https://api.example.com:443/v1")
+        #expect(key(get("https://api.example.com:443/v1/users")) == "https://api.example.com:443/v1")
+        #expect(key(get("https://api.example.com/search/q")) == "https://api.example.com:443/search")
+        #expect(key(get("http://api.example.com:8080/")) == "http://api.example.com:8080/")
+        #expect(RequestKey.origin.key(get("https://api.example.com/v1/x")) == "https://api.example.com:443")
+    }
+
+    @Test func excessRequestsWaitTheirTurnInOrder() {
+        let limiter = RateLimiter(requestsPerSecond: 2, burst: 1, scheduler: scheduler)
+        let order = SharedValue<[Int]>([])
+        var tokens: [CancellationToken] = []
+        for index in 0..<5 {
+            tokens.append(limiter.permit(for: get("https://api.example.com/v1/\(index)")).sink { _ in
+                order.update { $0.append(index) }
+            })
+        }
+        #expect(order.value == [0])
+        #expect(limiter.waitingCount(forKey: "https://api.example.com:443/v1") == 4)
+        scheduler.advance(by: .milliseconds(499))
+        #expect(order.value == [0])
+        scheduler.advance(by: .milliseconds(1))
+        #expect(order.value == [0, 1])
+        scheduler.advance(by: .seconds(1.5))
+        #expect(order.value == [0, 1, 2, 3, 4])
+        #expect(scheduler.pendingCount == 0)
+        withExtendedLifetime(tokens) {}
+    }
+
+    @Test func aBurstGoesAtOnceThenRequestsAreSpaced() {
+        let limiter = RateLimiter(requestsPerSecond: 10, burst: 3, scheduler: scheduler)
+        let granted = SharedValue(0)
+        let tokens = (0..<5).map { _ in limiter.permit(for: get("https://a.example/x")).sink { _ in granted.update { $0 += 1 } } }
+        #expect(granted.value == 3)
+        scheduler.advance(by: .milliseconds(100))
+        #expect(granted.value == 4)
+        scheduler.advance(by: .milliseconds(100))
+        #expect(granted.value == 5)
+        withExtendedLifetime(tokens) {}
+    }
+
+    @Test func keysAreLimitedSeparately() {
+        let limiter = RateLimiter(requestsPerSecond: 1, scheduler: scheduler)
+        let granted = SharedValue<[String]>([])
+        let tokens = ["https://gw.example/v1/a", "https://gw.example/v1/b", "https://gw.example/search/a"].map { url in
+            limiter.permit(for: get(url)).sink { _ in granted.update { $0.append(url) } }
+        }
+        #expect(granted.value == ["https://gw.example/v1/a", "https://gw.example/search/a"])
+        withExtendedLifetime(tokens) {}
+    }
+
+    @Test func aCancelledWaiterLeavesTheQueueAndGivesUpItsTurn() {
+        let limiter = RateLimiter(requestsPerSecond: 1, scheduler: scheduler)
+        let order = SharedValue<[Int]>([])
+        let tokens = (0..<3).map { index in limiter.permit(for: get("https://a.example/x")).sink { _ in order.update { $0.append(index) } } }
+        tokens[1].cancel()
+        #expect(limiter.waitingCount(forKey: "https://a.example:443/x") == 1)
+        scheduler.advance(by: .seconds(1))
+        #expect(order.value == [0, 2])
+        tokens[2].cancel()
+        #expect(scheduler.pendingCount == 0)
+    }
+
+    @Test func everyAttemptOfAClientWaitsForItsPermit() {
+        let transport = StubTransport(scheduler: scheduler)
+        transport.stub(.get).thenRespond(.text("ok"))
+        let client = HTTPClient(transport: transport, scheduler: scheduler,
+                                rateLimiter: RateLimiter(requestsPerSecond: 1, scheduler: scheduler))
+        let probes = (0..<3).map { _ in RequestProbe(client.send(get("https://api.example.com/v1/a"))) }
+        #expect(transport.requests.count == 1)
+        scheduler.advance(by: .seconds(1))
+        #expect(transport.requests.count == 2)
+        scheduler.advance(by: .seconds(1))
+        #expect(probes.allSatisfy { $0.values.first?.text == "ok" })
+    }
+
+    @Test func oneRateLimitedAnswerPausesNewRequestsToItsKey() {
+        let transport = StubTransport(scheduler: scheduler)
+        transport.stub(.get, path: "/v1/a").thenRespond(.status(429, headers: ["Retry-After": "5"])).thenRespond(.text("a"))
+        transport.stub(.get, path: "/v1/b").thenRespond(.text("b"))
+        transport.stub(.get, path: "/other/c").thenRespond(.text("c"))
+        let client = HTTPClient(transport: transport, scheduler: scheduler, cooldowns: Cooldowns(scheduler: scheduler))
+        let first = RequestProbe(client.send(get("https://api.example.com/v1/a")))
+        #expect(first.values.first?.statusCode == 429)
+        let paused = RequestProbe(client.send(get("https://api.example.com/v1/b")))
+        let elsewhere = RequestProbe(client.send(get("https://api.example.com/other/c")))
+        #expect(elsewhere.values.first?.text == "c")
+        #expect(paused.events.isEmpty)
+        #expect(transport.requests.count == 2)
+        scheduler.advance(by: .seconds(4.9))
+        #expect(paused.events.isEmpty)
+        scheduler.advance(by: .seconds(0.1))
+        #expect(paused.values.first?.text == "b")
+    }
+
+    @Test func aCooldownLongerThanTheCallerWaitsFailsFastWithTheServersAnswer() throws {
+        let transport = StubTransport(scheduler: scheduler)
+        transport.stub(.get, path: "/v1/a").thenRespond(.status(503, headers: ["Retry-After": "120"]))
+        let client = HTTPClient(transport: transport, scheduler: scheduler, cooldowns: Cooldowns(maxWait: .seconds(10), scheduler: scheduler))
+        _ = RequestProbe(client.send(get("https://api.example.com/v1/a")))
+        scheduler.advance(by: .seconds(20))
+        let refused = RequestProbe(client.send(get("https://api.example.com/v1/b")))
+        let error = try #require(refused.failure as? HTTPServerError)
+        guard case .serviceUnavailable(let retryAfter, _) = error else {
+            Issue.record("not a 503: \(error)")
+            return
+        }
+        #expect(retryAfter == 100)
+        #expect(transport.requests.count == 1)
+    }
+
+    @Test func theCallersOwnRespondToRateLimitingStillWorksWithCooldowns() {
+        let transport = StubTransport(scheduler: scheduler)
+        transport.stub(.get).thenRespond(.status(429, headers: ["Retry-After": "2"])).thenRespond(.text("done"))
+        let client = HTTPClient(transport: transport, scheduler: scheduler, cooldowns: Cooldowns(scheduler: scheduler))
+        let probe = RequestProbe(client.send(get("https://api.example.com/v1/a"))
+            .catchHTTPErrors()
+            .respondToRateLimiting(maxSecondsToWait: 5, scheduler: scheduler))
+        scheduler.advance(by: .seconds(2))
+        #expect(probe.values.first?.text == "done")
+        #expect(transport.requests.count == 2)
+    }
+}
