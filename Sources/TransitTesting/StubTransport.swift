@@ -156,7 +156,7 @@ public final class StubTransport: HTTPTransport {
             }
             let response = answer(urlRequest)
             // The scheduled next step, and whether the subscription ended (nothing more is scheduled).
-            let pending = Mutex<(next: (any Cancellable)?, ended: Bool)>((nil, false))
+            let pending = Locked<(next: (any Cancellable)?, ended: Bool)>((nil, false))
             @Sendable func later(_ delay: Duration, _ action: @escaping @Sendable () -> Void) {
                 guard !pending.withLock({ $0.ended }) else { return }
                 // Scheduled outside the lock: an immediate scheduler runs the action at once.

@@ -200,7 +200,7 @@ public final class TokenStore: Sendable {
         limits: RefreshLimits = RefreshLimits(),
         refresh: @escaping Refresh
     ) {
-        state = Mutex(State(current: token))
+        state = Locked(State(current: token))
         self.refresh = refresh
         self.onEvent = onEvent
         self.limits = limits
