@@ -716,7 +716,8 @@ private struct CountingSequence: Sequence, Sendable {
 /// Waits until `condition` holds, checking it as other tasks make progress. Fails after ten
 /// seconds, so a broken condition fails the test instead of hanging it.
 func waitUntil(_ condition: @Sendable () -> Bool) async throws {
-    let deadline = ContinuousClock.now.advanced(by: .seconds(10))
+    // Far above what any condition needs, like `within`'s bound.
+    let deadline = ContinuousClock.now.advanced(by: .seconds(90))
     while !condition() {
         try #require(ContinuousClock.now < deadline, "condition not met in time")
         await Task.yield()
