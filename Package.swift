@@ -22,7 +22,7 @@ let package = Package(
             dependencies: ["Transit", "TransitTesting", "Signals"],
             path: "Examples/Forum"
         ),
-        .testTarget(name: "SignalsTests", dependencies: ["Signals"]),
+        .testTarget(name: "SignalsTests", dependencies: ["Signals", "TransitTesting"]),
         .testTarget(name: "TransitTests", dependencies: ["Transit", "TransitTesting", "Signals"]),
         .testTarget(name: "TransitTestingTests", dependencies: ["TransitTesting", "Transit", "Signals"]),
     ],

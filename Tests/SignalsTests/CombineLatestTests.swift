@@ -1,5 +1,6 @@
 import Dispatch
 import Signals
+import TransitTesting
 import Synchronization
 import Testing
 
@@ -7,7 +8,7 @@ import Testing
     @Test func sendsLatestPairsOnceBothHaveAValue() {
         let left = PassthroughSubject<Int, TestError>()
         let right = PassthroughSubject<String, TestError>()
-        let recorder = Recorder<(Int, String), TestError>()
+        let recorder = SignalRecorder<(Int, String), TestError>()
         let token = recorder.subscribe(to: left.signal.combineLatest(right.signal))
         left.send(1)
         left.send(2)
@@ -22,7 +23,7 @@ import Testing
     @Test func finishesWhenBothFinish() {
         let left = PassthroughSubject<Int, TestError>()
         let right = PassthroughSubject<String, TestError>()
-        let recorder = Recorder<(Int, String), TestError>()
+        let recorder = SignalRecorder<(Int, String), TestError>()
         let token = recorder.subscribe(to: left.signal.combineLatest(right.signal))
         left.send(1)
         right.send("a")
@@ -38,7 +39,7 @@ import Testing
     @Test func finishesEarlyWhenASideFinishesWithoutAValue() {
         let left = ManualSource<Int, TestError>()
         let right = ManualSource<String, TestError>()
-        let recorder = Recorder<(Int, String), TestError>()
+        let recorder = SignalRecorder<(Int, String), TestError>()
         let token = recorder.subscribe(to: left.signal.combineLatest(right.signal))
         right.send("a")
         left.finish()
@@ -49,7 +50,7 @@ import Testing
     }
 
     @Test func synchronousSignals() {
-        let recorder = Recorder<(Int, String), Never>()
+        let recorder = SignalRecorder<(Int, String), Never>()
         recorder.subscribe(to: Signal(sequence: [1, 2]).combineLatest(Signal(sequence: ["a", "b"])))
         #expect(recorder.pairs() == [TestPair(2, "a"), TestPair(2, "b")])
         #expect(recorder.isFinished)
@@ -58,7 +59,7 @@ import Testing
     @Test func aFailureCancelsTheOtherAndFailsOnce() {
         let left = ManualSource<Int, TestError>()
         let right = ManualSource<String, TestError>()
-        let recorder = Recorder<(Int, String), TestError>()
+        let recorder = SignalRecorder<(Int, String), TestError>()
         let token = recorder.subscribe(to: left.signal.combineLatest(right.signal))
         left.send(1)
         right.send("a")
@@ -75,7 +76,7 @@ import Testing
     @Test func cancellationReachesBothSignals() {
         let left = ManualSource<Int, TestError>()
         let right = ManualSource<String, TestError>()
-        let recorder = Recorder<(Int, String), TestError>()
+        let recorder = SignalRecorder<(Int, String), TestError>()
         let token = recorder.subscribe(to: left.signal.combineLatest(right.signal))
         token.cancel()
         #expect(left.teardowns == 1)
@@ -89,8 +90,8 @@ import Testing
         let runs = Counter()
         let source = Signal<Int, Never>(deferred: { Signal(value: runs.increment()) })
         let combined = source.combineLatest(source)
-        let first = Recorder<(Int, Int), Never>()
-        let second = Recorder<(Int, Int), Never>()
+        let first = SignalRecorder<(Int, Int), Never>()
+        let second = SignalRecorder<(Int, Int), Never>()
         first.subscribe(to: combined)
         second.subscribe(to: combined)
         #expect(first.pairs() == [TestPair(1, 2)])
@@ -102,7 +103,7 @@ import Testing
         let left = PassthroughSubject<Int, Never>()
         let right = PassthroughSubject<Int, Never>()
         let detector = OverlapDetector()
-        let recorder = Recorder<(Int, Int), Never>()
+        let recorder = SignalRecorder<(Int, Int), Never>()
         let token = left.signal.combineLatest(right.signal).observe(Observer { event in
             detector.run { recorder.observer.send(event) }
         })

@@ -1,5 +1,6 @@
 import Dispatch
 import Signals
+import TransitTesting
 import Synchronization
 import Testing
 
@@ -7,7 +8,7 @@ import Testing
     @Test func appendSubscribesTheSecondAfterTheFirstFinishes() {
         let first = ManualSource<Int, TestError>()
         let second = ManualSource<Int, TestError>()
-        let recorder = Recorder<Int, TestError>()
+        let recorder = SignalRecorder<Int, TestError>()
         let token = recorder.subscribe(to: first.signal.append(second.signal))
         first.send(1)
         #expect(second.subscriptions == 0)
@@ -21,7 +22,7 @@ import Testing
 
     @Test func aFailureOfTheFirstEndsItAndTheSecondIsNeverSubscribed() {
         let second = ManualSource<Int, TestError>()
-        let recorder = Recorder<Int, TestError>()
+        let recorder = SignalRecorder<Int, TestError>()
         recorder.subscribe(to: Signal<Int, TestError>(error: TestError(code: 1)).append(second.signal))
         #expect(recorder.events == [.failed(TestError(code: 1))])
         #expect(second.subscriptions == 0)
@@ -44,13 +45,13 @@ import Testing
     }
 
     @Test func appendAndPrependValues() {
-        let recorder = Recorder<Int, Never>()
+        let recorder = SignalRecorder<Int, Never>()
         recorder.subscribe(to: Signal(value: 2).prepend(0, 1).append(3, 4))
         #expect(recorder.events == [.value(0), .value(1), .value(2), .value(3), .value(4), .finished])
     }
 
     @Test func prependSignal() {
-        let recorder = Recorder<String, Never>()
+        let recorder = SignalRecorder<String, Never>()
         recorder.subscribe(to: Signal(value: "b").prepend(Signal(value: "a")))
         #expect(recorder.events == [.value("a"), .value("b"), .finished])
     }
@@ -59,8 +60,8 @@ import Testing
         let runs = Counter()
         let source = Signal<Int, Never>(deferred: { Signal(value: runs.increment()) })
         let joined = source.append(source)
-        let first = Recorder<Int, Never>()
-        let second = Recorder<Int, Never>()
+        let first = SignalRecorder<Int, Never>()
+        let second = SignalRecorder<Int, Never>()
         first.subscribe(to: joined)
         second.subscribe(to: joined)
         #expect(first.values == [1, 2])
@@ -71,7 +72,7 @@ import Testing
         for _ in 0..<200 {
             let first = ManualSource<Int, Never>()
             let second = ManualSource<Int, Never>()
-            let recorder = Recorder<Int, Never>()
+            let recorder = SignalRecorder<Int, Never>()
             let token = recorder.subscribe(to: first.signal.append(second.signal))
             DispatchQueue.concurrentPerform(iterations: 2) { index in
                 if index == 0 { first.finish() } else { token.cancel() }

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Signals
+import TransitTesting
 import Synchronization
 import Testing
 
@@ -27,7 +28,7 @@ struct ContractTests {
 
     private func checkTerminalThenFlood(_ operation: ContractOperatorCase, terminal: Event<Int, TestError>) {
         let probe = ContractProbe<Int, TestError>()
-        let recorder = Recorder<String, any Error>()
+        let recorder = SignalRecorder<String, any Error>()
         let (signal, canary) = operation.apply(probe.signal)
         let token = recorder.subscribe(to: signal)
         canary.settle()
@@ -52,7 +53,7 @@ struct ContractTests {
     @Test(arguments: ContractOperatorCase.all)
     func nothingAfterCancelAndTeardownRunsOnce(_ operation: ContractOperatorCase) {
         let probe = ContractProbe<Int, TestError>()
-        let recorder = Recorder<String, any Error>()
+        let recorder = SignalRecorder<String, any Error>()
         let (signal, canary) = operation.apply(probe.signal)
         let token = recorder.subscribe(to: signal)
         canary.settle()
@@ -75,7 +76,7 @@ struct ContractTests {
     func sinkCancellingItselfInsideAValueGetsNothingMore(_ operation: ContractOperatorCase) {
         for terminal in [Event<Int, TestError>.finished, .failed(Self.failure)] {
             let probe = ContractProbe<Int, TestError>()
-            let recorder = Recorder<String, any Error>()
+            let recorder = SignalRecorder<String, any Error>()
             let box = ContractTokenBox()
             let (signal, canary) = operation.apply(probe.signal)
             // The token exists before the subscription starts, so a value sent while subscribing
@@ -102,7 +103,7 @@ struct ContractTests {
     @Test(arguments: ContractOperatorCase.all)
     func reentrantSendsAreQueuedNeverNested(_ operation: ContractOperatorCase) {
         let probe = ContractProbe<Int, TestError>()
-        let recorder = Recorder<String, any Error>()
+        let recorder = SignalRecorder<String, any Error>()
         let depth = Locked((current: 0, deepest: 0, reentered: false))
         let (signal, canary) = operation.apply(probe.signal)
         let token = signal.observe(Observer { event in
@@ -135,7 +136,7 @@ struct ContractTests {
     @Test(arguments: ContractOperatorCase.all)
     func releasingTheTokenCancelsTheChain(_ operation: ContractOperatorCase) {
         let probe = ContractProbe<Int, TestError>()
-        let recorder = Recorder<String, any Error>()
+        let recorder = SignalRecorder<String, any Error>()
         let (signal, canary) = operation.apply(probe.signal)
         do {
             let token = recorder.subscribe(to: signal)
@@ -154,13 +155,13 @@ struct ContractTests {
     // MARK: - Sources
 
     @Test func valueSendsOneValueThenFinishes() {
-        let recorder = Recorder<Int, Never>()
+        let recorder = SignalRecorder<Int, Never>()
         recorder.subscribe(to: Signal(value: 1))
         #expect(recorder.events == [.value(1), .finished])
     }
 
     @Test func valueSendsNothingAfterTheSinkCancelsInsideTheValue() {
-        let recorder = Recorder<Int, Never>()
+        let recorder = SignalRecorder<Int, Never>()
         let box = ContractTokenBox()
         let token = CancellationToken()
         box.token = token
@@ -175,7 +176,7 @@ struct ContractTests {
         let token = CancellationToken()
         token.cancel()
         let factoryRuns = Counter()
-        let recorder = Recorder<Int, TestError>()
+        let recorder = SignalRecorder<Int, TestError>()
         Signal(value: 1).observe(recorder.observer, in: token)
         Signal(error: TestError()).observe(recorder.observer, in: token)
         Signal.empty.observe(recorder.observer, in: token)
@@ -198,25 +199,25 @@ struct ContractTests {
     }
 
     @Test func errorFailsAtOnce() {
-        let recorder = Recorder<Int, TestError>()
+        let recorder = SignalRecorder<Int, TestError>()
         recorder.subscribe(to: Signal(error: TestError(code: 3)))
         #expect(recorder.events == [.failed(TestError(code: 3))])
     }
 
     @Test func resultSendsItsValueOrItsError() {
-        let success = Recorder<Int, TestError>()
+        let success = SignalRecorder<Int, TestError>()
         success.subscribe(to: Signal(result: .success(4)))
         #expect(success.events == [.value(4), .finished])
-        let failure = Recorder<Int, TestError>()
+        let failure = SignalRecorder<Int, TestError>()
         failure.subscribe(to: Signal(result: .failure(TestError(code: 4))))
         #expect(failure.events == [.failed(TestError(code: 4))])
     }
 
     @Test func emptyFinishesAndNeverSendsNothing() {
-        let empty = Recorder<Int, TestError>()
+        let empty = SignalRecorder<Int, TestError>()
         empty.subscribe(to: .empty)
         #expect(empty.events == [.finished])
-        let never = Recorder<Int, TestError>()
+        let never = SignalRecorder<Int, TestError>()
         let token = never.subscribe(to: .never)
         token.cancel()
         token.cancel()
@@ -227,8 +228,8 @@ struct ContractTests {
         let runs = Counter()
         let signal = Signal<Int, Never>(deferred: { Signal(value: runs.increment()) })
         #expect(runs.count == 0)
-        let first = Recorder<Int, Never>()
-        let second = Recorder<Int, Never>()
+        let first = SignalRecorder<Int, Never>()
+        let second = SignalRecorder<Int, Never>()
         first.subscribe(to: signal)
         second.subscribe(to: signal)
         #expect(first.events == [.value(1), .finished])
@@ -236,21 +237,21 @@ struct ContractTests {
     }
 
     @Test func tryDeferredFailsWithTheFactorysError() {
-        let recorder = Recorder<Int, any Error>()
+        let recorder = SignalRecorder<Int, any Error>()
         recorder.subscribe(to: Signal<Int, any Error>(tryDeferred: { throw TestError(code: 8) }))
         #expect(recorder.failure as? TestError == TestError(code: 8))
         #expect(recorder.terminalCount == 1)
     }
 
     @Test func sequenceSendsEveryElementThenFinishes() {
-        let recorder = Recorder<Int, Never>()
+        let recorder = SignalRecorder<Int, Never>()
         recorder.subscribe(to: Signal(sequence: [1, 2, 3]))
         #expect(recorder.events == [.value(1), .value(2), .value(3), .finished])
     }
 
     @Test func sequenceStopsIteratingWhenCancelledInsideAValue() {
         let pulled = Counter()
-        let recorder = Recorder<Int, Never>()
+        let recorder = SignalRecorder<Int, Never>()
         let box = ContractTokenBox()
         let token = CancellationToken()
         box.token = token
@@ -264,17 +265,17 @@ struct ContractTests {
     }
 
     @Test func infiniteSequenceUnderFirstAndPrefixTerminates() {
-        let first = Recorder<Int, Never>()
+        let first = SignalRecorder<Int, Never>()
         first.subscribe(to: Signal(sequence: 1...).first { $0 > 5 })
         #expect(first.events == [.value(6), .finished])
-        let prefix = Recorder<Int, Never>()
+        let prefix = SignalRecorder<Int, Never>()
         prefix.subscribe(to: Signal(sequence: 1...).prefix(3))
         #expect(prefix.events == [.value(1), .value(2), .value(3), .finished])
     }
 
     @Test func generatorTeardownRunsOnceWhenItFinishesWhileSubscribing() {
         let teardowns = Counter()
-        let recorder = Recorder<Int, Never>()
+        let recorder = SignalRecorder<Int, Never>()
         let token = recorder.subscribe(to: Signal { observer in
             observer.send(1)
             observer.finish()
@@ -291,7 +292,7 @@ struct ContractTests {
         let box = ContractTokenBox()
         let token = CancellationToken()
         box.token = token
-        let recorder = Recorder<Int, Never>()
+        let recorder = SignalRecorder<Int, Never>()
         Signal<Int, Never> { observer in
             // Cancelled from another thread before the teardown is returned.
             DispatchQueue.global().sync { box.cancel() }
@@ -305,7 +306,7 @@ struct ContractTests {
     }
 
     @Test func operationSendsItsResultThenFinishes() async throws {
-        let recorder = Recorder<Int, any Error>()
+        let recorder = SignalRecorder<Int, any Error>()
         let token = recorder.subscribe(to: Signal<Int, any Error>(operation: { 42 }))
         try await waitUntil { recorder.terminalCount == 1 }
         #expect(recorder.values == [42])
@@ -314,7 +315,7 @@ struct ContractTests {
     }
 
     @Test func operationThatThrowsFails() async throws {
-        let recorder = Recorder<Int, any Error>()
+        let recorder = SignalRecorder<Int, any Error>()
         let token = recorder.subscribe(to: Signal<Int, any Error>(operation: { throw TestError(code: 6) }))
         try await waitUntil { recorder.terminalCount == 1 }
         #expect(recorder.failure as? TestError == TestError(code: 6))
@@ -323,7 +324,7 @@ struct ContractTests {
     }
 
     @Test func nonFailingOperationSendsItsResult() async throws {
-        let recorder = Recorder<Int, Never>()
+        let recorder = SignalRecorder<Int, Never>()
         let token = recorder.subscribe(to: Signal<Int, Never>(operation: { 7 }))
         try await waitUntil { recorder.terminalCount == 1 }
         #expect(recorder.events == [.value(7), .finished])
@@ -333,7 +334,7 @@ struct ContractTests {
     @Test func cancellingAnOperationCancelsItsTaskAndDeliversNothing() async throws {
         let started = Counter()
         let sawCancellation = Counter()
-        let recorder = Recorder<Int, any Error>()
+        let recorder = SignalRecorder<Int, any Error>()
         let token = recorder.subscribe(to: Signal<Int, any Error>(operation: {
             started.increment()
             do {
@@ -354,8 +355,8 @@ struct ContractTests {
     @Test func operationRunsAgainOnEverySubscription() async throws {
         let runs = Counter()
         let signal = Signal<Int, any Error>(operation: { runs.increment() })
-        let first = Recorder<Int, any Error>()
-        let second = Recorder<Int, any Error>()
+        let first = SignalRecorder<Int, any Error>()
+        let second = SignalRecorder<Int, any Error>()
         let tokens = [first.subscribe(to: signal), second.subscribe(to: signal)]
         try await waitUntil { first.terminalCount == 1 && second.terminalCount == 1 }
         #expect(runs.count == 2)
@@ -366,29 +367,29 @@ struct ContractTests {
     // MARK: - Operators: what each one sends
 
     @Test func mapTransformsValuesAndPassesTerminals() {
-        let recorder = Recorder<Int, TestError>()
+        let recorder = SignalRecorder<Int, TestError>()
         recorder.subscribe(to: Signal<Int, TestError>(sequence: [1, 2]).map { $0 * 10 })
         #expect(recorder.events == [.value(10), .value(20), .finished])
-        let failed = Recorder<Int, TestError>()
+        let failed = SignalRecorder<Int, TestError>()
         failed.subscribe(to: Signal<Int, TestError>(error: TestError(code: 2)).map { $0 * 10 })
         #expect(failed.events == [.failed(TestError(code: 2))])
     }
 
     @Test func compactMapAndFilterDropValues() {
-        let recorder = Recorder<Int, Never>()
+        let recorder = SignalRecorder<Int, Never>()
         recorder.subscribe(to: Signal(sequence: 1...6).compactMap { $0 % 3 == 0 ? nil : $0 }.filter { $0 % 2 == 0 })
         #expect(recorder.events == [.value(2), .value(4), .finished])
     }
 
     @Test func mapErrorTransformsTheFailure() {
-        let recorder = Recorder<Int, TestError>()
+        let recorder = SignalRecorder<Int, TestError>()
         recorder.subscribe(to: Signal<Int, TestError>(error: TestError(code: 1)).mapError { TestError(code: $0.code + 1) })
         #expect(recorder.events == [.failed(TestError(code: 2))])
     }
 
     @Test func tryMapThrowingCancelsTheUpstreamAndFails() {
         let probe = ContractProbe<Int, TestError>()
-        let recorder = Recorder<Int, any Error>()
+        let recorder = SignalRecorder<Int, any Error>()
         let token = recorder.subscribe(to: probe.signal.tryMap { value -> Int in
             if value == 2 { throw TestError(code: 22) }
             return value
@@ -407,7 +408,7 @@ struct ContractTests {
 
     @Test func catchSwitchesToTheHandlersSignalOnce() {
         let handled = Counter()
-        let recorder = Recorder<Int, Never>()
+        let recorder = SignalRecorder<Int, Never>()
         recorder.subscribe(to: Signal<Int, TestError> { observer in
             observer.send(1)
             observer.fail(TestError())
@@ -423,7 +424,7 @@ struct ContractTests {
     @Test func catchTearsDownTheFailedUpstreamBeforeTheReplacementRuns() {
         let probe = ContractProbe<Int, TestError>()
         let replacement = ContractProbe<Int, Never>()
-        let recorder = Recorder<Int, Never>()
+        let recorder = SignalRecorder<Int, Never>()
         let token = recorder.subscribe(to: probe.signal.catch { _ in replacement.signal })
         probe.send(.failed(TestError()))
         #expect(probe.teardowns == 1)
@@ -440,7 +441,7 @@ struct ContractTests {
             let attempt = work.increment()
             return attempt < 3 ? Signal(error: TestError(code: attempt)) : Signal(value: attempt)
         })
-        let recorder = Recorder<Int, any Error>()
+        let recorder = SignalRecorder<Int, any Error>()
         // Each handler call returns the upstream again, which runs its work again.
         recorder.subscribe(to: upstream.tryCatch { _ in upstream }.tryCatch { _ in upstream.eraseError() })
         #expect(work.count == 3)
@@ -449,7 +450,7 @@ struct ContractTests {
     }
 
     @Test func tryCatchFailsWithWhatTheHandlerThrows() {
-        let recorder = Recorder<Int, any Error>()
+        let recorder = SignalRecorder<Int, any Error>()
         recorder.subscribe(to: Signal<Int, TestError>(error: TestError(code: 1)).tryCatch { error -> Signal<Int, TestError> in
             throw TestError(code: error.code + 40)
         })
@@ -462,7 +463,7 @@ struct ContractTests {
         let upstream = Signal<Int, TestError>(deferred: {
             Signal(error: TestError(code: work.increment()))
         })
-        let matched = Recorder<Int, TestError>()
+        let matched = SignalRecorder<Int, TestError>()
         matched.subscribe(to: upstream.tryCatch(TestError(code: 1)) { _ in upstream })
         // Attempt 1 failed with code 1 (handled: the upstream's work runs again), attempt 2 with
         // code 2, which does not match and passes through.
@@ -471,13 +472,13 @@ struct ContractTests {
     }
 
     @Test func replaceErrorAndMapToResult() {
-        let replaced = Recorder<Int, Never>()
+        let replaced = SignalRecorder<Int, Never>()
         replaced.subscribe(to: Signal<Int, TestError>(error: TestError()).replaceError(with: -1))
         #expect(replaced.events == [.value(-1), .finished])
-        let emptied = Recorder<Int, Never>()
+        let emptied = SignalRecorder<Int, Never>()
         emptied.subscribe(to: Signal<Int, TestError>(error: TestError()).replaceErrorWithEmpty())
         #expect(emptied.events == [.finished])
-        let results = Recorder<Result<Int, TestError>, Never>()
+        let results = SignalRecorder<Result<Int, TestError>, Never>()
         results.subscribe(to: Signal<Int, TestError> { observer in
             observer.send(1)
             observer.fail(TestError(code: 9))
@@ -488,7 +489,7 @@ struct ContractTests {
 
     @Test func retryReRunsTheUpstreamsWorkAndTearsDownEveryAttemptOnce() {
         let probe = ContractProbe<Int, TestError>()
-        let recorder = Recorder<Int, TestError>()
+        let recorder = SignalRecorder<Int, TestError>()
         let token = recorder.subscribe(to: probe.signal.retry(3))
         probe.send(.value(1))
         probe.send(.failed(TestError(code: 1)))
@@ -505,7 +506,7 @@ struct ContractTests {
 
     @Test func retryIfPassesOtherFailuresThrough() {
         let probe = ContractProbe<Int, TestError>()
-        let recorder = Recorder<Int, TestError>()
+        let recorder = SignalRecorder<Int, TestError>()
         let token = recorder.subscribe(to: probe.signal.retry(5) { $0.code == 1 })
         probe.send(.failed(TestError(code: 1)))
         probe.send(.failed(TestError(code: 2)))
@@ -516,7 +517,7 @@ struct ContractTests {
 
     @Test func cancellingDuringARetryStopsRetrying() {
         let probe = ContractProbe<Int, TestError>()
-        let recorder = Recorder<Int, TestError>()
+        let recorder = SignalRecorder<Int, TestError>()
         let box = ContractTokenBox()
         box.token = probe.signal.retry(10) { _ in
             box.cancel()
@@ -530,14 +531,14 @@ struct ContractTests {
 
     @Test func firstSendsTheFirstMatchThenFinishesAndCancelsTheUpstream() {
         let probe = ContractProbe<Int, TestError>()
-        let recorder = Recorder<Int, TestError>()
+        let recorder = SignalRecorder<Int, TestError>()
         let token = recorder.subscribe(to: probe.signal.first { $0 > 1 })
         probe.send(.value(1))
         probe.send(.value(2))
         #expect(probe.teardowns == 1)
         probe.send(.value(3))
         #expect(recorder.events == [.value(2), .finished])
-        let empty = Recorder<Int, Never>()
+        let empty = SignalRecorder<Int, Never>()
         empty.subscribe(to: Signal<Int, Never>.empty.first())
         #expect(empty.events == [.finished])
         withExtendedLifetime(token) {}
@@ -545,14 +546,14 @@ struct ContractTests {
 
     @Test func prefixSendsAtMostCountValues() {
         let probe = ContractProbe<Int, TestError>()
-        let recorder = Recorder<Int, TestError>()
+        let recorder = SignalRecorder<Int, TestError>()
         let token = recorder.subscribe(to: probe.signal.prefix(2))
         probe.send(.value(1))
         probe.send(.value(2))
         #expect(probe.teardowns == 1)
         probe.send(.value(3))
         #expect(recorder.events == [.value(1), .value(2), .finished])
-        let none = Recorder<Int, TestError>()
+        let none = SignalRecorder<Int, TestError>()
         none.subscribe(to: probe.signal.prefix(0))
         #expect(none.events == [.finished])
         #expect(probe.subscriptions == 1)
@@ -560,10 +561,10 @@ struct ContractTests {
     }
 
     @Test func collectSendsOneArrayOnFinishAndNothingOnFailure() {
-        let recorder = Recorder<[Int], TestError>()
+        let recorder = SignalRecorder<[Int], TestError>()
         recorder.subscribe(to: Signal<Int, TestError>(sequence: [1, 2, 3]).collect())
         #expect(recorder.events == [.value([1, 2, 3]), .finished])
-        let failed = Recorder<[Int], TestError>()
+        let failed = SignalRecorder<[Int], TestError>()
         failed.subscribe(to: Signal<Int, TestError> { observer in
             observer.send(1)
             observer.fail(TestError(code: 3))
@@ -574,13 +575,13 @@ struct ContractTests {
 
     @Test func decodeDecodesAndFailsWithTheDecodingError() {
         struct Item: Decodable, Equatable { var id: Int }
-        let decoded = Recorder<Item, any Error>()
+        let decoded = SignalRecorder<Item, any Error>()
         decoded.subscribe(to: Signal<Data, Never>(value: Data(#"{"id": 4}"#.utf8)).decode(Item.self, decoder: JSONDecoder()))
         #expect(decoded.values == [Item(id: 4)])
         #expect(decoded.terminalCount == 1)
 
         let probe = ContractProbe<Data, Never>()
-        let failed = Recorder<Item, any Error>()
+        let failed = SignalRecorder<Item, any Error>()
         let token = failed.subscribe(to: probe.signal.decode(Item.self, decoder: JSONDecoder()))
         probe.send(.value(Data("{".utf8)))
         #expect(failed.failure is DecodingError)
@@ -592,7 +593,7 @@ struct ContractTests {
 
     @Test func handleEventsRunsItsCallbacksInOrder() {
         let log = Locked<[String]>([])
-        let recorder = Recorder<Int, Never>()
+        let recorder = SignalRecorder<Int, Never>()
         recorder.subscribe(to: Signal(sequence: [1, 2]).handleEvents(
             receiveSubscription: { log.withLock { $0.append("subscription") } },
             receiveValue: { value in log.withLock { $0.append("value \(value)") } },
@@ -645,7 +646,7 @@ struct ContractTests {
         ]
         for (name, build) in cases {
             let probe = ContractProbe<Int, TestError>()
-            let recorder = Recorder<String, any Error>()
+            let recorder = SignalRecorder<String, any Error>()
             let box = ContractTokenBox()
             let deliveredAtCancel = Locked<Int?>(nil)
             let signal = build(probe.signal) {
@@ -684,9 +685,9 @@ struct ContractTests {
 
     @Test func closuresMaySubscribeToTheSameSignalAgain() {
         let probe = ContractProbe<Int, Never>()
-        let inner = Recorder<Int, Never>()
+        let inner = SignalRecorder<Int, Never>()
         let tokens = Locked<[CancellationToken]>([])
-        let outer = Recorder<Int, Never>()
+        let outer = SignalRecorder<Int, Never>()
         let token = outer.subscribe(to: probe.signal.map { value in
             if value == 1 { tokens.withLock { $0.append(inner.subscribe(to: probe.signal)) } }
             return value

@@ -1,9 +1,10 @@
 import Signals
+import TransitTesting
 import Testing
 
 @Suite struct CoreTests {
     @Test func valueSendsThenFinishes() {
-        let recorder = Recorder<Int, Never>()
+        let recorder = SignalRecorder<Int, Never>()
         recorder.subscribe(to: Signal(value: 7))
         #expect(recorder.events == [.value(7), .finished])
     }
@@ -15,8 +16,8 @@ import Testing
             observer.finish()
             return nil
         }
-        let first = Recorder<Int, Never>()
-        let second = Recorder<Int, Never>()
+        let first = SignalRecorder<Int, Never>()
+        let second = SignalRecorder<Int, Never>()
         first.subscribe(to: signal)
         second.subscribe(to: signal)
         #expect(first.values == [1])
@@ -24,7 +25,7 @@ import Testing
     }
 
     @Test func nothingAfterTerminalEvent() {
-        let recorder = Recorder<Int, TestError>()
+        let recorder = SignalRecorder<Int, TestError>()
         recorder.subscribe(to: Signal { observer in
             observer.send(1)
             observer.fail(TestError(code: 1))
@@ -40,7 +41,7 @@ import Testing
     @Test func teardownRunsOnceOnCancelAndNothingIsDeliveredAfter() {
         let teardowns = Counter()
         let captured = Locked<Observer<Int, Never>?>(nil)
-        let recorder = Recorder<Int, Never>()
+        let recorder = SignalRecorder<Int, Never>()
         let token = recorder.subscribe(to: Signal { observer in
             captured.withLock { $0 = observer }
             return { teardowns.increment() }
@@ -95,14 +96,14 @@ import Testing
     }
 
     @Test func mapFilterCompactMap() {
-        let recorder = Recorder<String, Never>()
+        let recorder = SignalRecorder<String, Never>()
         recorder.subscribe(to: Signal(sequence: 1...6).filter { $0 % 2 == 0 }.map { $0 * 10 }.compactMap { $0 == 40 ? nil : "\($0)" })
         #expect(recorder.events == [.value("20"), .value("60"), .finished])
     }
 
     @Test func retryResubscribesUpstream() {
         let attempts = Counter()
-        let recorder = Recorder<Int, TestError>()
+        let recorder = SignalRecorder<Int, TestError>()
         recorder.subscribe(to: Signal<Int, TestError>(deferred: {
             let attempt = attempts.increment()
             return attempt < 3 ? Signal(error: TestError(code: attempt)) : Signal(value: attempt)
@@ -113,7 +114,7 @@ import Testing
 
     @Test func retryGivesUpAfterTheLimit() {
         let attempts = Counter()
-        let recorder = Recorder<Int, TestError>()
+        let recorder = SignalRecorder<Int, TestError>()
         recorder.subscribe(to: Signal<Int, TestError>(deferred: {
             Signal(error: TestError(code: attempts.increment()))
         }).retry(2))
@@ -122,7 +123,7 @@ import Testing
 
     @Test func retryDoesNotGrowTheStack() {
         let attempts = Counter()
-        let recorder = Recorder<Int, TestError>()
+        let recorder = SignalRecorder<Int, TestError>()
         recorder.subscribe(to: Signal<Int, TestError>(deferred: {
             attempts.increment()
             return Signal(error: TestError())

@@ -1,4 +1,5 @@
 import Signals
+import TransitTesting
 import Testing
 
 @Suite struct DebounceTests {
@@ -7,7 +8,7 @@ import Testing
     @Test func sendsOnlyValuesFollowedByAQuietInterval() {
         let scheduler = TestScheduler()
         let source = ManualSource<Int, Never>()
-        let recorder = TimedRecorder<Int, Never>(scheduler)
+        let recorder = SignalRecorder<Int, Never>(scheduler: scheduler)
         let token = recorder.subscribe(to: source.signal.debounce(for: .milliseconds(500), scheduler: scheduler))
         let bounces: [(Int, Duration)] = [
             (0, .zero), (1, .milliseconds(250)), (2, .milliseconds(1_000)),
@@ -26,7 +27,7 @@ import Testing
     @Test func aNewValueReplacesTheWaitingOneAndRestartsTheWait() {
         let scheduler = TestScheduler()
         let source = ManualSource<Int, Never>()
-        let recorder = TimedRecorder<Int, Never>(scheduler)
+        let recorder = SignalRecorder<Int, Never>(scheduler: scheduler)
         let token = recorder.subscribe(to: source.signal.debounce(for: .seconds(1), scheduler: scheduler))
         for value in 1...5 {
             source.send(value)
@@ -43,7 +44,7 @@ import Testing
     @Test func finishingDropsTheWaitingValueLikeCombine() {
         let scheduler = TestScheduler()
         let source = ManualSource<Int, Never>()
-        let recorder = Recorder<Int, Never>()
+        let recorder = SignalRecorder<Int, Never>()
         let token = recorder.subscribe(to: source.signal.debounce(for: .seconds(1), scheduler: scheduler))
         source.send(1)
         source.finish()
@@ -60,7 +61,7 @@ import Testing
     @Test func aValueThatSurvivedIsFollowedByTheFinish() {
         let scheduler = TestScheduler()
         let source = ManualSource<Int, Never>()
-        let recorder = Recorder<Int, Never>()
+        let recorder = SignalRecorder<Int, Never>()
         let token = recorder.subscribe(to: source.signal.debounce(for: .seconds(1), scheduler: scheduler))
         source.send(1)
         scheduler.advance(by: .seconds(1))
@@ -73,7 +74,7 @@ import Testing
     @Test func failuresAreDeliveredOnTheScheduler() {
         let scheduler = TestScheduler()
         let source = ManualSource<Int, TestError>()
-        let recorder = Recorder<Int, TestError>()
+        let recorder = SignalRecorder<Int, TestError>()
         let token = recorder.subscribe(to: source.signal.debounce(for: .seconds(1), scheduler: scheduler))
         source.send(1)
         source.fail(TestError(code: 3))
@@ -86,7 +87,7 @@ import Testing
     @Test func cancellingWhileWaitingCancelsTheTimerAndTheUpstream() {
         let scheduler = TestScheduler()
         let source = ManualSource<Int, Never>()
-        let recorder = Recorder<Int, Never>()
+        let recorder = SignalRecorder<Int, Never>()
         let token = recorder.subscribe(to: source.signal.debounce(for: .seconds(1), scheduler: scheduler))
         source.send(1)
         #expect(scheduler.pendingCount == 1)
@@ -100,7 +101,7 @@ import Testing
 
     @Test func cancellingWhileTheFinishIsScheduledDropsIt() {
         let scheduler = TestScheduler()
-        let recorder = Recorder<Int, Never>()
+        let recorder = SignalRecorder<Int, Never>()
         let token = recorder.subscribe(to: Signal(value: 1).debounce(for: .seconds(1), scheduler: scheduler))
         #expect(scheduler.pendingCount == 1)
         token.cancel()
@@ -129,8 +130,8 @@ import Testing
         let scheduler = TestScheduler()
         let source = ManualSource<Int, Never>()
         let signal = source.signal.debounce(for: .seconds(1), scheduler: scheduler)
-        let first = Recorder<Int, Never>()
-        let second = Recorder<Int, Never>()
+        let first = SignalRecorder<Int, Never>()
+        let second = SignalRecorder<Int, Never>()
         let tokens = [first.subscribe(to: signal), second.subscribe(to: signal)]
         source.send(2)
         scheduler.advance(by: .seconds(1))

@@ -1,11 +1,12 @@
 import Signals
+import TransitTesting
 import Testing
 
 @Suite struct DelayTests {
     @Test func delaysEveryValueAndTheFinishByTheInterval() {
         let scheduler = TestScheduler()
         let source = ManualSource<Int, Never>()
-        let recorder = TimedRecorder<Int, Never>(scheduler)
+        let recorder = SignalRecorder<Int, Never>(scheduler: scheduler)
         let token = recorder.subscribe(to: source.signal.delay(for: .seconds(5), scheduler: scheduler))
         source.send(1)
         scheduler.advance(by: .seconds(1))
@@ -28,7 +29,7 @@ import Testing
     @Test func failuresAreDelayedAndNeverOvertakeValues() {
         let scheduler = TestScheduler()
         let source = ManualSource<Int, TestError>()
-        let recorder = TimedRecorder<Int, TestError>(scheduler)
+        let recorder = SignalRecorder<Int, TestError>(scheduler: scheduler)
         let token = recorder.subscribe(to: source.signal.delay(for: .seconds(2), scheduler: scheduler))
         source.send(1)
         source.fail(TestError(code: 9))
@@ -42,7 +43,7 @@ import Testing
 
     @Test func eventsDueAtTheSameInstantKeepTheirOrder() {
         let scheduler = TestScheduler()
-        let recorder = Recorder<Int, Never>()
+        let recorder = SignalRecorder<Int, Never>()
         let token = recorder.subscribe(to: Signal(sequence: 1...50).delay(for: .seconds(1), scheduler: scheduler))
         #expect(scheduler.pendingCount == 51)
         scheduler.advance(by: .seconds(1))
@@ -54,7 +55,7 @@ import Testing
 
     @Test func zeroDelayStillDeliversOnTheScheduler() {
         let scheduler = TestScheduler()
-        let recorder = Recorder<Int, Never>()
+        let recorder = SignalRecorder<Int, Never>()
         let token = recorder.subscribe(to: Signal(value: 3).delay(for: .zero, scheduler: scheduler))
         #expect(recorder.events.isEmpty)
         scheduler.advance()
@@ -65,7 +66,7 @@ import Testing
     @Test func cancellingWhileWaitingCancelsTheScheduledEventsAndTheUpstream() {
         let scheduler = TestScheduler()
         let source = ManualSource<Int, Never>()
-        let recorder = Recorder<Int, Never>()
+        let recorder = SignalRecorder<Int, Never>()
         let token = recorder.subscribe(to: source.signal.delay(for: .seconds(5), scheduler: scheduler))
         source.send(1)
         source.send(2)
@@ -83,7 +84,7 @@ import Testing
 
     @Test func releasingTheTokenCancelsAndReleasesTheSubscription() {
         let scheduler = TestScheduler()
-        let recorder = Recorder<Int, Never>()
+        let recorder = SignalRecorder<Int, Never>()
         var probe: Probe? = Probe()
         let weakProbe = Weak(probe!)
         do {
@@ -122,8 +123,8 @@ import Testing
         let runs = Counter()
         let signal = Signal<Int, Never>(deferred: { Signal(value: runs.increment()) })
             .delay(for: .seconds(2), scheduler: scheduler)
-        let first = TimedRecorder<Int, Never>(scheduler)
-        let second = TimedRecorder<Int, Never>(scheduler)
+        let first = SignalRecorder<Int, Never>(scheduler: scheduler)
+        let second = SignalRecorder<Int, Never>(scheduler: scheduler)
         let tokens = [first.subscribe(to: signal)]
         scheduler.advance(by: .seconds(1))
         let more = [second.subscribe(to: signal)]
@@ -136,7 +137,7 @@ import Testing
     }
 
     @Test func anImmediateSchedulerDeliversAtOnce() {
-        let recorder = Recorder<Int, Never>()
+        let recorder = SignalRecorder<Int, Never>()
         recorder.subscribe(to: Signal(sequence: [1, 2]).delay(for: .seconds(30), scheduler: ImmediateScheduler()))
         #expect(recorder.events == [.value(1), .value(2), .finished])
     }

@@ -1,23 +1,24 @@
 import Dispatch
 import Signals
+import TransitTesting
 import Synchronization
 import Testing
 
 @Suite struct FlatMapTests {
     @Test func singleValueThroughSingleValue() {
-        let recorder = Recorder<Int, TestError>()
+        let recorder = SignalRecorder<Int, TestError>()
         recorder.subscribe(to: Signal<Int, TestError>(value: 1).flatMap { Signal(value: $0 + 1) })
         #expect(recorder.events == [.value(2), .finished])
     }
 
     @Test func synchronousInnersKeepUpstreamOrder() {
-        let recorder = Recorder<Int, Never>()
+        let recorder = SignalRecorder<Int, Never>()
         recorder.subscribe(to: Signal(sequence: 1...3).flatMap { Signal(sequence: [$0, $0 * 10]) })
         #expect(recorder.events == [.value(1), .value(10), .value(2), .value(20), .value(3), .value(30), .finished])
     }
 
     @Test func emptyUpstreamFinishes() {
-        let recorder = Recorder<Int, TestError>()
+        let recorder = SignalRecorder<Int, TestError>()
         recorder.subscribe(to: Signal<Int, TestError>.empty.flatMap { Signal(value: $0) })
         #expect(recorder.events == [.finished])
     }
@@ -25,7 +26,7 @@ import Testing
     @Test func valuesOfConcurrentInnersInterleaveAsTheyArrive() {
         let upstream = PassthroughSubject<Int, TestError>()
         let inners = [ManualSource<String, TestError>(), ManualSource<String, TestError>()]
-        let recorder = Recorder<String, TestError>()
+        let recorder = SignalRecorder<String, TestError>()
         let token = recorder.subscribe(to: upstream.signal.flatMap { inners[$0].signal })
         upstream.send(0)
         upstream.send(1)
@@ -39,7 +40,7 @@ import Testing
     @Test func finishesOnlyAfterUpstreamAndEveryInner() {
         let upstream = PassthroughSubject<Int, TestError>()
         let inners = [ManualSource<Int, TestError>(), ManualSource<Int, TestError>()]
-        let recorder = Recorder<Int, TestError>()
+        let recorder = SignalRecorder<Int, TestError>()
         let token = recorder.subscribe(to: upstream.signal.flatMap { inners[$0].signal })
         upstream.send(0)
         upstream.send(1)
@@ -55,7 +56,7 @@ import Testing
     @Test func finishesWhenUpstreamFinishesLast() {
         let upstream = PassthroughSubject<Int, TestError>()
         let inner = ManualSource<Int, TestError>()
-        let recorder = Recorder<Int, TestError>()
+        let recorder = SignalRecorder<Int, TestError>()
         let token = recorder.subscribe(to: upstream.signal.flatMap { _ in inner.signal })
         upstream.send(0)
         inner.finish()
@@ -68,7 +69,7 @@ import Testing
     @Test func innerFailureCancelsUpstreamAndOtherInnersAndFailsOnce() {
         let upstream = ManualSource<Int, TestError>()
         let inners = [ManualSource<Int, TestError>(), ManualSource<Int, TestError>()]
-        let recorder = Recorder<Int, TestError>()
+        let recorder = SignalRecorder<Int, TestError>()
         let token = recorder.subscribe(to: upstream.signal.flatMap { inners[$0].signal })
         upstream.send(0)
         upstream.send(1)
@@ -89,7 +90,7 @@ import Testing
     @Test func upstreamFailureCancelsEveryInner() {
         let upstream = ManualSource<Int, TestError>()
         let inners = [ManualSource<Int, TestError>(), ManualSource<Int, TestError>()]
-        let recorder = Recorder<Int, TestError>()
+        let recorder = SignalRecorder<Int, TestError>()
         let token = recorder.subscribe(to: upstream.signal.flatMap { inners[$0].signal })
         upstream.send(0)
         upstream.send(1)
@@ -102,7 +103,7 @@ import Testing
     @Test func cancellationReachesUpstreamAndEveryInner() {
         let upstream = ManualSource<Int, TestError>()
         let inners = (0..<3).map { _ in ManualSource<Int, TestError>() }
-        let recorder = Recorder<Int, TestError>()
+        let recorder = SignalRecorder<Int, TestError>()
         let token = recorder.subscribe(to: upstream.signal.flatMap(maxConcurrent: 2) { inners[$0].signal })
         upstream.send(0)
         upstream.send(1)
@@ -135,7 +136,7 @@ import Testing
         let upstream = PassthroughSubject<Int, TestError>()
         let inners = (0..<5).map { _ in ManualSource<Int, TestError>() }
         let transformed = Locked<[Int]>([])
-        let recorder = Recorder<Int, TestError>()
+        let recorder = SignalRecorder<Int, TestError>()
         let token = recorder.subscribe(to: upstream.signal.flatMap(maxConcurrent: 2) { index in
             transformed.withLock { $0.append(index) }
             return inners[index].signal
@@ -160,7 +161,7 @@ import Testing
     }
 
     @Test func maxConcurrentOneConcatenatesInOrder() {
-        let recorder = Recorder<Int, Never>()
+        let recorder = SignalRecorder<Int, Never>()
         let upstream = PassthroughSubject<Int, Never>()
         let inners = (0..<3).map { _ in PassthroughSubject<Int, Never>() }
         let token = recorder.subscribe(to: upstream.signal.flatMap(maxConcurrent: 1) { inners[$0].signal })
@@ -178,7 +179,7 @@ import Testing
     }
 
     @Test func zeroLimitCountsAsOne() {
-        let recorder = Recorder<Int, Never>()
+        let recorder = SignalRecorder<Int, Never>()
         recorder.subscribe(to: Signal(sequence: 1...3).flatMap(maxConcurrent: 0) { Signal(value: $0) })
         #expect(recorder.events == [.value(1), .value(2), .value(3), .finished])
     }
@@ -195,8 +196,8 @@ import Testing
                 return Signal(value: value)
             })
         }
-        let first = Recorder<Int, TestError>()
-        let second = Recorder<Int, TestError>()
+        let first = SignalRecorder<Int, TestError>()
+        let second = SignalRecorder<Int, TestError>()
         first.subscribe(to: signal)
         second.subscribe(to: signal)
         #expect(first.events == [.value(1), .value(2), .finished])
@@ -267,7 +268,7 @@ import Testing
     }
 
     @Test func neverFailingUpstreamWithFailingInners() {
-        let recorder = Recorder<Int, TestError>()
+        let recorder = SignalRecorder<Int, TestError>()
         recorder.subscribe(to: Signal<Int, Never>(sequence: 1...3).flatMap { value -> Signal<Int, TestError> in
             value == 2 ? Signal(error: TestError(code: 2)) : Signal(value: value)
         })
@@ -275,7 +276,7 @@ import Testing
     }
 
     @Test func neverFailingOnBothSides() {
-        let recorder = Recorder<Int, Never>()
+        let recorder = SignalRecorder<Int, Never>()
         recorder.subscribe(to: Signal<Int, Never>(sequence: 1...2).flatMap { Signal(value: $0 * 2) })
         #expect(recorder.events == [.value(2), .value(4), .finished])
     }
@@ -328,7 +329,7 @@ import Testing
     @Test func concurrentInnerFailuresFailExactlyOnce() {
         for _ in 0..<50 {
             let inners = (0..<4).map { _ in ManualSource<Int, TestError>() }
-            let recorder = Recorder<Int, TestError>()
+            let recorder = SignalRecorder<Int, TestError>()
             let token = recorder.subscribe(to: Signal(sequence: 0..<4).flatMap { inners[$0].signal })
             // (The upstream's failure type is inferred from the inners: no ambiguity.)
             DispatchQueue.concurrentPerform(iterations: 4) { index in
@@ -358,7 +359,7 @@ extension Atomic where Value == Int {
 
 @Suite struct FlatMapLatestTests {
     @Test func synchronousInnersAllGetThrough() {
-        let recorder = Recorder<Int, Never>()
+        let recorder = SignalRecorder<Int, Never>()
         recorder.subscribe(to: Signal(sequence: 1...3).flatMapLatest { Signal(sequence: [$0, $0 * 10]) })
         #expect(recorder.events == [.value(1), .value(10), .value(2), .value(20), .value(3), .value(30), .finished])
     }
@@ -366,7 +367,7 @@ extension Atomic where Value == Int {
     @Test func switchesToTheNewestInnerAndCancelsThePrevious() {
         let upstream = PassthroughSubject<Int, TestError>()
         let inners = [ManualSource<String, TestError>(), ManualSource<String, TestError>()]
-        let recorder = Recorder<String, TestError>()
+        let recorder = SignalRecorder<String, TestError>()
         let token = recorder.subscribe(to: upstream.signal.flatMapLatest { inners[$0].signal })
         upstream.send(0)
         inners[0].send("a1")
@@ -381,7 +382,7 @@ extension Atomic where Value == Int {
     @Test func finishesWhenUpstreamAndCurrentInnerFinishInEitherOrder() {
         let upstream = PassthroughSubject<Int, TestError>()
         let inner = ManualSource<Int, TestError>()
-        let recorder = Recorder<Int, TestError>()
+        let recorder = SignalRecorder<Int, TestError>()
         let token = recorder.subscribe(to: upstream.signal.flatMapLatest { _ in inner.signal })
         upstream.send(0)
         upstream.send(completion: .finished)
@@ -390,7 +391,7 @@ extension Atomic where Value == Int {
         inner.finish()
         #expect(recorder.events == [.value(1), .finished])
 
-        let second = Recorder<Int, TestError>()
+        let second = SignalRecorder<Int, TestError>()
         let upstream2 = PassthroughSubject<Int, TestError>()
         let token2 = second.subscribe(to: upstream2.signal.flatMapLatest { _ in inner.signal })
         upstream2.send(0)
@@ -404,7 +405,7 @@ extension Atomic where Value == Int {
     @Test func aCancelledInnersFinishDoesNotEndTheResult() throws {
         let upstream = PassthroughSubject<Int, TestError>()
         let inners = [ManualSource<Int, TestError>(), ManualSource<Int, TestError>()]
-        let recorder = Recorder<Int, TestError>()
+        let recorder = SignalRecorder<Int, TestError>()
         let token = recorder.subscribe(to: upstream.signal.flatMapLatest { inners[$0].signal })
         upstream.send(0)
         let stale = try #require(inners[0].observer())
@@ -421,7 +422,7 @@ extension Atomic where Value == Int {
     @Test func innerFailureCancelsUpstream() {
         let upstream = ManualSource<Int, TestError>()
         let inner = ManualSource<Int, TestError>()
-        let recorder = Recorder<Int, TestError>()
+        let recorder = SignalRecorder<Int, TestError>()
         let token = recorder.subscribe(to: upstream.signal.flatMapLatest { _ in inner.signal })
         upstream.send(0)
         inner.fail(TestError(code: 2))
@@ -435,7 +436,7 @@ extension Atomic where Value == Int {
     @Test func upstreamFailureCancelsTheInner() {
         let upstream = ManualSource<Int, TestError>()
         let inner = ManualSource<Int, TestError>()
-        let recorder = Recorder<Int, TestError>()
+        let recorder = SignalRecorder<Int, TestError>()
         let token = recorder.subscribe(to: upstream.signal.flatMapLatest { _ in inner.signal })
         upstream.send(0)
         upstream.fail(TestError(code: 3))
@@ -450,7 +451,7 @@ extension Atomic where Value == Int {
     @Test func cancellationReachesUpstreamAndCurrentInner() {
         let upstream = ManualSource<Int, TestError>()
         let inner = ManualSource<Int, TestError>()
-        let recorder = Recorder<Int, TestError>()
+        let recorder = SignalRecorder<Int, TestError>()
         let token = recorder.subscribe(to: upstream.signal.flatMapLatest { _ in inner.signal })
         upstream.send(0)
         token.cancel()
@@ -468,8 +469,8 @@ extension Atomic where Value == Int {
             runs.increment()
             return Signal(value: 1)
         }).flatMapLatest { Signal(value: $0 * 2) }
-        let first = Recorder<Int, TestError>()
-        let second = Recorder<Int, TestError>()
+        let first = SignalRecorder<Int, TestError>()
+        let second = SignalRecorder<Int, TestError>()
         first.subscribe(to: signal)
         second.subscribe(to: signal)
         #expect(first.events == [.value(2), .finished])
@@ -478,7 +479,7 @@ extension Atomic where Value == Int {
     }
 
     @Test func neverFailingUpstreamWithFailingInner() {
-        let recorder = Recorder<Int, TestError>()
+        let recorder = SignalRecorder<Int, TestError>()
         recorder.subscribe(to: Signal<Int, Never>(value: 1).flatMapLatest { _ in Signal<Int, TestError>(error: TestError(code: 1)) })
         #expect(recorder.events == [.failed(TestError(code: 1))])
     }
@@ -507,7 +508,7 @@ extension Atomic where Value == Int {
             let upstream = PassthroughSubject<Int, TestError>()
             let inners = (0..<4).map { _ in PassthroughSubject<Int, TestError>() }
             let detector = OverlapDetector()
-            let recorder = Recorder<Int, TestError>()
+            let recorder = SignalRecorder<Int, TestError>()
             let token = upstream.signal.flatMapLatest { inners[$0].signal }.observe(Observer { event in
                 detector.run { recorder.observer.send(event) }
             })

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Signals
+import TransitTesting
 import Synchronization
 import Testing
 
@@ -121,7 +122,7 @@ struct LeakTests {
     @Test func operationReleasesItsCapturesWhenItFinishes() async throws {
         weak var operationCanary: ContractCanary?
         weak var sinkCanary: ContractCanary?
-        let recorder = Recorder<Int, any Error>()
+        let recorder = SignalRecorder<Int, any Error>()
         var token: CancellationToken?
         do {
             let forOperation = ContractCanary()

@@ -1,5 +1,6 @@
 import Dispatch
 import Signals
+import TransitTesting
 import Synchronization
 import Testing
 
@@ -7,7 +8,7 @@ import Testing
     @Test func forwardsValuesAsTheyArriveAndFinishesWhenAllFinish() {
         let a = PassthroughSubject<Int, TestError>()
         let b = PassthroughSubject<Int, TestError>()
-        let recorder = Recorder<Int, TestError>()
+        let recorder = SignalRecorder<Int, TestError>()
         let token = recorder.subscribe(to: a.signal.merge(with: b.signal))
         a.send(1)
         b.send(2)
@@ -21,20 +22,20 @@ import Testing
     }
 
     @Test func synchronousSignalsAreSubscribedInOrder() {
-        let recorder = Recorder<Int, Never>()
+        let recorder = SignalRecorder<Int, Never>()
         recorder.subscribe(to: Signal.merge([Signal(sequence: [1, 2]), Signal(value: 3), Signal(sequence: [4])]))
         #expect(recorder.events == [.value(1), .value(2), .value(3), .value(4), .finished])
     }
 
     @Test func emptyListFinishesAtOnce() {
-        let recorder = Recorder<Int, TestError>()
+        let recorder = SignalRecorder<Int, TestError>()
         recorder.subscribe(to: Signal<Int, TestError>.merge([]))
         #expect(recorder.events == [.finished])
     }
 
     @Test func aFailureCancelsTheOthersAndFailsOnce() {
         let sources = (0..<3).map { _ in ManualSource<Int, TestError>() }
-        let recorder = Recorder<Int, TestError>()
+        let recorder = SignalRecorder<Int, TestError>()
         let token = recorder.subscribe(to: Signal.merge(sources.map(\.signal)))
         sources[0].send(1)
         sources[1].fail(TestError(code: 1))
@@ -48,7 +49,7 @@ import Testing
 
     @Test func cancellationReachesEverySignal() {
         let sources = (0..<3).map { _ in ManualSource<Int, TestError>() }
-        let recorder = Recorder<Int, TestError>()
+        let recorder = SignalRecorder<Int, TestError>()
         let token = recorder.subscribe(to: sources[0].signal.merge(with: sources[1].signal, sources[2].signal))
         token.cancel()
         #expect(sources.map(\.teardowns) == [1, 1, 1])
@@ -60,8 +61,8 @@ import Testing
         let runs = Counter()
         let source = Signal<Int, Never>(deferred: { Signal(value: runs.increment()) })
         let merged = source.merge(with: source)
-        let first = Recorder<Int, Never>()
-        let second = Recorder<Int, Never>()
+        let first = SignalRecorder<Int, Never>()
+        let second = SignalRecorder<Int, Never>()
         first.subscribe(to: merged)
         second.subscribe(to: merged)
         #expect(first.values == [1, 2])

@@ -1,12 +1,13 @@
 import Dispatch
 import Signals
+import TransitTesting
 import Testing
 
 @Suite struct ReceiveOnTests {
     @Test func deliversEveryEventOnTheSchedulerInOrder() {
         let scheduler = TestScheduler()
         let source = ManualSource<Int, TestError>()
-        let recorder = Recorder<Int, TestError>()
+        let recorder = SignalRecorder<Int, TestError>()
         let token = recorder.subscribe(to: source.signal.receive(on: scheduler))
         source.send(1)
         source.send(2)
@@ -22,7 +23,7 @@ import Testing
     @Test func eventsArrivingAfterADeliveryAreScheduledAgain() {
         let scheduler = TestScheduler()
         let source = ManualSource<Int, Never>()
-        let recorder = Recorder<Int, Never>()
+        let recorder = SignalRecorder<Int, Never>()
         let token = recorder.subscribe(to: source.signal.receive(on: scheduler))
         source.send(1)
         scheduler.advance()
@@ -39,7 +40,7 @@ import Testing
     @Test func nothingIsDeliveredAfterCancelEvenIfAlreadyScheduled() {
         let scheduler = TestScheduler()
         let source = ManualSource<Int, Never>()
-        let recorder = Recorder<Int, Never>()
+        let recorder = SignalRecorder<Int, Never>()
         let token = recorder.subscribe(to: source.signal.receive(on: scheduler))
         source.send(1)
         source.finish()
@@ -53,7 +54,7 @@ import Testing
     @Test func cancellingDuringDeliveryDropsTheRestOfTheQueue() {
         let scheduler = TestScheduler()
         let source = ManualSource<Int, Never>()
-        let recorder = Recorder<Int, Never>()
+        let recorder = SignalRecorder<Int, Never>()
         let token = recorder.subscribe(to: source.signal.receive(on: scheduler).prefix(2))
         for value in 1...5 { source.send(value) }
         scheduler.advance()
@@ -83,8 +84,8 @@ import Testing
         let scheduler = TestScheduler()
         let runs = Counter()
         let signal = Signal<Int, Never>(deferred: { Signal(value: runs.increment()) }).receive(on: scheduler)
-        let first = Recorder<Int, Never>()
-        let second = Recorder<Int, Never>()
+        let first = SignalRecorder<Int, Never>()
+        let second = SignalRecorder<Int, Never>()
         let tokens = [first.subscribe(to: signal), second.subscribe(to: signal)]
         #expect(scheduler.pendingCount == 2)
         scheduler.advance()
@@ -104,7 +105,7 @@ import Testing
     @Test func subscribeOnStartsTheUpstreamOnTheScheduler() {
         let scheduler = TestScheduler()
         let source = ManualSource<Int, Never>()
-        let recorder = Recorder<Int, Never>()
+        let recorder = SignalRecorder<Int, Never>()
         let token = recorder.subscribe(to: source.signal.subscribe(on: scheduler))
         #expect(source.subscriptions == 0)
         scheduler.advance()

@@ -1,5 +1,6 @@
 import Dispatch
 import Signals
+import TransitTesting
 import Synchronization
 import Testing
 
@@ -7,8 +8,8 @@ import Testing
     @Test func concurrentSubscribersShareOneUpstreamSubscription() {
         let source = ManualSource<Int, TestError>()
         let shared = source.signal.share()
-        let first = Recorder<Int, TestError>()
-        let second = Recorder<Int, TestError>()
+        let first = SignalRecorder<Int, TestError>()
+        let second = SignalRecorder<Int, TestError>()
         let t1 = first.subscribe(to: shared)
         source.send(1)
         let t2 = second.subscribe(to: shared)
@@ -23,8 +24,8 @@ import Testing
     @Test func aFailureReachesEverySubscriber() {
         let source = ManualSource<Int, TestError>()
         let shared = source.signal.share()
-        let first = Recorder<Int, TestError>()
-        let second = Recorder<Int, TestError>()
+        let first = SignalRecorder<Int, TestError>()
+        let second = SignalRecorder<Int, TestError>()
         let t1 = first.subscribe(to: shared)
         let t2 = second.subscribe(to: shared)
         source.fail(TestError(code: 3))
@@ -36,8 +37,8 @@ import Testing
     @Test func theLastSubscriberToCancelCancelsTheUpstream() {
         let source = ManualSource<Int, TestError>()
         let shared = source.signal.share()
-        let first = Recorder<Int, TestError>()
-        let second = Recorder<Int, TestError>()
+        let first = SignalRecorder<Int, TestError>()
+        let second = SignalRecorder<Int, TestError>()
         let t1 = first.subscribe(to: shared)
         let t2 = second.subscribe(to: shared)
         t1.cancel()
@@ -54,7 +55,7 @@ import Testing
         let shared = source.signal.share()
         let t1 = shared.sink(receiveCompletion: { _ in }, receiveValue: { _ in })
         t1.cancel()
-        let recorder = Recorder<Int, TestError>()
+        let recorder = SignalRecorder<Int, TestError>()
         let t2 = recorder.subscribe(to: shared)
         #expect(source.subscriptions == 2)
         source.send(5)
@@ -65,10 +66,10 @@ import Testing
     @Test func aNewSubscriberAfterCompletionSubscribesAgain() {
         let source = ManualSource<Int, TestError>()
         let shared = source.signal.share()
-        let first = Recorder<Int, TestError>()
+        let first = SignalRecorder<Int, TestError>()
         let t1 = first.subscribe(to: shared)
         source.finish()
-        let second = Recorder<Int, TestError>()
+        let second = SignalRecorder<Int, TestError>()
         let t2 = second.subscribe(to: shared)
         #expect(source.subscriptions == 2)
         source.send(9)
@@ -80,7 +81,7 @@ import Testing
     @Test func resubscribingFromTheCompletionHandlerStartsANewUpstream() {
         let source = ManualSource<Int, TestError>()
         let shared = source.signal.share()
-        let again = Recorder<Int, TestError>()
+        let again = SignalRecorder<Int, TestError>()
         let againToken = Locked<CancellationToken?>(nil)
         let t1 = shared.sink(receiveCompletion: { _ in
             againToken.withLock { $0 = again.subscribe(to: shared) }
@@ -95,8 +96,8 @@ import Testing
     @Test func synchronousUpstreamRunsForEachSubscriber() {
         let runs = Counter()
         let shared = Signal<Int, Never>(deferred: { Signal(value: runs.increment()) }).share()
-        let first = Recorder<Int, Never>()
-        let second = Recorder<Int, Never>()
+        let first = SignalRecorder<Int, Never>()
+        let second = SignalRecorder<Int, Never>()
         first.subscribe(to: shared)
         second.subscribe(to: shared)
         #expect(first.events == [.value(1), .finished])
@@ -130,7 +131,7 @@ import Testing
     @Test func subscribersComingAndGoingOnManyThreads() {
         let source = ManualSource<Int, Never>()
         let shared = source.signal.share()
-        let anchor = Recorder<Int, Never>()
+        let anchor = SignalRecorder<Int, Never>()
         let anchorToken = anchor.subscribe(to: shared)
         let violations = Atomic<Int>(0)
         DispatchQueue.concurrentPerform(iterations: 4) { index in

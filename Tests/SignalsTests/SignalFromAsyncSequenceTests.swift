@@ -1,4 +1,5 @@
 import Signals
+import TransitTesting
 import Testing
 
 /// `Signal(asyncSequence:)`: elements in order, the end, the failure, and cancellation both ways.
@@ -17,7 +18,7 @@ import Testing
             continuation.yield(1)
             continuation.finish(throwing: TestError(code: 3))
         }
-        let recorder = Recorder<Int, any Error>()
+        let recorder = SignalRecorder<Int, any Error>()
         let token = recorder.subscribe(to: Signal(asyncSequence: stream))
         try await waitUntil { recorder.terminalCount == 1 }
         #expect(recorder.values == [1])
@@ -31,7 +32,7 @@ import Testing
             continuation.finish()
         }
         let signal: Signal<String, Never> = Signal(asyncSequence: stream)
-        let recorder = Recorder<String, Never>()
+        let recorder = SignalRecorder<String, Never>()
         let token = recorder.subscribe(to: signal)
         try await waitUntil { recorder.terminalCount == 1 }
         #expect(recorder.events == [.value("a"), .finished])
@@ -44,7 +45,7 @@ import Testing
         continuation.onTermination = { reason in
             if case .cancelled = reason { terminated.increment() }
         }
-        let recorder = Recorder<Int, Never>()
+        let recorder = SignalRecorder<Int, Never>()
         let token = recorder.subscribe(to: Signal(asyncSequence: stream))
         continuation.yield(1)
         try await waitUntil { recorder.values == [1] }
@@ -58,7 +59,7 @@ import Testing
 
     @Test func aSequenceCancelledFromItsOwnSideEndsTheSignal() async throws {
         let (stream, continuation) = AsyncThrowingStream<Int, any Error>.makeStream()
-        let recorder = Recorder<Int, any Error>()
+        let recorder = SignalRecorder<Int, any Error>()
         let token = recorder.subscribe(to: Signal(asyncSequence: stream))
         continuation.yield(1)
         continuation.finish(throwing: CancellationError())

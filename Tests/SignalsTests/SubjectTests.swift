@@ -1,5 +1,6 @@
 import Dispatch
 import Signals
+import TransitTesting
 import Synchronization
 import Testing
 
@@ -28,8 +29,8 @@ final class OverlapDetector: Sendable {
 @Suite struct PassthroughSubjectTests {
     @Test func broadcastsToEveryCurrentSubscriber() {
         let subject = PassthroughSubject<Int, TestError>()
-        let first = Recorder<Int, TestError>()
-        let second = Recorder<Int, TestError>()
+        let first = SignalRecorder<Int, TestError>()
+        let second = SignalRecorder<Int, TestError>()
         let t1 = first.subscribe(to: subject.signal)
         subject.send(1)
         let t2 = second.subscribe(to: subject.signal)
@@ -42,7 +43,7 @@ final class OverlapDetector: Sendable {
 
     @Test func nothingIsAcceptedAfterCompletion() {
         let subject = PassthroughSubject<Int, TestError>()
-        let recorder = Recorder<Int, TestError>()
+        let recorder = SignalRecorder<Int, TestError>()
         let token = recorder.subscribe(to: subject.signal)
         subject.send(completion: .failure(TestError(code: 1)))
         subject.send(1)
@@ -57,7 +58,7 @@ final class OverlapDetector: Sendable {
         let subject = PassthroughSubject<Int, TestError>()
         subject.send(1)
         subject.send(completion: .failure(TestError(code: 3)))
-        let recorder = Recorder<Int, TestError>()
+        let recorder = SignalRecorder<Int, TestError>()
         let token = recorder.subscribe(to: subject.signal)
         #expect(recorder.events == [.failed(TestError(code: 3))])
         _ = token
@@ -65,7 +66,7 @@ final class OverlapDetector: Sendable {
 
     @Test func cancellingRemovesTheSubscriberAndReleasesIt() {
         let subject = PassthroughSubject<Int, Never>()
-        let recorder = Recorder<Int, Never>()
+        let recorder = SignalRecorder<Int, Never>()
         weak var weakProbe: LifetimeProbe?
         let token: CancellationToken
         do {
@@ -114,7 +115,7 @@ final class OverlapDetector: Sendable {
 
     @Test func aSubscriberCancelledDuringABroadcastReceivesNothingMore() {
         let subject = PassthroughSubject<Int, Never>()
-        let second = Recorder<Int, Never>()
+        let second = SignalRecorder<Int, Never>()
         let secondToken = Locked<CancellationToken?>(nil)
         let first = subject.signal.sink { _ in secondToken.withLock { $0 }?.cancel() }
         secondToken.withLock { $0 = second.subscribe(to: subject.signal) }
@@ -126,7 +127,7 @@ final class OverlapDetector: Sendable {
 
     @Test func aSendFromASubscriberIsDeliveredAfterTheCurrentValueToEveryone() {
         let subject = PassthroughSubject<Int, Never>()
-        let second = Recorder<Int, Never>()
+        let second = SignalRecorder<Int, Never>()
         let firstValues = Locked<[Int]>([])
         let first = subject.signal.sink { value in
             firstValues.withLock { $0.append(value) }
@@ -141,7 +142,7 @@ final class OverlapDetector: Sendable {
 
     @Test func aSubscriberAddedDuringADeliveryDoesNotSeeAValueQueuedBeforeIt() {
         let subject = PassthroughSubject<Int, Never>()
-        let late = Recorder<Int, Never>()
+        let late = SignalRecorder<Int, Never>()
         let lateToken = ContractTokenBox()
         let first = subject.signal.sink { value in
             guard value == 1 else { return }
@@ -159,7 +160,7 @@ final class OverlapDetector: Sendable {
         // Thread A delivers value 1 and, while its subscriber runs, thread B sends 2 (queued)
         // and then subscribes: B's subscriber must only receive what was sent after it.
         let subject = PassthroughSubject<Int, Never>()
-        let late = Recorder<Int, Never>()
+        let late = SignalRecorder<Int, Never>()
         let lateToken = ContractTokenBox()
         let first = subject.signal.sink { value in
             guard value == 1 else { return }
@@ -176,8 +177,8 @@ final class OverlapDetector: Sendable {
 
     @Test func aCompletionSentFromASubscriberEndsEveryoneAfterTheCurrentValue() {
         let subject = PassthroughSubject<Int, Never>()
-        let first = Recorder<Int, Never>()
-        let second = Recorder<Int, Never>()
+        let first = SignalRecorder<Int, Never>()
+        let second = SignalRecorder<Int, Never>()
         let t0 = subject.signal.sink { _ in subject.send(completion: .finished) }
         let t1 = first.subscribe(to: subject.signal)
         let t2 = second.subscribe(to: subject.signal)
@@ -233,7 +234,7 @@ final class OverlapDetector: Sendable {
     @Test func concurrentCompletionsDeliverExactlyOne() {
         for _ in 0..<50 {
             let subject = PassthroughSubject<Int, TestError>()
-            let recorder = Recorder<Int, TestError>()
+            let recorder = SignalRecorder<Int, TestError>()
             let token = recorder.subscribe(to: subject.signal)
             DispatchQueue.concurrentPerform(iterations: 4) { index in
                 subject.send(index)
@@ -275,10 +276,10 @@ final class OverlapDetector: Sendable {
 @Suite struct CurrentValueSubjectTests {
     @Test func newSubscriberReceivesTheCurrentValueFirst() {
         let subject = CurrentValueSubject<Int, TestError>(1)
-        let first = Recorder<Int, TestError>()
+        let first = SignalRecorder<Int, TestError>()
         let t1 = first.subscribe(to: subject.signal)
         subject.send(2)
-        let second = Recorder<Int, TestError>()
+        let second = SignalRecorder<Int, TestError>()
         let t2 = second.subscribe(to: subject.signal)
         subject.value = 3
         subject.send(completion: .finished)
@@ -302,7 +303,7 @@ final class OverlapDetector: Sendable {
         subject.value = 2
         subject.send(3)
         #expect(subject.value == 1)
-        let recorder = Recorder<Int, TestError>()
+        let recorder = SignalRecorder<Int, TestError>()
         let token = recorder.subscribe(to: subject.signal)
         #expect(recorder.events == [.failed(TestError(code: 9))])
         _ = token
@@ -310,7 +311,7 @@ final class OverlapDetector: Sendable {
 
     @Test func cancellingRemovesTheSubscriber() {
         let subject = CurrentValueSubject<Int, Never>(0)
-        let recorder = Recorder<Int, Never>()
+        let recorder = SignalRecorder<Int, Never>()
         let token = recorder.subscribe(to: subject.signal)
         subject.send(1)
         token.cancel()
@@ -332,7 +333,7 @@ final class OverlapDetector: Sendable {
 
     @Test func subscribingDuringADeliveryReplaysAtThatPointOfTheSequence() {
         let subject = CurrentValueSubject<Int, Never>(0)
-        let late = Recorder<Int, Never>()
+        let late = SignalRecorder<Int, Never>()
         let lateToken = Locked<CancellationToken?>(nil)
         // On 1: subscribe `late`, then send 2. `late` gets 1 (current when it subscribed), then 2.
         let first = subject.signal.sink { value in
@@ -348,7 +349,7 @@ final class OverlapDetector: Sendable {
 
     @Test func subscribingDuringADeliveryAfterAQueuedSendReplaysItOnce() {
         let subject = CurrentValueSubject<Int, Never>(0)
-        let late = Recorder<Int, Never>()
+        let late = SignalRecorder<Int, Never>()
         let lateToken = Locked<CancellationToken?>(nil)
         // On 1: send 2 (queued), then subscribe `late`: it gets 2 exactly once.
         let first = subject.signal.sink { value in
@@ -366,7 +367,7 @@ final class OverlapDetector: Sendable {
     @Test func concurrentSubscribersSeeAnUnbrokenRunEndingAtTheLastValue() {
         let subject = CurrentValueSubject<Int, Never>(0)
         let last = 3_000
-        let recorders = (0..<40).map { _ in Recorder<Int, Never>() }
+        let recorders = (0..<40).map { _ in SignalRecorder<Int, Never>() }
         let tokens = Locked<[CancellationToken]>([])
         DispatchQueue.concurrentPerform(iterations: 5) { index in
             if index == 0 {

@@ -1,11 +1,12 @@
 import Signals
+import TransitTesting
 import Testing
 
 @Suite struct ThrottleTests {
-    private func run(latest: Bool) -> TimedRecorder<String, Never> {
+    private func run(latest: Bool) -> SignalRecorder<String, Never> {
         let scheduler = TestScheduler()
         let source = ManualSource<String, Never>()
-        let recorder = TimedRecorder<String, Never>(scheduler)
+        let recorder = SignalRecorder<String, Never>(scheduler: scheduler)
         let token = recorder.subscribe(to: source.signal.throttle(for: .seconds(1), scheduler: scheduler, latest: latest))
         let sends: [(String, Duration)] = [
             ("a", .zero), ("b", .milliseconds(100)), ("c", .milliseconds(500)), ("d", .milliseconds(1_200)),
@@ -34,7 +35,7 @@ import Testing
     @Test func theFirstValueIsSentAsSoonAsTheSchedulerRuns() {
         let scheduler = TestScheduler()
         let source = ManualSource<Int, Never>()
-        let recorder = Recorder<Int, Never>()
+        let recorder = SignalRecorder<Int, Never>()
         let token = recorder.subscribe(to: source.signal.throttle(for: .seconds(1), scheduler: scheduler, latest: true))
         source.send(1)
         #expect(recorder.events.isEmpty)
@@ -46,7 +47,7 @@ import Testing
     @Test func valuesFartherApartThanTheIntervalAllPass() {
         let scheduler = TestScheduler()
         let source = ManualSource<Int, Never>()
-        let recorder = TimedRecorder<Int, Never>(scheduler)
+        let recorder = SignalRecorder<Int, Never>(scheduler: scheduler)
         let token = recorder.subscribe(to: source.signal.throttle(for: .seconds(1), scheduler: scheduler, latest: false))
         for value in 1...3 {
             source.send(value)
@@ -60,7 +61,7 @@ import Testing
     @Test func theFinishFollowsTheWaitingValueWithoutDroppingIt() {
         let scheduler = TestScheduler()
         let source = ManualSource<Int, Never>()
-        let recorder = TimedRecorder<Int, Never>(scheduler)
+        let recorder = SignalRecorder<Int, Never>(scheduler: scheduler)
         let token = recorder.subscribe(to: source.signal.throttle(for: .seconds(1), scheduler: scheduler, latest: true))
         source.send(1)
         scheduler.advance(by: .milliseconds(100))
@@ -77,7 +78,7 @@ import Testing
     @Test func aFailureWithNothingWaitingIsDeliveredOnTheScheduler() {
         let scheduler = TestScheduler()
         let source = ManualSource<Int, TestError>()
-        let recorder = Recorder<Int, TestError>()
+        let recorder = SignalRecorder<Int, TestError>()
         let token = recorder.subscribe(to: source.signal.throttle(for: .seconds(1), scheduler: scheduler, latest: false))
         source.send(1)
         scheduler.advance()
@@ -91,7 +92,7 @@ import Testing
     @Test func cancellingWhileAValueWaitsCancelsTheEmissionAndTheUpstream() {
         let scheduler = TestScheduler()
         let source = ManualSource<Int, Never>()
-        let recorder = Recorder<Int, Never>()
+        let recorder = SignalRecorder<Int, Never>()
         let token = recorder.subscribe(to: source.signal.throttle(for: .seconds(1), scheduler: scheduler, latest: true))
         source.send(1)
         scheduler.advance()
@@ -125,8 +126,8 @@ import Testing
         let runs = Counter()
         let signal = Signal<Int, Never>(deferred: { Signal(value: runs.increment()) })
             .throttle(for: .seconds(1), scheduler: scheduler, latest: false)
-        let first = Recorder<Int, Never>()
-        let second = Recorder<Int, Never>()
+        let first = SignalRecorder<Int, Never>()
+        let second = SignalRecorder<Int, Never>()
         let tokens = [first.subscribe(to: signal), second.subscribe(to: signal)]
         scheduler.advance()
         #expect(first.events == [.value(1), .finished])

@@ -71,31 +71,6 @@ final class ManualSource<Output: Sendable, Failure: Error>: Sendable {
     }
 }
 
-/// Records events with the virtual time at which each was delivered.
-final class TimedRecorder<Output: Sendable, Failure: Error>: Sendable {
-    private let state = Locked<[(Duration, Event<Output, Failure>)]>([])
-    private let scheduler: TestScheduler
-
-    init(_ scheduler: TestScheduler) {
-        self.scheduler = scheduler
-    }
-
-    var observer: Observer<Output, Failure> {
-        Observer { [self] event in
-            let now = scheduler.now
-            state.withLock { $0.append((now, event)) }
-        }
-    }
-
-    @discardableResult
-    func subscribe(to signal: Signal<Output, Failure>) -> CancellationToken {
-        signal.observe(observer)
-    }
-
-    var events: [Event<Output, Failure>] { state.withLock { $0.map(\.1) } }
-    var times: [Duration] { state.withLock { $0.map(\.0) } }
-}
-
 /// An object whose lifetime a test watches with a weak reference.
 final class Probe: Sendable {
     init() {}

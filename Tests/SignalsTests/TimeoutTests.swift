@@ -1,11 +1,12 @@
 import Signals
+import TransitTesting
 import Testing
 
 @Suite struct TimeoutTests {
     @Test func finishesWhenNothingArrivesAndNoCustomError() {
         let scheduler = TestScheduler()
         let source = ManualSource<Int, TestError>()
-        let recorder = TimedRecorder<Int, TestError>(scheduler)
+        let recorder = SignalRecorder<Int, TestError>(scheduler: scheduler)
         let token = recorder.subscribe(to: source.signal.timeout(.seconds(5), scheduler: scheduler))
         scheduler.advance(by: .milliseconds(4_999))
         #expect(recorder.events.isEmpty)
@@ -20,7 +21,7 @@ import Testing
     @Test func failsWithTheCustomErrorAndCancelsTheUpstream() {
         let scheduler = TestScheduler()
         let source = ManualSource<Int, TestError>()
-        let recorder = Recorder<Int, TestError>()
+        let recorder = SignalRecorder<Int, TestError>()
         let token = recorder.subscribe(
             to: source.signal.timeout(.seconds(5), scheduler: scheduler, customError: { TestError(code: 408) })
         )
@@ -38,7 +39,7 @@ import Testing
     @Test func everyValueRestartsTheClockAndPassesThroughAtOnce() {
         let scheduler = TestScheduler()
         let source = ManualSource<Int, TestError>()
-        let recorder = TimedRecorder<Int, TestError>(scheduler)
+        let recorder = SignalRecorder<Int, TestError>(scheduler: scheduler)
         let token = recorder.subscribe(
             to: source.signal.timeout(.seconds(5), scheduler: scheduler, customError: { TestError(code: 1) })
         )
@@ -59,7 +60,7 @@ import Testing
     @Test func theUpstreamsTerminalEventStopsTheClock() {
         let scheduler = TestScheduler()
         let source = ManualSource<Int, TestError>()
-        let recorder = Recorder<Int, TestError>()
+        let recorder = SignalRecorder<Int, TestError>()
         let token = recorder.subscribe(
             to: source.signal.timeout(.seconds(5), scheduler: scheduler, customError: { TestError(code: 1) })
         )
@@ -74,7 +75,7 @@ import Testing
 
     @Test func theUpstreamsFailurePassesThrough() {
         let scheduler = TestScheduler()
-        let recorder = Recorder<Int, TestError>()
+        let recorder = SignalRecorder<Int, TestError>()
         recorder.subscribe(
             to: Signal(error: TestError(code: 2)).timeout(.seconds(5), scheduler: scheduler, customError: { TestError(code: 1) })
         )
@@ -84,7 +85,7 @@ import Testing
 
     @Test func anyErrorSignalsFailWithTimeoutErrorByDefault() {
         let scheduler = TestScheduler()
-        let recorder = Recorder<Int, any Error>()
+        let recorder = SignalRecorder<Int, any Error>()
         let token = recorder.subscribe(to: Signal<Int, any Error>.never.timeout(.seconds(30), scheduler: scheduler))
         scheduler.advance(by: .seconds(30))
         #expect(recorder.failure as? TimeoutError == TimeoutError(interval: .seconds(30)))
@@ -94,7 +95,7 @@ import Testing
 
     @Test func anyErrorSignalsCanStillChooseToFinish() {
         let scheduler = TestScheduler()
-        let recorder = Recorder<Int, any Error>()
+        let recorder = SignalRecorder<Int, any Error>()
         let token = recorder.subscribe(
             to: Signal<Int, any Error>.never.timeout(.seconds(1), scheduler: scheduler, customError: nil)
         )
@@ -110,7 +111,7 @@ import Testing
     @Test func cancellingWhileWaitingCancelsTheTimerAndTheUpstream() {
         let scheduler = TestScheduler()
         let source = ManualSource<Int, TestError>()
-        let recorder = Recorder<Int, TestError>()
+        let recorder = SignalRecorder<Int, TestError>()
         let token = recorder.subscribe(
             to: source.signal.timeout(.seconds(5), scheduler: scheduler, customError: { TestError(code: 1) })
         )
@@ -159,8 +160,8 @@ import Testing
         let scheduler = TestScheduler()
         let source = ManualSource<Int, Never>()
         let signal = source.signal.timeout(.seconds(5), scheduler: scheduler)
-        let first = TimedRecorder<Int, Never>(scheduler)
-        let second = TimedRecorder<Int, Never>(scheduler)
+        let first = SignalRecorder<Int, Never>(scheduler: scheduler)
+        let second = SignalRecorder<Int, Never>(scheduler: scheduler)
         let tokens = [first.subscribe(to: signal)]
         scheduler.advance(by: .seconds(3))
         let more = [second.subscribe(to: signal)]
@@ -174,7 +175,7 @@ import Testing
 
     @Test func aSynchronousUpstreamNeverTimesOut() {
         let scheduler = TestScheduler()
-        let recorder = Recorder<Int, Never>()
+        let recorder = SignalRecorder<Int, Never>()
         recorder.subscribe(to: Signal(sequence: [1, 2]).timeout(.seconds(1), scheduler: scheduler))
         #expect(recorder.events == [.value(1), .value(2), .finished])
         #expect(scheduler.pendingCount == 0)

@@ -1,10 +1,11 @@
 import Signals
+import TransitTesting
 import Testing
 
 @Suite struct TimerTests {
     @Test func timerSendsOneValueThenFinishesAfterTheDelay() {
         let scheduler = TestScheduler()
-        let recorder = TimedRecorder<Void, Never>(scheduler)
+        let recorder = SignalRecorder<Void, Never>(scheduler: scheduler)
         let token = recorder.subscribe(to: Signal.timer(after: .seconds(30), scheduler: scheduler))
         scheduler.advance(by: .seconds(29))
         #expect(recorder.events.isEmpty)
@@ -44,8 +45,8 @@ import Testing
     @Test func everySubscriptionWaitsFromItsOwnStart() {
         let scheduler = TestScheduler()
         let timer = Signal.timer(after: .seconds(5), scheduler: scheduler)
-        let first = TimedRecorder<Void, Never>(scheduler)
-        let second = TimedRecorder<Void, Never>(scheduler)
+        let first = SignalRecorder<Void, Never>(scheduler: scheduler)
+        let second = SignalRecorder<Void, Never>(scheduler: scheduler)
         let tokens = [first.subscribe(to: timer)]
         scheduler.advance(by: .seconds(2))
         let more = [second.subscribe(to: timer)]
@@ -67,7 +68,7 @@ import Testing
 
     @Test func timerComposesWithFailingSignals() {
         let scheduler = TestScheduler()
-        let recorder = Recorder<Void, TestError>()
+        let recorder = SignalRecorder<Void, TestError>()
         let token = recorder.subscribe(
             to: Signal.timer(after: .seconds(1), scheduler: scheduler).setFailureType(to: TestError.self)
         )
@@ -78,7 +79,7 @@ import Testing
 
     @Test func intervalTicksEveryPeriodAndNeverFinishes() {
         let scheduler = TestScheduler()
-        let recorder = TimedRecorder<Int, Never>(scheduler)
+        let recorder = SignalRecorder<Int, Never>(scheduler: scheduler)
         let token = recorder.subscribe(to: Signal.interval(.seconds(1), scheduler: scheduler))
         scheduler.advance(by: .milliseconds(999))
         #expect(recorder.events.isEmpty)
@@ -94,7 +95,7 @@ import Testing
     @Test func intervalTicksAreMeasuredFromTheSubscription() {
         let scheduler = TestScheduler(now: .seconds(100))
         scheduler.advance(by: .milliseconds(500))
-        let recorder = TimedRecorder<Int, Never>(scheduler)
+        let recorder = SignalRecorder<Int, Never>(scheduler: scheduler)
         let token = recorder.subscribe(to: Signal.interval(.seconds(2), scheduler: scheduler))
         scheduler.advance(by: .seconds(5))
         #expect(recorder.times == [.milliseconds(102_500), .milliseconds(104_500)])
@@ -103,7 +104,7 @@ import Testing
 
     @Test func cancellingTheIntervalCancelsTheNextTick() {
         let scheduler = TestScheduler()
-        let recorder = Recorder<Int, Never>()
+        let recorder = SignalRecorder<Int, Never>()
         let token = recorder.subscribe(to: Signal.interval(.seconds(1), scheduler: scheduler))
         scheduler.advance(by: .milliseconds(2_500))
         #expect(recorder.values == [0, 1])
@@ -116,7 +117,7 @@ import Testing
 
     @Test func cancellingFromInsideATickStopsTheInterval() {
         let scheduler = TestScheduler()
-        let recorder = Recorder<Int, Never>()
+        let recorder = SignalRecorder<Int, Never>()
         let token = recorder.subscribe(to: Signal.interval(.seconds(1), scheduler: scheduler).prefix(3))
         scheduler.advance(by: .seconds(10))
         #expect(recorder.events == [.value(0), .value(1), .value(2), .finished])
@@ -140,8 +141,8 @@ import Testing
     @Test func everyIntervalSubscriptionCountsFromZero() {
         let scheduler = TestScheduler()
         let ticks = Signal.interval(.seconds(1), scheduler: scheduler)
-        let first = Recorder<Int, Never>()
-        let second = Recorder<Int, Never>()
+        let first = SignalRecorder<Int, Never>()
+        let second = SignalRecorder<Int, Never>()
         let tokens = [first.subscribe(to: ticks)]
         scheduler.advance(by: .seconds(2))
         let more = [second.subscribe(to: ticks)]
@@ -154,14 +155,14 @@ import Testing
     @Test(arguments: [Duration.zero, .seconds(-1)])
     func aNonPositivePeriodFinishesAtOnce(period: Duration) {
         let scheduler = TestScheduler()
-        let recorder = Recorder<Int, Never>()
+        let recorder = SignalRecorder<Int, Never>()
         recorder.subscribe(to: Signal.interval(period, scheduler: scheduler))
         #expect(recorder.events == [.finished])
         #expect(scheduler.pendingCount == 0)
     }
 
     @Test func anImmediateSchedulerTicksWithoutGrowingTheStack() {
-        let recorder = Recorder<Int, Never>()
+        let recorder = SignalRecorder<Int, Never>()
         recorder.subscribe(to: Signal.interval(.seconds(1), scheduler: ImmediateScheduler()).prefix(50_000))
         #expect(recorder.values.count == 50_000)
         #expect(recorder.values.last == 49_999)

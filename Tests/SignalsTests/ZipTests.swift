@@ -1,5 +1,6 @@
 import Dispatch
 import Signals
+import TransitTesting
 import Synchronization
 import Testing
 
@@ -13,7 +14,7 @@ struct TestPair<A: Equatable & Sendable, B: Equatable & Sendable>: Equatable, Se
     }
 }
 
-extension Recorder {
+extension SignalRecorder {
     func pairs<A, B>() -> [TestPair<A, B>] where Output == (A, B) {
         values.map { TestPair($0.0, $0.1) }
     }
@@ -23,7 +24,7 @@ extension Recorder {
     @Test func pairsValuesInOrder() {
         let left = PassthroughSubject<Int, TestError>()
         let right = PassthroughSubject<String, TestError>()
-        let recorder = Recorder<(Int, String), TestError>()
+        let recorder = SignalRecorder<(Int, String), TestError>()
         let token = recorder.subscribe(to: left.signal.zip(right.signal))
         left.send(1)
         left.send(2)
@@ -40,7 +41,7 @@ extension Recorder {
     }
 
     @Test func synchronousSignals() {
-        let recorder = Recorder<(Int, String), Never>()
+        let recorder = SignalRecorder<(Int, String), Never>()
         recorder.subscribe(to: Signal(sequence: [1, 2, 3]).zip(Signal(sequence: ["a", "b"])))
         #expect(recorder.pairs() == [TestPair(1, "a"), TestPair(2, "b")])
         #expect(recorder.isFinished)
@@ -50,7 +51,7 @@ extension Recorder {
     @Test func finishesWhenAFinishedSideHasNothingLeftAndCancelsTheOther() {
         let left = ManualSource<Int, TestError>()
         let right = ManualSource<String, TestError>()
-        let recorder = Recorder<(Int, String), TestError>()
+        let recorder = SignalRecorder<(Int, String), TestError>()
         let token = recorder.subscribe(to: left.signal.zip(right.signal))
         left.send(1)
         left.finish()
@@ -68,7 +69,7 @@ extension Recorder {
     @Test func finishesAtOnceWhenASideFinishesWithNothingWaiting() {
         let left = ManualSource<Int, TestError>()
         let right = ManualSource<String, TestError>()
-        let recorder = Recorder<(Int, String), TestError>()
+        let recorder = SignalRecorder<(Int, String), TestError>()
         let token = recorder.subscribe(to: left.signal.zip(right.signal))
         right.send("a")
         left.finish()
@@ -81,7 +82,7 @@ extension Recorder {
     @Test func aFailureCancelsTheOtherAndFailsOnce() {
         let left = ManualSource<Int, TestError>()
         let right = ManualSource<String, TestError>()
-        let recorder = Recorder<(Int, String), TestError>()
+        let recorder = SignalRecorder<(Int, String), TestError>()
         let token = recorder.subscribe(to: left.signal.zip(right.signal))
         left.send(1)
         right.fail(TestError(code: 5))
@@ -95,7 +96,7 @@ extension Recorder {
     @Test func cancellationReachesBothSignals() {
         let left = ManualSource<Int, TestError>()
         let right = ManualSource<String, TestError>()
-        let recorder = Recorder<(Int, String), TestError>()
+        let recorder = SignalRecorder<(Int, String), TestError>()
         let token = recorder.subscribe(to: left.signal.zip(right.signal))
         left.send(1)
         token.cancel()
@@ -109,8 +110,8 @@ extension Recorder {
         let runs = Counter()
         let left = Signal<Int, Never>(deferred: { Signal(value: runs.increment()) })
         let zipped = left.zip(left)
-        let first = Recorder<(Int, Int), Never>()
-        let second = Recorder<(Int, Int), Never>()
+        let first = SignalRecorder<(Int, Int), Never>()
+        let second = SignalRecorder<(Int, Int), Never>()
         first.subscribe(to: zipped)
         second.subscribe(to: zipped)
         #expect(first.pairs() == [TestPair(1, 2)])
@@ -122,7 +123,7 @@ extension Recorder {
         let left = PassthroughSubject<Int, Never>()
         let right = PassthroughSubject<Int, Never>()
         let detector = OverlapDetector()
-        let recorder = Recorder<(Int, Int), Never>()
+        let recorder = SignalRecorder<(Int, Int), Never>()
         let token = left.signal.zip(right.signal).observe(Observer { event in
             detector.run { recorder.observer.send(event) }
         })
