@@ -1,6 +1,6 @@
 import Dispatch
-@testable import Signals
 import Testing
+@testable import Signals
 
 @Suite struct DispatchQueueSchedulerTests {
     /// A weak reference to a scheduled action, as `schedule(after:)` returned it.
