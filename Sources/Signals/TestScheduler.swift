@@ -2,7 +2,7 @@ import Synchronization
 
 /// A scheduler with virtual time, for deterministic tests of time-based behaviour.
 ///
-/// Nothing runs until the test moves time forward with ``advance(by:)`` or ``run()``. A test of a
+/// Nothing runs until the test moves time forward with ``advance(by:)`` or ``run(limit:)``. A test of a
 /// 30-second Retry-After wait finishes in microseconds and always behaves the same.
 ///
 /// ```swift

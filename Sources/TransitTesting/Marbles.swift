@@ -12,7 +12,7 @@ import Signals
 /// | space | nothing: use it to line diagrams up |
 ///
 /// `"a-b--c|"` sends `a` at tick 0, `b` at tick 2, `c` at tick 5 and finishes at tick 6. Use
-/// ``Signal/marbles(_:values:failure:scheduler:frame:)`` to build a source from a diagram, and
+/// `Signal.marbles(_:values:failure:scheduler:frame:)` to build a source from a diagram, and
 /// ``SignalRecorder/marbles(frame:from:symbol:)`` to draw what a recorder received, so a test of
 /// a time-based operator reads as its specification:
 ///

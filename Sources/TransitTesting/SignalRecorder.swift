@@ -1,7 +1,7 @@
 import Signals
 
 /// Records what a subscription delivers — every value, the terminal event, and, given a
-/// ``TestScheduler``, the virtual time of each — so a test can state what should have happened
+/// `TestScheduler`, the virtual time of each — so a test can state what should have happened
 /// in one expectation.
 ///
 /// ```swift

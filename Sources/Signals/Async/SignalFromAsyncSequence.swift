@@ -14,7 +14,7 @@ extension Signal where Failure == any Error {
     /// - a sequence that is cancelled from its own side ends the signal: it finishes if the
     ///   iteration ends, and fails with the `CancellationError` the iteration throws.
     ///
-    /// The reverse bridge is ``Signal/values``; a loop over `Signal(asyncSequence: s).values` that
+    /// The reverse bridge is `values`; a loop over `Signal(asyncSequence: s).values` that
     /// is cancelled cancels the subscription, and through it the iteration of `s`.
     public init<S: AsyncSequence & Sendable>(asyncSequence sequence: S) where S.Element == Output {
         self.init { observer in
@@ -36,7 +36,7 @@ extension Signal where Failure == any Error {
 extension Signal where Failure == Never {
     /// A signal that iterates a sequence that cannot fail and sends its elements, then finishes.
     ///
-    /// See the general ``Signal/init(asyncSequence:)`` for the task, the order and cancellation,
+    /// See the general `init(asyncSequence:)` (whose failure is `any Error`) for the task, the order and cancellation,
     /// which go both ways: cancelling the subscription cancels the iteration, and a sequence that
     /// ends because it was cancelled finishes the signal.
     public init<S: AsyncSequence & Sendable>(asyncSequence sequence: S)

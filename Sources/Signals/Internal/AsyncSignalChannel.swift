@@ -64,7 +64,7 @@ final class AsyncSignalChannel<Output: Sendable, Failure: Error>: Sendable {
 
     private let signal: Signal<Output, Failure>
     private let policy: SignalBufferingPolicy
-    /// Cancel the subscription as soon as one value arrives (``Signal/firstValue()``).
+    /// Cancel the subscription as soon as one value arrives (``Signal/firstValue(isolation:)``).
     private let stopAfterFirstValue: Bool
     private let state = Locked(State())
 
