@@ -75,7 +75,6 @@ final class FlatMapState<Input: Sendable, Output: Sendable, Failure: Error>: Can
     @usableFromInline
     typealias TransformBox = SignalTransform<Input, Output, Failure>
 
-
     /// What a subscription drops at its end, to be released outside the lock.
     @usableFromInline
     typealias Leftovers = (TransformBox?, FIFOBuffer<Input>)

@@ -59,7 +59,6 @@ final class FlatMapLatestState<Input: Sendable, Output: Sendable, Failure: Error
     @usableFromInline
     typealias TransformBox = SignalTransform<Input, Output, Failure>
 
-
     @usableFromInline
     struct State {
         @usableFromInline var emitter: Emitter<Output, Failure>
