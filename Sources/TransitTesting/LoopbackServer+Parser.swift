@@ -8,8 +8,8 @@ enum LoopbackRequestParser {
     static let maxHeadBytes = 64 * 1024
     static let maxBodyBytes = 64 * 1024 * 1024
     static let maxChunkLineBytes = 4096
-    /// Trailer fields after a chunked body: at most this many lines, and at most
-    /// ``maxHeadBytes`` bytes in all.
+    /// Trailer fields after a chunked body: at most this many lines, each of at most
+    /// ``maxHeadBytes`` bytes.
     static let maxTrailerLines = 100
 
     /// A rejected request: the status to answer with (then the connection is closed) and why.
@@ -112,11 +112,16 @@ enum LoopbackRequestParser {
             scan.examined += buffer.count - from
             // The pattern may straddle what has arrived and what has not.
             scan.searchFrom = max(start, buffer.count - (crlfcrlf.count - 1))
-            if buffer.count - start > limit {
-                return .invalid(bad("request head larger than \(maxHeadBytes) bytes", status: 431))
-            }
-            if firstIndex(of: [10, 10], in: buffer, from: max(start, from - 1), limit: start + limit - max(start, from - 1)) != nil {
+            // The verdict must not depend on how the bytes arrive: bare LF endings are looked for
+            // first (a prefix that shows them gets the same answer as the whole head), and the head
+            // is too large only once every place its end could start (up to `maxHeadBytes`,
+            // leading empty lines included) has been searched.
+            let lineFeedsFrom = max(start, from - 1)
+            if firstIndex(of: [10, 10], in: buffer, from: lineFeedsFrom, limit: maxHeadBytes - lineFeedsFrom) != nil {
                 return .invalid(bad("request head ends with bare LF line endings; HTTP needs CRLF"))
+            }
+            if buffer.count >= maxHeadBytes + crlfcrlf.count {
+                return .invalid(bad("request head larger than \(maxHeadBytes) bytes", status: 431))
             }
             return .incomplete
         }
@@ -133,7 +138,7 @@ enum LoopbackRequestParser {
               let version = String(bytes: parts[2], encoding: .ascii)
         else { return .invalid(bad("malformed request line")) }
         guard target.first == "/" || target == "*" || target.hasPrefix("http://") || target.hasPrefix("https://"),
-              !target.contains(where: { $0.isWhitespace })
+              !target.utf8.contains(where: { $0 <= 0x20 || $0 == 0x7F }) // no whitespace or control character
         else { return .invalid(bad("malformed request target")) }
         guard version == "HTTP/1.1" || version == "HTTP/1.0" else {
             if version.hasPrefix("HTTP/"), version.count == 8 {
@@ -184,6 +189,23 @@ enum LoopbackRequestParser {
         }
         guard length <= maxBodyBytes else { return .failure(bad("body larger than \(maxBodyBytes) bytes", status: 413)) }
         return .success(length == 0 ? .none : .length(length))
+    }
+
+    /// A complete body and the index just past it.
+    struct Body: Equatable {
+        var data: Data
+        var end: Int
+    }
+
+    /// Parses the body that follows `head` in `buffer`, from its first byte. (A connection reads
+    /// with a ``LoopbackRequestReader``, which resumes where it stopped instead.)
+    static func parseBody(_ buffer: [UInt8], head: Head) -> Step<Body> {
+        var reader = LoopbackRequestReader(head: head)
+        switch reader.read(buffer) {
+        case .incomplete: return .incomplete
+        case .invalid(let rejection): return .invalid(rejection)
+        case .complete(let request): return .complete(Body(data: request.body, end: request.end))
+        }
     }
 
     /// The lines of a head (split on CRLF).
@@ -250,10 +272,16 @@ struct LoopbackRequestReader {
     private var lineSearchFrom = 0
     private var inTrailers = false
     private var trailerLines = 0
-    private var trailerBytes = 0
     private var chunkExamined = 0
 
     init() {}
+
+    /// A reader whose head was read already: it reads the body that follows.
+    init(head: Parser.Head) {
+        self.head = head
+        index = head.bodyStart
+        lineSearchFrom = index
+    }
 
     /// How many buffered bytes the reader has examined so far, over every call: searched for a
     /// line end, or copied into the body.
@@ -302,14 +330,14 @@ struct LoopbackRequestReader {
         while true {
             if inTrailers {
                 // Trailer fields, then an empty line.
-                guard let end = lineEnd(in: buffer, limit: Parser.maxHeadBytes - trailerBytes) else {
-                    if buffer.count - index > Parser.maxHeadBytes - trailerBytes {
-                        return .invalid(Parser.bad("trailers larger than \(Parser.maxHeadBytes) bytes", status: 431))
+                guard let end = lineEnd(in: buffer, limit: Parser.maxHeadBytes) else {
+                    // Too long only once every place the line's end could start has arrived.
+                    if buffer.count - index >= Parser.maxHeadBytes + 2 {
+                        return .invalid(Parser.bad("trailer line longer than \(Parser.maxHeadBytes) bytes", status: 431))
                     }
                     return .incomplete
                 }
                 let isEmpty = end == index
-                trailerBytes += end + 2 - index
                 index = end + 2
                 if isEmpty { return .complete(Request(head: head, body: body, end: index)) }
                 trailerLines += 1
@@ -319,7 +347,7 @@ struct LoopbackRequestReader {
                 continue
             }
             guard let lineEnd = lineEnd(in: buffer, limit: Parser.maxChunkLineBytes) else {
-                if buffer.count - index > Parser.maxChunkLineBytes {
+                if buffer.count - index >= Parser.maxChunkLineBytes + 2 {
                     return .invalid(Parser.bad("chunk size line too long"))
                 }
                 return .incomplete

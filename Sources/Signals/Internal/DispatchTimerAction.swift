@@ -28,19 +28,22 @@ final class ScheduledAction: Cancellable, @unchecked Sendable {
     }
 }
 
-/// An action run by a timer source of its own on a `DispatchQueue`: cancelling it cancels the
-/// source, which takes it off the queue's timers at once.
+/// A wait on a `DispatchQueue`: a timer source of its own that runs a ``ScheduledAction``.
+/// Cancelling drops the action at once (what it captured is released on the cancelling thread)
+/// and cancels the source, which takes it off the queue's timers at once.
 ///
-/// The source's handler holds this object until the source fires or is cancelled (a cycle the
-/// source breaks when it lets its handler go), so the queue keeps it exactly as long as it keeps
-/// the timer.
+/// The source's handler holds the timer and the scheduled action (not this token) until the
+/// source fires or is cancelled: a cycle the source breaks when it lets its handler go. So
+/// dropping the token without cancelling leaves the wait to run once, and cancelling releases
+/// everything the queue held as soon as the queue has processed the cancellation.
 ///
-/// Thread safety: the action and the source are behind a ``Lock``, taken out before the action
-/// runs or is released, and before the source is cancelled.
+/// Thread safety: immutable; `DispatchSourceTimer.cancel()` may be called from any thread, any
+/// number of times, and the action is a ``ScheduledAction``.
 final class DispatchTimerAction: Cancellable, @unchecked Sendable {
-    private let lock = Lock()
-    @exclusivity(unchecked) private var action: (@Sendable () -> Void)?
-    @exclusivity(unchecked) private var source: (any DispatchSourceTimer)?
+    // @unchecked: DispatchSourceTimer is thread-safe but not declared Sendable on every platform.
+    private let timer: any DispatchSourceTimer
+    /// The action the timer's handler runs (and holds while the timer is queued).
+    let scheduled: ScheduledAction
 
     /// Arms a timer that runs `action` on `queue` after `delay`. `whenTimerReleased` (for
     /// tests) runs on `queue` once the source has let go of its handler after it was cancelled.
@@ -50,35 +53,21 @@ final class DispatchTimerAction: Cancellable, @unchecked Sendable {
         after delay: DispatchTimeInterval,
         whenTimerReleased: (@Sendable () -> Void)? = nil
     ) {
-        self.action = action
+        let scheduled = ScheduledAction(action)
         let timer = DispatchSource.makeTimerSource(queue: queue)
-        source = timer
-        timer.setEventHandler { [self] in run() }
+        timer.setEventHandler {
+            timer.cancel()
+            scheduled.run()
+        }
         if let whenTimerReleased { timer.setCancelHandler(handler: whenTimerReleased) }
         timer.schedule(deadline: .now() + delay)
         timer.activate()
-    }
-
-    private func run() {
-        let (action, source) = take()
-        source?.cancel()
-        action?()
+        self.timer = timer
+        self.scheduled = scheduled
     }
 
     func cancel() {
-        let (action, source) = take()
-        source?.cancel()
-        // Released here, after the lock.
-        withExtendedLifetime(action) {}
-    }
-
-    private func take() -> ((@Sendable () -> Void)?, (any DispatchSourceTimer)?) {
-        var takenAction: (@Sendable () -> Void)?
-        var takenSource: (any DispatchSourceTimer)?
-        lock.withLock {
-            swap(&takenAction, &action)
-            swap(&takenSource, &source)
-        }
-        return (takenAction, takenSource)
+        scheduled.cancel()
+        timer.cancel()
     }
 }
