@@ -6,7 +6,7 @@ import Signals
 import Transit
 
 /// A request matcher and its canned answers, shared by ``StubTransport`` and
-/// ``StubURLProtocol``. Add answers with ``thenRespond(_:)``.
+/// ``StubURLProtocol``. Add answers with `thenRespond(_:)`.
 ///
 /// Matching requests get the answers in the order they were added; once they are used up, the
 /// last one repeats.

@@ -71,7 +71,7 @@ public struct StubResponse: Sendable {
     }
 }
 
-/// An ``HTTPTransport`` for tests: canned answers per request matcher, every request recorded.
+/// An `HTTPTransport` for tests: canned answers per request matcher, every request recorded.
 ///
 /// ```swift
 /// let transport = StubTransport(scheduler: scheduler)
@@ -144,7 +144,7 @@ public final class StubTransport: HTTPTransport {
         stubs.clearRequests()
     }
 
-    /// Answers `request` with its stub's next answer, as parts (see ``HTTPTransport``).
+    /// Answers `request` with its stub's next answer, as parts (see `HTTPTransport`).
     public func exchange(_ request: TransportRequest) -> Signal<HTTPResponsePart, any Error> {
         let scheduler = self.scheduler
         return Signal { [self] observer in

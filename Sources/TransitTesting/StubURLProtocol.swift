@@ -6,7 +6,7 @@ import FoundationNetworking
 import Transit
 
 /// A `URLProtocol` that answers `URLSession` requests with canned responses, without any
-/// network: to test code that owns a `URLSession` (such as ``URLSessionTransport``) on Linux and
+/// network: to test code that owns a `URLSession` (such as `URLSessionTransport`) on Linux and
 /// Apple platforms alike.
 ///
 /// Stubs live in a ``Registry``; a session answers from the registry whose

@@ -40,7 +40,7 @@ import Signals
 /// (`invalidateAndCancel()`) in `deinit`, so releasing the transport releases the session and
 /// its delegate too — nothing leaks. A subscription in flight keeps its transport alive until it
 /// ends, so a request is never cut off because the last reference to the transport went away
-/// (a signal returned by ``send(_:)`` keeps the transport alive as well).
+/// (a signal returned by ``exchange(_:)`` keeps the transport alive as well).
 ///
 /// Thread safety: all task state is behind a `Locked`; `send` may be called from any thread and
 /// events arrive on the session's delegate queue.
@@ -69,7 +69,7 @@ public final class URLSessionTransport: HTTPTransport {
             case cancelled
         }
 
-        /// The request, as given to ``URLSessionTransport/send(_:)``.
+        /// The request, as given to ``URLSessionTransport/exchange(_:)``.
         public let request: URLRequest
         /// The response head, if one arrived before the transfer ended.
         public let response: URLResponse?
