@@ -24,8 +24,9 @@ let package = Package(
             dependencies: ["Transit", "TransitTesting", "Signals", "TransitCache"],
             path: "Examples/Forum"
         ),
-        .testTarget(name: "SignalsTests", dependencies: ["Signals"]),
+        .testTarget(name: "SignalsTests", dependencies: ["Signals", "TransitTesting"]),
         .testTarget(name: "TransitTests", dependencies: ["Transit", "TransitTesting", "Signals"]),
+        .testTarget(name: "TransitTestingTests", dependencies: ["TransitTesting", "Transit", "Signals"]),
         .testTarget(name: "TransitCacheTests", dependencies: ["TransitCache", "Transit", "TransitTesting", "Signals"]),
         // The child process TransitCacheTests kill mid-write and run on a full or read-only folder.
         .executableTarget(

@@ -21,7 +21,7 @@ final class ForumServer: Sendable {
         var archiveURL: URL?
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let tokenLifetime: TimeInterval
     private let server = LoopbackServer()
 
@@ -71,7 +71,7 @@ final class ForumServer: Sendable {
     /// How many times `POST /auth/token` issued new tokens.
     var refreshCount: Int { state.withLock { $0.refreshCount } }
 
-    private static func handle(_ request: LoopbackRequest, state: Mutex<State>, tokenLifetime: TimeInterval) -> LoopbackResponse {
+    private static func handle(_ request: LoopbackRequest, state: Locked<State>, tokenLifetime: TimeInterval) -> LoopbackResponse {
         switch (request.method, request.path) {
         case ("POST", "/auth/login"):
             guard let login = try? JSONDecoder().decode(LoginRequest.self, from: request.body) else {
@@ -123,7 +123,7 @@ final class ForumServer: Sendable {
         }
     }
 
-    private static func issueTokens(state: Mutex<State>, tokenLifetime: TimeInterval, isRefresh: Bool) -> LoopbackResponse {
+    private static func issueTokens(state: Locked<State>, tokenLifetime: TimeInterval, isRefresh: Bool) -> LoopbackResponse {
         let response = state.withLock { state -> TokenResponse in
             let number = state.nextTokenNumber
             state.nextTokenNumber += 1

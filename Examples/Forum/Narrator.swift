@@ -10,7 +10,7 @@ import Transit
 /// waits run on schedulers.
 final class Narrator: HTTPEventMonitor, Sendable {
     private let start = Date()
-    private let counts = Mutex((requests: 0, refreshes: 0))
+    private let counts = Locked((requests: 0, refreshes: 0))
 
     var requestCount: Int { counts.withLock { $0.requests } }
     var refreshCount: Int { counts.withLock { $0.refreshes } }

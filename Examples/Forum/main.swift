@@ -40,7 +40,7 @@ while let argument = arguments.popFirst() {
 
 let narrator = Narrator()
 let client = HTTPClient(monitors: [narrator])
-let failures = Mutex<[String]>([])
+let failures = Locked<[String]>([])
 
 /// Records a failed expectation; the program exits non-zero if there is any.
 func check(_ condition: Bool, _ message: String) {

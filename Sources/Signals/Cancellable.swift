@@ -13,7 +13,7 @@ public protocol Cancellable: AnyObject, Sendable {
 /// Thread safety: `action` is only touched with `lock` held, which is why the class may be
 /// `@unchecked Sendable`; it is taken out before it runs.
 public final class ActionCancellable: Cancellable, @unchecked Sendable {
-    private let lock = SanitizedMutex()
+    private let lock = Lock()
     @exclusivity(unchecked) private var action: (@Sendable () -> Void)?
 
     /// Creates a cancellable that runs `action` once, on the first call to ``cancel()``.

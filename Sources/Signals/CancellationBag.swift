@@ -18,7 +18,7 @@ import Synchronization
 /// bag's lock. `items` is only touched with `lock` held, which is why the class may be
 /// `@unchecked Sendable`.
 public final class CancellationBag: @unchecked Sendable {
-    private let lock = SanitizedMutex()
+    private let lock = Lock()
     @exclusivity(unchecked) private var items: [any Cancellable]? = []
 
     /// Creates an empty bag.

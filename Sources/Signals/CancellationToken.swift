@@ -19,11 +19,16 @@ public final class CancellationToken: Cancellable, Hashable, @unchecked Sendable
     /// Set, under `lock`, before the registrations are taken out to be cancelled.
     @usableFromInline
     let cancelled = Atomic<Bool>(false)
-    private let lock = SanitizedMutex()
-    // Two inline slots: most tokens hold one or two registrations, and need no array.
+    private let lock = Lock()
+    // Two inline slots: most tokens hold one or two registrations, and need no array. A
+    // registration goes into a slot only if nothing registered later is held, so the slots and
+    // `rest` stay in registration order; removing leaves a hole instead of shifting.
     @exclusivity(unchecked) private var first: (any Cancellable)?
     @exclusivity(unchecked) private var second: (any Cancellable)?
-    @exclusivity(unchecked) private var rest: [any Cancellable] = []
+    /// The registrations after the two slots, in a box allocated only for a token that needs it
+    /// (so a token stays small); removing one (a finished `flatMap` inner leaving its scope)
+    /// takes constant time, however many there are.
+    @exclusivity(unchecked) private var rest: MoreRegistrations?
 
     /// `true` for a token that something else cancels when it ends: a child (cancelled with its
     /// parent) or a `retry` attempt. The closures of a subscription may hold such a token
@@ -76,12 +81,13 @@ public final class CancellationToken: Cancellable, Hashable, @unchecked Sendable
     public func add(_ cancellable: any Cancellable) -> Bool {
         let accepted = lock.withLock { () -> Bool in
             guard !cancelled.load(ordering: .relaxed) else { return false }
-            if first == nil {
+            if first == nil, second == nil, rest == nil {
                 first = cancellable
-            } else if second == nil {
+            } else if second == nil, rest == nil {
                 second = cancellable
             } else {
-                rest.append(cancellable)
+                if rest == nil { rest = MoreRegistrations() }
+                rest!.list.append(cancellable, key: ObjectIdentifier(cancellable))
             }
             return true
         }
@@ -94,24 +100,24 @@ public final class CancellationToken: Cancellable, Hashable, @unchecked Sendable
         add(ActionCancellable(action))
     }
 
-    /// Forgets `cancellable` without cancelling it.
+    /// Forgets `cancellable` without cancelling it. Takes constant time (amortised), however
+    /// many registrations the token holds.
     public func remove(_ cancellable: any Cancellable) {
         // The removed reference is released after the lock: it may be the last one.
         let removed = lock.withLock { () -> (any Cancellable)? in
-            // Shift the later registrations down, so the slots stay in registration order.
             if let registered = first, registered === cancellable {
-                first = second
-                second = rest.isEmpty ? nil : rest.removeFirst()
+                first = nil
                 return registered
             }
             if let registered = second, registered === cancellable {
-                second = rest.isEmpty ? nil : rest.removeFirst()
+                second = nil
                 return registered
             }
-            if let index = rest.firstIndex(where: { $0 === cancellable }) {
-                return rest.remove(at: index)
-            }
-            return nil
+            guard let more = rest else { return nil }
+            let removed = more.list.remove(key: ObjectIdentifier(cancellable))
+            // An empty box holds nothing of the user's: dropping it here releases nothing else.
+            if more.list.isEmpty { rest = nil }
+            return removed
         }
         _ = removed
     }
@@ -131,19 +137,19 @@ public final class CancellationToken: Cancellable, Hashable, @unchecked Sendable
         guard !cancelled.load(ordering: .acquiring) else { return }
         var taken0: (any Cancellable)?
         var taken1: (any Cancellable)?
-        var takenRest: [any Cancellable] = []
+        var takenRest: MoreRegistrations?
         let proceed = lock.withLock { () -> Bool in
             guard !cancelled.load(ordering: .relaxed) else { return false }
             cancelled.store(true, ordering: .releasing)
             swap(&taken0, &first)
             swap(&taken1, &second)
-            if !rest.isEmpty { swap(&takenRest, &rest) }
+            swap(&takenRest, &rest)
             return true
         }
         guard proceed else { return }
         taken0?.cancel()
         taken1?.cancel()
-        for cancellable in takenRest { cancellable.cancel() }
+        takenRest?.list.forEach { $0.cancel() }
     }
 
     /// Keeps this token alive in `bag` until the bag is emptied or released.
@@ -158,6 +164,12 @@ public final class CancellationToken: Cancellable, Hashable, @unchecked Sendable
     public func hash(into hasher: inout Hasher) {
         hasher.combine(ObjectIdentifier(self))
     }
+}
+
+/// The registrations of a ``CancellationToken`` beyond its two inline slots. Only touched with
+/// the token's lock held.
+private final class MoreRegistrations {
+    var list = RegistrationList<ObjectIdentifier, any Cancellable>()
 }
 
 /// A flag that is raised when the token it is registered with is cancelled.

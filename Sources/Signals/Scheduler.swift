@@ -69,68 +69,21 @@ extension DispatchQueue: Scheduler {
         async(execute: action)
     }
 
-    /// Runs `action` on this queue after `delay`, unless the returned token is cancelled first.
+    /// Runs `action` on this queue after `delay`.
     ///
-    /// The wait is a dispatch timer source, so cancelling removes it from the queue's timers at
-    /// once. (`asyncAfter` cannot be withdrawn: a cancelled wait would stay queued, with its
-    /// closure, until its time came — a 300-second request deadline cancelled after a
-    /// millisecond would hold memory for 300 seconds, thousands of them under load.)
+    /// A positive delay arms a timer source of its own, so cancelling takes the timer off the
+    /// queue at once: a cancelled action (and what it captured) is released when it is cancelled,
+    /// not at its deadline. (`asyncAfter` cannot do this: its blocks stay queued until they are
+    /// due, which is why `timeout(.seconds(3600))` over a million values would hold a million
+    /// cancelled blocks for an hour.)
     @discardableResult
     public func schedule(after delay: Duration, _ action: @escaping @Sendable () -> Void) -> any Cancellable {
-        let scheduled = ScheduledAction(action)
         let nanoseconds = delay.clampedNanoseconds
-        let timer = DispatchSource.makeTimerSource(queue: self)
-        timer.schedule(deadline: .now() + .nanoseconds(Int(clamping: nanoseconds)))
-        // The handler holds the timer until it fires or is cancelled; cancelling a dispatch
-        // source releases its handler, which ends that cycle.
-        timer.setEventHandler {
-            timer.cancel()
-            scheduled.run()
+        guard nanoseconds > 0 else {
+            let scheduled = ScheduledAction(action)
+            async { scheduled.run() }
+            return scheduled
         }
-        timer.resume()
-        return DispatchTimerAction(timer: timer, action: scheduled)
-    }
-}
-
-/// A pending ``DispatchQueue`` wait: cancelling drops the action and cancels the timer source.
-///
-/// Thread safety: `DispatchSourceTimer.cancel()` may be called from any thread, any number of
-/// times; the action is a ``ScheduledAction``.
-private final class DispatchTimerAction: Cancellable, @unchecked Sendable {
-    // @unchecked: DispatchSourceTimer is thread-safe but not declared Sendable on every platform.
-    private let timer: any DispatchSourceTimer
-    private let action: ScheduledAction
-
-    init(timer: any DispatchSourceTimer, action: ScheduledAction) {
-        self.timer = timer
-        self.action = action
-    }
-
-    func cancel() {
-        action.cancel()
-        timer.cancel()
-    }
-}
-
-/// An action that runs at most once, unless it is cancelled first; cancelling releases it.
-///
-/// Thread safety: the action is behind a `Mutex` and is taken out before it runs.
-final class ScheduledAction: Cancellable {
-    private let action: Mutex<(@Sendable () -> Void)?>
-
-    init(_ action: @escaping @Sendable () -> Void) {
-        self.action = Mutex(action)
-    }
-
-    func run() {
-        let action = self.action.withLock { action -> (@Sendable () -> Void)? in
-            defer { action = nil }
-            return action
-        }
-        action?()
-    }
-
-    func cancel() {
-        action.withLock { $0 = nil }
+        return DispatchTimerAction(action, on: self, after: .nanoseconds(Int(clamping: nanoseconds)))
     }
 }

@@ -89,7 +89,7 @@ public final class DiskCache: Sendable {
 
     let folderPath: String
     let queue: DispatchQueue
-    let state: Mutex<State>
+    let state: Locked<State>
     let folderLock: FolderLock
     let eventSubject = PassthroughSubject<CacheEvent, Never>()
 
@@ -126,7 +126,7 @@ public final class DiskCache: Sendable {
             throw CacheError.system("create folder", path: path, error: error)
         }
         folderLock = FolderLock(path: path + "/" + DiskCache.lockFileName)
-        state = Mutex(State())
+        state = Locked(State())
         var report = GarbageCollectionReport()
         try rescan(report: &report)
     }

@@ -23,7 +23,7 @@ public final class RecordWriter: Sendable {
     private let generation: UInt64
     private let sizeLimit: Int
     private let temporaryPath: String
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     init(cache: DiskCache, id: RecordID, header: RecordHeader, generation: UInt64, sizeLimit: Int) throws {
         self.cache = cache
@@ -33,7 +33,7 @@ public final class RecordWriter: Sendable {
         self.sizeLimit = sizeLimit
         let (path, file) = try cache.makeTemporaryFile()
         temporaryPath = path
-        state = Mutex(State(file: file))
+        state = Locked(State(file: file))
         do {
             // A placeholder header (payload length and CRC 0) reserves the space; commit rewrites it.
             try file.write(header.encoded(), at: 0)

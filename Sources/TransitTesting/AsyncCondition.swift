@@ -4,7 +4,7 @@ import Signals
 /// Lets async code wait, bounded in real time, until a condition on some shared state holds,
 /// waking on every change instead of polling. Whoever changes the state calls ``signal()``.
 ///
-/// Thread safety: all state is behind a `Mutex`; continuations are resumed outside it.
+/// Thread safety: all state is behind a `Locked`; continuations are resumed outside it.
 final class AsyncCondition: Sendable {
     private struct State {
         var generation = 0
@@ -12,7 +12,7 @@ final class AsyncCondition: Sendable {
         var nextWaiterID = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// Tells every waiter that the state changed, so it re-checks its condition.
     func signal() {

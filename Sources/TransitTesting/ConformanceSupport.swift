@@ -55,7 +55,7 @@ final class PartRecorder: Sendable {
         var token: CancellationToken?
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let changes = AsyncCondition()
     let label: String
 

@@ -30,7 +30,7 @@ public final class LoopbackGate: Sendable, Hashable, CustomStringConvertible {
     /// A pipe that becomes readable (and stays so) once the gate opens, so a connection thread
     /// can wait for the gate, its client and the server's stop at once, in one `poll`.
     let pipe: (read: Int32, write: Int32)?
-    private let state = Mutex((open: false, reached: 0))
+    private let state = Locked((open: false, reached: 0))
     private let changes = AsyncCondition()
 
     /// Creates a closed gate.

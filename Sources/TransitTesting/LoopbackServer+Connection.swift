@@ -30,32 +30,24 @@ extension LoopbackServerCore {
     }
 
     private func serveOneRequest(fd: Int32, id: Int, wake: Int32, buffer: inout [UInt8]) -> Outcome {
-        var head: LoopbackRequestParser.Head?
+        var reader = LoopbackRequestReader()
         var sentContinue = false
         while true {
-            if head == nil {
-                switch LoopbackRequestParser.parseHead(buffer) {
-                case .incomplete: break
-                case .invalid(let rejection): return reject(rejection, fd: fd)
-                case .complete(let parsed): head = parsed
-                }
-            }
-            if let head {
-                switch LoopbackRequestParser.parseBody(buffer, head: head) {
-                case .invalid(let rejection):
-                    return reject(rejection, fd: fd)
-                case .complete(let body):
-                    buffer.removeFirst(body.end)
-                    let request = LoopbackRequest(
-                        method: head.method, target: head.target, version: head.version,
-                        headers: head.headers, body: body.data, connectionID: id
-                    )
-                    return respond(to: request, closing: head.wantsClose, fd: fd, wake: wake, buffer: &buffer)
-                case .incomplete:
-                    if head.expectsContinue, !sentContinue {
-                        sentContinue = true
-                        guard POSIX.sendAll(fd, Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)) else { return .clientClosed }
-                    }
+            switch reader.read(buffer) {
+            case .invalid(let rejection):
+                return reject(rejection, fd: fd)
+            case .complete(let parsed):
+                buffer.removeFirst(parsed.end)
+                let head = parsed.head
+                let request = LoopbackRequest(
+                    method: head.method, target: head.target, version: head.version,
+                    headers: head.headers, body: parsed.body, connectionID: id
+                )
+                return respond(to: request, closing: head.wantsClose, fd: fd, wake: wake, buffer: &buffer)
+            case .incomplete:
+                if let head = reader.parsedHead, head.expectsContinue, !sentContinue {
+                    sentContinue = true
+                    guard POSIX.sendAll(fd, Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)) else { return .clientClosed }
                 }
             }
             switch POSIX.waitReadable(fd, wake: wake, timeoutMilliseconds: -1) {

@@ -8,6 +8,9 @@ enum LoopbackRequestParser {
     static let maxHeadBytes = 64 * 1024
     static let maxBodyBytes = 64 * 1024 * 1024
     static let maxChunkLineBytes = 4096
+    /// Trailer fields after a chunked body: at most this many lines, each of at most
+    /// ``maxHeadBytes`` bytes.
+    static let maxTrailerLines = 100
 
     /// A rejected request: the status to answer with (then the connection is closed) and why.
     struct Rejection: Error, Equatable {
@@ -60,27 +63,69 @@ enum LoopbackRequestParser {
         !bytes.isEmpty && bytes.allSatisfy { tokenCharacters.contains($0) }
     }
 
-    private static func bad(_ reason: String, status: Int = 400) -> Rejection {
+    static func bad(_ reason: String, status: Int = 400) -> Rejection {
         Rejection(status: status, reason: reason)
     }
 
     /// Parses the request line and headers at the start of `buffer`.
     static func parseHead(_ buffer: [UInt8]) -> Step<Head> {
-        // Tolerate empty lines before a request (RFC 9112 §2.2).
+        var scan = HeadScan()
+        return parseHead(buffer, scan: &scan)
+    }
+
+    /// Where the search for the end of a head resumes, so bytes already searched are not
+    /// searched again on the next read.
+    struct HeadScan {
+        /// Where the request line starts, past the empty lines before it.
         var start = 0
-        while start + 1 < buffer.count, buffer[start] == 13, buffer[start + 1] == 10 { start += 2 }
-        guard let end = firstIndex(of: crlfcrlf, in: buffer, from: start, limit: maxHeadBytes) else {
+        /// The leading empty lines have all been skipped.
+        var startFound = false
+        /// Where the next search for the empty line ending the head begins.
+        var searchFrom = 0
+        /// Bytes examined so far.
+        var examined = 0
+    }
+
+    /// Parses the head at the start of `buffer`, resuming the search where `scan` left it.
+    /// Empty lines before the request line (tolerated, RFC 9112 §2.2) count toward the head limit.
+    static func parseHead(_ buffer: [UInt8], scan: inout HeadScan) -> Step<Head> {
+        if !scan.startFound {
+            while scan.start + 1 < buffer.count, buffer[scan.start] == 13, buffer[scan.start + 1] == 10 {
+                scan.start += 2
+                guard scan.start <= maxHeadBytes else {
+                    return .invalid(bad("request head larger than \(maxHeadBytes) bytes", status: 431))
+                }
+            }
+            scan.examined += scan.start - scan.searchFrom
+            // More empty lines may follow until a byte that is not CR has arrived.
+            guard scan.start < buffer.count, buffer[scan.start] != 13 || scan.start + 1 < buffer.count else {
+                scan.searchFrom = scan.start
+                return .incomplete
+            }
+            scan.startFound = true
+            scan.searchFrom = scan.start
+        }
+        let start = scan.start
+        let limit = maxHeadBytes - start
+        let from = max(start, scan.searchFrom)
+        guard let end = firstIndex(of: crlfcrlf, in: buffer, from: from, limit: start + limit - from) else {
+            scan.examined += buffer.count - from
+            // The pattern may straddle what has arrived and what has not.
+            scan.searchFrom = max(start, buffer.count - (crlfcrlf.count - 1))
             // The verdict must not depend on how the bytes arrive: bare LF endings are looked for
             // first (a prefix that shows them gets the same answer as the whole head), and the head
-            // is too large only once every place its end could start has been searched.
-            if firstIndex(of: [10, 10], in: buffer, from: start, limit: maxHeadBytes) != nil {
+            // is too large only once every place its end could start (up to `maxHeadBytes`,
+            // leading empty lines included) has been searched.
+            let lineFeedsFrom = max(start, from - 1)
+            if firstIndex(of: [10, 10], in: buffer, from: lineFeedsFrom, limit: maxHeadBytes - lineFeedsFrom) != nil {
                 return .invalid(bad("request head ends with bare LF line endings; HTTP needs CRLF"))
             }
-            if buffer.count - start >= maxHeadBytes + crlfcrlf.count {
+            if buffer.count >= maxHeadBytes + crlfcrlf.count {
                 return .invalid(bad("request head larger than \(maxHeadBytes) bytes", status: 431))
             }
             return .incomplete
         }
+        scan.examined += end + crlfcrlf.count - from
         let lines = split(buffer[start..<end])
         guard let requestLine = lines.first else { return .invalid(bad("empty request line")) }
         for line in lines where line.contains(where: { $0 == 13 || $0 == 10 || $0 == 0 }) {
@@ -146,59 +191,20 @@ enum LoopbackRequestParser {
         return .success(length == 0 ? .none : .length(length))
     }
 
-    /// Parses the body that follows `head`. On success, returns the body and the index just past
-    /// the request, where the next kept-alive request starts.
-    static func parseBody(_ buffer: [UInt8], head: Head) -> Step<Body> {
-        switch head.framing {
-        case .none:
-            return .complete(Body(data: Data(), end: head.bodyStart))
-        case .length(let length):
-            guard buffer.count - head.bodyStart >= length else { return .incomplete }
-            return .complete(Body(data: Data(buffer[head.bodyStart..<head.bodyStart + length]), end: head.bodyStart + length))
-        case .chunked:
-            return parseChunked(buffer, from: head.bodyStart)
-        }
-    }
-
     /// A complete body and the index just past it.
     struct Body: Equatable {
         var data: Data
         var end: Int
     }
 
-    private static func parseChunked(_ buffer: [UInt8], from start: Int) -> Step<Body> {
-        var data = Data()
-        var index = start
-        while true {
-            guard let lineEnd = firstIndex(of: [13, 10], in: buffer, from: index, limit: maxChunkLineBytes) else {
-                return buffer.count - index >= maxChunkLineBytes + 2 ? .invalid(bad("chunk size line too long")) : .incomplete
-            }
-            let line = buffer[index..<lineEnd]
-            let sizePart = line.split(separator: 59, maxSplits: 1, omittingEmptySubsequences: false)[0] // ';' starts extensions
-            guard let sizeText = String(bytes: sizePart, encoding: .ascii)?.trimmingCharacters(in: CharacterSet(charactersIn: " \t")),
-                  !sizeText.isEmpty, sizeText.count <= 8, let size = Int(sizeText, radix: 16), size >= 0
-            else { return .invalid(bad("malformed chunk size")) }
-            index = lineEnd + 2
-            if size == 0 {
-                // Trailer fields, then an empty line.
-                while true {
-                    guard let trailerEnd = firstIndex(of: [13, 10], in: buffer, from: index, limit: maxHeadBytes) else {
-                        return buffer.count - index >= maxHeadBytes + 2 ? .invalid(bad("trailers too long")) : .incomplete
-                    }
-                    let isEmpty = trailerEnd == index
-                    index = trailerEnd + 2
-                    if isEmpty { return .complete(Body(data: data, end: index)) }
-                }
-            }
-            guard data.count + size <= maxBodyBytes else {
-                return .invalid(bad("body larger than \(maxBodyBytes) bytes", status: 413))
-            }
-            guard buffer.count >= index + size + 2 else { return .incomplete }
-            guard buffer[index + size] == 13, buffer[index + size + 1] == 10 else {
-                return .invalid(bad("chunk data not followed by CRLF"))
-            }
-            data.append(contentsOf: buffer[index..<index + size])
-            index += size + 2
+    /// Parses the body that follows `head` in `buffer`, from its first byte. (A connection reads
+    /// with a ``LoopbackRequestReader``, which resumes where it stopped instead.)
+    static func parseBody(_ buffer: [UInt8], head: Head) -> Step<Body> {
+        var reader = LoopbackRequestReader(head: head)
+        switch reader.read(buffer) {
+        case .incomplete: return .incomplete
+        case .invalid(let rejection): return .invalid(rejection)
+        case .complete(let request): return .complete(Body(data: request.body, end: request.end))
         }
     }
 
@@ -222,7 +228,7 @@ enum LoopbackRequestParser {
 
     /// The first index of `pattern` in `buffer` at or after `start`, looking at most `limit`
     /// bytes past `start`.
-    private static func firstIndex(of pattern: [UInt8], in buffer: [UInt8], from start: Int, limit: Int) -> Int? {
+    static func firstIndex(of pattern: [UInt8], in buffer: [UInt8], from start: Int, limit: Int) -> Int? {
         let last = min(buffer.count - pattern.count, start + limit)
         guard start <= last else { return nil }
         var index = start
@@ -238,5 +244,143 @@ enum LoopbackRequestParser {
             index += 1
         }
         return nil
+    }
+}
+
+
+/// Reads one request from a connection's buffer as its bytes arrive: the head, then the body.
+///
+/// Every call resumes where the previous one stopped (the search for the end of the head, the
+/// chunk being read), so a request that arrives in many small reads costs time linear in its
+/// size, not quadratic.
+struct LoopbackRequestReader {
+    /// A complete request: its head, its body, and the index just past it in the buffer.
+    struct Request: Equatable {
+        var head: LoopbackRequestParser.Head
+        var body: Data
+        var end: Int
+    }
+
+    typealias Parser = LoopbackRequestParser
+
+    private var headScan = Parser.HeadScan()
+    private var head: Parser.Head?
+    /// The body read so far (chunked) and where the next chunk-size line or trailer starts.
+    private var body = Data()
+    private var index = 0
+    /// Where the search for the CRLF ending the current line resumes.
+    private var lineSearchFrom = 0
+    private var inTrailers = false
+    private var trailerLines = 0
+    private var chunkExamined = 0
+
+    init() {}
+
+    /// A reader whose head was read already: it reads the body that follows.
+    init(head: Parser.Head) {
+        self.head = head
+        index = head.bodyStart
+        lineSearchFrom = index
+    }
+
+    /// How many buffered bytes the reader has examined so far, over every call: searched for a
+    /// line end, or copied into the body.
+    var bytesExamined: Int { headScan.examined + chunkExamined }
+
+    /// The head, once it has been read.
+    var parsedHead: Parser.Head? { head }
+
+    /// Reads what `buffer` holds so far. `buffer` must start with the request and only grow
+    /// between calls.
+    mutating func read(_ buffer: [UInt8]) -> Parser.Step<Request> {
+        if head == nil {
+            switch Parser.parseHead(buffer, scan: &headScan) {
+            case .incomplete: return .incomplete
+            case .invalid(let rejection): return .invalid(rejection)
+            case .complete(let parsed):
+                head = parsed
+                index = parsed.bodyStart
+                lineSearchFrom = index
+            }
+        }
+        guard let head else { return .incomplete }
+        switch head.framing {
+        case .none:
+            return .complete(Request(head: head, body: Data(), end: head.bodyStart))
+        case .length(let length):
+            guard buffer.count - head.bodyStart >= length else { return .incomplete }
+            chunkExamined += length
+            let data = Data(buffer[head.bodyStart..<head.bodyStart + length])
+            return .complete(Request(head: head, body: data, end: head.bodyStart + length))
+        case .chunked:
+            return readChunks(buffer, head: head)
+        }
+    }
+
+    /// The end of the line that starts at `index`, searching only bytes not searched before.
+    private mutating func lineEnd(in buffer: [UInt8], limit: Int) -> Int? {
+        let from = max(index, lineSearchFrom)
+        let end = Parser.firstIndex(of: [13, 10], in: buffer, from: from, limit: index + limit - from)
+        chunkExamined += (end.map { $0 + 2 } ?? buffer.count) - from
+        lineSearchFrom = end.map { $0 + 2 } ?? max(index, buffer.count - 1)
+        return end
+    }
+
+    private mutating func readChunks(_ buffer: [UInt8], head: Parser.Head) -> Parser.Step<Request> {
+        while true {
+            if inTrailers {
+                // Trailer fields, then an empty line.
+                guard let end = lineEnd(in: buffer, limit: Parser.maxHeadBytes) else {
+                    // Too long only once every place the line's end could start has arrived.
+                    if buffer.count - index >= Parser.maxHeadBytes + 2 {
+                        return .invalid(Parser.bad("trailer line longer than \(Parser.maxHeadBytes) bytes", status: 431))
+                    }
+                    return .incomplete
+                }
+                let isEmpty = end == index
+                index = end + 2
+                if isEmpty { return .complete(Request(head: head, body: body, end: index)) }
+                trailerLines += 1
+                guard trailerLines <= Parser.maxTrailerLines else {
+                    return .invalid(Parser.bad("more than \(Parser.maxTrailerLines) trailer lines", status: 431))
+                }
+                continue
+            }
+            guard let lineEnd = lineEnd(in: buffer, limit: Parser.maxChunkLineBytes) else {
+                if buffer.count - index >= Parser.maxChunkLineBytes + 2 {
+                    return .invalid(Parser.bad("chunk size line too long"))
+                }
+                return .incomplete
+            }
+            let line = buffer[index..<lineEnd]
+            let sizePart = line.split(separator: 59, maxSplits: 1, omittingEmptySubsequences: false)[0]  // ';' starts extensions
+            guard let sizeText = String(bytes: sizePart, encoding: .ascii)?
+                .trimmingCharacters(in: CharacterSet(charactersIn: " \t")),
+                !sizeText.isEmpty, sizeText.count <= 8, let size = Int(sizeText, radix: 16), size >= 0
+            else { return .invalid(Parser.bad("malformed chunk size")) }
+            if size == 0 {
+                index = lineEnd + 2
+                lineSearchFrom = index
+                inTrailers = true
+                continue
+            }
+            guard body.count + size <= Parser.maxBodyBytes else {
+                return .invalid(Parser.bad("body larger than \(Parser.maxBodyBytes) bytes", status: 413))
+            }
+            let dataStart = lineEnd + 2
+            // Wait for the whole chunk and its CRLF; the size line is searched again only from
+            // where the last search stopped.
+            guard buffer.count >= dataStart + size + 2 else {
+                lineSearchFrom = lineEnd
+                return .incomplete
+            }
+            guard buffer[dataStart + size] == 13, buffer[dataStart + size + 1] == 10 else {
+                return .invalid(Parser.bad("chunk data not followed by CRLF"))
+            }
+            body.append(contentsOf: buffer[dataStart..<dataStart + size])
+            chunkExamined += size
+            index = dataStart + size + 2
+            lineSearchFrom = index
+        }
     }
 }

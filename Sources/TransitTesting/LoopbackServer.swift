@@ -38,7 +38,7 @@ import Signals
 /// joins every thread and closes every descriptor, so nothing leaks into the next test. Releasing
 /// the server stops it too. A server starts once; make a new one to start again.
 ///
-/// Thread safety: all state is behind one `Mutex`; every method may be called from any thread.
+/// Thread safety: all state is behind one `Locked`; every method may be called from any thread.
 /// Handlers and matchers run on connection threads, outside the lock. Do not call ``stop()``
 /// from a handler.
 public final class LoopbackServer: Sendable {
@@ -218,10 +218,10 @@ final class LoopbackServerCore: Sendable {
         var nextWaiterID = 0
     }
 
-    let state: Mutex<State>
+    let state: Locked<State>
 
     init(handler: LoopbackServer.Handler?) {
-        state = Mutex(State(handler: handler))
+        state = Locked(State(handler: handler))
     }
 
     /// Changes the state, counts the change and wakes everyone waiting for one.

@@ -6,16 +6,16 @@ import Signals
 import Transit
 
 /// A request matcher and its canned answers, shared by ``StubTransport`` and
-/// ``StubURLProtocol``. Add answers with ``thenRespond(_:)``.
+/// ``StubURLProtocol``. Add answers with `thenRespond(_:)`.
 ///
 /// Matching requests get the answers in the order they were added; once they are used up, the
 /// last one repeats.
 ///
-/// Thread safety: the answers are behind a `Mutex`; answers may be added and taken from any
+/// Thread safety: the answers are behind a `Locked`; answers may be added and taken from any
 /// thread.
 public final class RequestStub<Answer: Sendable>: Sendable {
     let matches: @Sendable (URLRequest) -> Bool
-    private let answers = Mutex<(list: [@Sendable (URLRequest) -> Answer], next: Int)>(([], 0))
+    private let answers = Locked<(list: [@Sendable (URLRequest) -> Answer], next: Int)>(([], 0))
 
     init(matches: @escaping @Sendable (URLRequest) -> Bool) {
         self.matches = matches
@@ -48,9 +48,9 @@ public final class RequestStub<Answer: Sendable>: Sendable {
 /// The stubs of a ``StubTransport`` or a ``StubURLProtocol/Registry``, in the order they were
 /// added, and every request they were asked about.
 ///
-/// Thread safety: stubs and requests are behind a `Mutex`; matchers run outside it.
+/// Thread safety: stubs and requests are behind a `Locked`; matchers run outside it.
 final class RequestStubs<Answer: Sendable>: Sendable {
-    private let state = Mutex<(stubs: [RequestStub<Answer>], requests: [URLRequest])>(([], []))
+    private let state = Locked<(stubs: [RequestStub<Answer>], requests: [URLRequest])>(([], []))
 
     init() {}
 

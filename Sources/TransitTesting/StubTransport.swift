@@ -71,7 +71,7 @@ public struct StubResponse: Sendable {
     }
 }
 
-/// An ``HTTPTransport`` for tests: canned answers per request matcher, every request recorded.
+/// An `HTTPTransport` for tests: canned answers per request matcher, every request recorded.
 ///
 /// ```swift
 /// let transport = StubTransport(scheduler: scheduler)
@@ -88,7 +88,7 @@ public struct StubResponse: Sendable {
 /// Like a real transport, nothing happens until the signal is subscribed, every subscription is
 /// a new request, and cancelling a delayed answer stops it from being delivered.
 ///
-/// Thread safety: stubs and recorded requests are behind a `Mutex`; requests may be sent from
+/// Thread safety: stubs and recorded requests are behind a `Locked`; requests may be sent from
 /// any thread.
 public final class StubTransport: HTTPTransport {
     /// The error for a request that no stub matches.
@@ -144,7 +144,7 @@ public final class StubTransport: HTTPTransport {
         stubs.clearRequests()
     }
 
-    /// Answers `request` with its stub's next answer, as parts (see ``HTTPTransport``).
+    /// Answers `request` with its stub's next answer, as parts (see `HTTPTransport`).
     public func exchange(_ request: TransportRequest) -> Signal<HTTPResponsePart, any Error> {
         let scheduler = self.scheduler
         return Signal { [self] observer in
@@ -156,7 +156,7 @@ public final class StubTransport: HTTPTransport {
             }
             let response = answer(urlRequest)
             // The scheduled next step, and whether the subscription ended (nothing more is scheduled).
-            let pending = Mutex<(next: (any Cancellable)?, ended: Bool)>((nil, false))
+            let pending = Locked<(next: (any Cancellable)?, ended: Bool)>((nil, false))
             @Sendable func later(_ delay: Duration, _ action: @escaping @Sendable () -> Void) {
                 guard !pending.withLock({ $0.ended }) else { return }
                 // Scheduled outside the lock: an immediate scheduler runs the action at once.

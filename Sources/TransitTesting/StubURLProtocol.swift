@@ -6,7 +6,7 @@ import FoundationNetworking
 import Transit
 
 /// A `URLProtocol` that answers `URLSession` requests with canned responses, without any
-/// network: to test code that owns a `URLSession` (such as ``URLSessionTransport``) on Linux and
+/// network: to test code that owns a `URLSession` (such as `URLSessionTransport`) on Linux and
 /// Apple platforms alike.
 ///
 /// Stubs live in a ``Registry``; a session answers from the registry whose
@@ -32,7 +32,7 @@ import Transit
 /// the request. Registering `StubURLProtocol.self` directly (without a registry) answers every
 /// request with that error too.
 ///
-/// Thread safety: the registry's state is behind a `Mutex`; stubs may be added while requests
+/// Thread safety: the registry's state is behind a `Locked`; stubs may be added while requests
 /// run.
 public class StubURLProtocol: URLProtocol {
     /// A canned answer: a response whose body is delivered in one or more pieces and may end with
@@ -103,7 +103,7 @@ public class StubURLProtocol: URLProtocol {
     /// Make one per test.
     public final class Registry: Sendable {
         private let stubs = RequestStubs<StubURLProtocol.Response>()
-        private let stopped = Mutex(0)
+        private let stopped = Locked(0)
         /// The `URLProtocol` class that answers from this registry (and only from it). Put it in
         /// `URLSessionConfiguration.protocolClasses`, or use ``configuration(basedOn:)``.
         public let protocolClass: AnyClass
@@ -185,7 +185,7 @@ public class StubURLProtocol: URLProtocol {
         weak var registry: Registry?
     }
 
-    private static let bindings = Mutex(Bindings())
+    private static let bindings = Locked(Bindings())
 
     /// A protocol class never handed out before. Indices are not reused, so a session that
     /// outlives its registry can never be answered by a newer one.
@@ -211,7 +211,7 @@ public class StubURLProtocol: URLProtocol {
 
     // MARK: - URLProtocol
 
-    private let answered = Mutex(false)
+    private let answered = Locked(false)
 
     /// Every request is answered by the stubs: nothing reaches the network.
     override public class func canInit(with request: URLRequest) -> Bool {

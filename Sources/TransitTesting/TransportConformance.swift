@@ -5,7 +5,7 @@ import FoundationNetworking
 import Signals
 import Transit
 
-/// What every ``HTTPTransport`` must do, written once and run against each transport over real
+/// What every `HTTPTransport` must do, written once and run against each transport over real
 /// sockets (``LoopbackServer``s on 127.0.0.1).
 ///
 /// Each ``Check`` is an async function that takes a factory of the transport under test, starts
@@ -30,7 +30,7 @@ import Transit
 ///   `.networkConnectionLost`, refused → `.cannotConnectToHost`, a stalled server →
 ///   `.timedOut` after `URLRequest.timeoutInterval` of silence (a slow but steady body does not
 ///   time out), a reply that is not HTTP → `.cannotParseResponse`, no URL → `.badURL`;
-/// - through an ``HTTPClient`` over the transport: the response-size limit, the total deadline
+/// - through an `HTTPClient` over the transport: the response-size limit, the total deadline
 ///   against a trickling server, and redirects across two servers with credentials dropped.
 ///
 /// Wall-clock waits are bounded (``eventTimeout``, 30 s by default) and every wait is on a real

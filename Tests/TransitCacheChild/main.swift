@@ -172,7 +172,7 @@ func fetchThroughCache(_ directory: URL, body: Data) throws -> (Int, String) {
     let cache = try HTTPCache(directory: directory)
     let stub = StubTransport()
     stub.stub(.get, path: "/data").thenRespond(.status(200, headers: ["Cache-Control": "max-age=600"], body: body))
-    let events = Mutex<[String]>([])
+    let events = Locked<[String]>([])
     let eventToken = cache.events.sink { event in events.withLock { $0.append(event.shortName) } }
     let response = try wait(stub.caching(in: cache).send(URLRequest(url: URL(string: "https://example.com/data")!)))
     _ = eventToken
@@ -182,7 +182,7 @@ func fetchThroughCache(_ directory: URL, body: Data) throws -> (Int, String) {
 /// Subscribes to `signal` and blocks until its first value or its failure.
 func wait<Output: Sendable>(_ signal: Signal<Output, any Error>) throws -> Output {
     let semaphore = DispatchSemaphore(value: 0)
-    let result = Mutex<Result<Output, any Error>?>(nil)
+    let result = Locked<Result<Output, any Error>?>(nil)
     let token = signal.sink(
         receiveCompletion: { completion in
             if case .failure(let error) = completion { result.withLock { $0 = $0 ?? .failure(error) } }
@@ -236,12 +236,12 @@ func bigDownload(_ directory: URL, bytes: Int) throws {
     let records = try DiskCache(directory: directory, configuration: .init(sizeLimit: bytes + (64 << 20)))
     let cache = HTTPCache(records: records)
     let transport = GeneratedTransport(bytes: bytes).caching(in: cache)
-    let events = Mutex<[HTTPCacheEvent]>([])
+    let events = Locked<[HTTPCacheEvent]>([])
     let eventToken = cache.events.sink { event in events.withLock { $0.append(event) } }
     for pass in ["Download", "Serve"] {
-        let received = Mutex((bytes: 0, chunks: 0, wrong: 0, pending: Data()))
+        let received = Locked((bytes: 0, chunks: 0, wrong: 0, pending: Data()))
         let semaphore = DispatchSemaphore(value: 0)
-        let failure = Mutex<(any Error)?>(nil)
+        let failure = Locked<(any Error)?>(nil)
         let token = transport.exchange(TransportRequest(URLRequest(url: URL(string: "https://example.com/big")!))).sink(
             receiveCompletion: { completion in
                 if case .failure(let error) = completion { failure.withLock { $0 = error } }

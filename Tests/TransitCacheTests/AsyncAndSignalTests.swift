@@ -93,7 +93,7 @@ struct AsyncAndSignalTests {
         let folder = try TemporaryFolder()
         let cache = try DiskCache(directory: folder.url)
         let gate = QueueGate(cache)
-        let delivered = Mutex(0)
+        let delivered = Locked(0)
         let token = cache.signals.store(payload(1), forKey: "a").sink(
             receiveCompletion: { _ in delivered.withLock { $0 += 1 } },
             receiveValue: { _ in delivered.withLock { $0 += 1 } }
@@ -115,7 +115,7 @@ struct CachedSignalTests {
 
     /// A signal that counts its subscriptions and sends the given profiles.
     final class Upstream: Sendable {
-        private let count = Mutex(0)
+        private let count = Locked(0)
         let profiles: [Profile]
         let failure: (any Error)?
 

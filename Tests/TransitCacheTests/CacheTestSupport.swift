@@ -43,7 +43,7 @@ final class TemporaryFolder: Sendable {
 
 /// Collects a cache's events.
 final class EventLog: Sendable {
-    private let recorded = Mutex<[CacheEvent]>([])
+    private let recorded = Locked<[CacheEvent]>([])
     private let token: CancellationToken
 
     init(_ cache: DiskCache) {

@@ -151,7 +151,7 @@ final class ChildProcess {
 
 /// A flag raised once the child was reaped, so the watchdog never signals a reused process ID.
 private final class ExitFlag: Sendable {
-    private let raised = Mutex(false)
+    private let raised = Locked(false)
     var isSet: Bool { raised.withLock { $0 } }
     func set() { raised.withLock { $0 = true } }
 }

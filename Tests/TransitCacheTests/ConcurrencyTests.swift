@@ -26,8 +26,8 @@ struct ConcurrencyTests {
         let cache = try DiskCache(directory: folder.url, configuration: .init(countLimit: 12))
         let log = EventLog(cache)
         let keys = (0..<16).map { "key-\($0)" }
-        let wrongReads = Mutex(0)
-        let unexpectedErrors = Mutex<[String]>([])
+        let wrongReads = Locked(0)
+        let unexpectedErrors = Locked<[String]>([])
         DispatchQueue.concurrentPerform(iterations: 8) { thread in
             for step in 0..<150 {
                 let key = keys[(thread * 7 + step * 3) % keys.count]
@@ -69,8 +69,8 @@ struct ConcurrencyTests {
         let firstLog = EventLog(first)
         let secondLog = EventLog(second)
         let keys = (0..<14).map { "shared-\($0)" }
-        let wrongReads = Mutex(0)
-        let unexpectedErrors = Mutex<[String]>([])
+        let wrongReads = Locked(0)
+        let unexpectedErrors = Locked<[String]>([])
         DispatchQueue.concurrentPerform(iterations: 8) { thread in
             let cache = thread.isMultiple(of: 2) ? first : second
             for step in 0..<120 {

@@ -20,7 +20,7 @@ final class HTTPCacheFixture: Sendable {
     let cache: HTTPCache
     let stub = StubTransport()
     let transport: CachingTransport
-    private let recorded = Mutex<[HTTPCacheEvent]>([])
+    private let recorded = Locked<[HTTPCacheEvent]>([])
     private let token: CancellationToken
 
     init(maximumRecordSize: Int? = nil, configuration: HTTPCache.Configuration = .init()) throws {

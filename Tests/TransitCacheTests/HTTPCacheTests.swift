@@ -374,7 +374,7 @@ struct HTTPCacheValidationTests {
         await #expect(throws: URLError(.networkConnectionLost)) {
             try await transport.send(fixture.request("/broken")).firstValue()
         }
-        let received = Mutex(0)
+        let received = Locked(0)
         let token = transport.exchange(TransportRequest(fixture.request("/slow"))).sink(
             receiveCompletion: { _ in }, receiveValue: { _ in received.withLock { $0 += 1 } }
         )

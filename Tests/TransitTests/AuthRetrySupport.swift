@@ -9,7 +9,7 @@ import TransitTesting
 /// Records the events of one subscription from any thread and counts contract violations
 /// (events after a terminal event).
 final class AuthRetryLog<Output: Sendable>: Sendable {
-    private let state = Mutex<(events: [Event<Output, any Error>], violations: Int)>(([], 0))
+    private let state = Locked<(events: [Event<Output, any Error>], violations: Int)>(([], 0))
 
     var observer: Observer<Output, any Error> {
         Observer { [self] event in
@@ -35,8 +35,8 @@ final class AuthRetryLog<Output: Sendable>: Sendable {
 
 /// A mutable value shared between a test and the closures it hands out.
 final class AuthRetryBox<Value: Sendable>: Sendable {
-    private let value: Mutex<Value>
-    init(_ value: Value) { self.value = Mutex(value) }
+    private let value: Locked<Value>
+    init(_ value: Value) { self.value = Locked(value) }
     var current: Value { value.withLock { $0 } }
     func mutate(_ body: (inout Value) -> Void) { value.withLock { body(&$0) } }
 }

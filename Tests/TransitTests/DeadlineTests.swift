@@ -14,7 +14,7 @@ import TransitTesting
     /// A `TestScheduler` that counts the waits asked of it.
     private final class CountingScheduler: Scheduler {
         let base = TestScheduler()
-        let waits = Mutex(0)
+        let waits = Locked(0)
 
         var now: Duration { base.now }
 
@@ -30,7 +30,7 @@ import TransitTesting
 
     /// What one subscription received.
     private final class Outcome: Sendable {
-        let state = Mutex<(values: Int, error: (any Error)?, finished: Bool)>((0, nil, false))
+        let state = Locked<(values: Int, error: (any Error)?, finished: Bool)>((0, nil, false))
 
         var timedOut: Bool {
             state.withLock { ($0.error as? TransportError)?.code == .timedOut }

@@ -14,14 +14,14 @@ import TransitTesting
     }
 
     private final class Monitor: HTTPEventMonitor {
-        let log = Mutex<[String]>([])
+        let log = Locked<[String]>([])
         func requestWillSend(_ request: URLRequest) { log.withLock { $0.append("send \(request.httpMethod ?? "")") } }
         func request(_ request: URLRequest, didReceive response: HTTPResponse) { log.withLock { $0.append("receive \(response.statusCode)") } }
         func request(_ request: URLRequest, didFailWith error: any Error) { log.withLock { $0.append("fail") } }
     }
 
     private func outcome<T: Sendable>(of signal: Signal<T, any Error>) -> Result<T, any Error>? {
-        let result = Mutex<Result<T, any Error>?>(nil)
+        let result = Locked<Result<T, any Error>?>(nil)
         let token = signal.sink(
             receiveCompletion: { completion in
                 if case .failure(let error) = completion { result.withLock { $0 = .failure(error) } }
@@ -52,7 +52,7 @@ import TransitTesting
             .thenRespond(.text("ok"))
         let api = API(client: HTTPClient(transport: transport))
         let policy = RetryPolicy(maxAttempts: 2, baseDelay: 1, jitter: .none)
-        let result = Mutex<String?>(nil)
+        let result = Locked<String?>(nil)
         let token = api.get(endpoint: "posts").catchHTTPErrors().retry(policy, scheduler: scheduler)
             .sink(receiveCompletion: { _ in }, receiveValue: { response in result.withLock { $0 = response.text } })
         #expect(transport.requests.count == 1)
@@ -69,7 +69,7 @@ import TransitTesting
             .thenRespond(.failure(URLError(.timedOut)))
             .thenRespond(.text("ok"))
         let api = API(client: HTTPClient(transport: transport))
-        let failed = Mutex(false)
+        let failed = Locked(false)
         let token = api.post(endpoint: "posts").catchHTTPErrors().retry(RetryPolicy(maxAttempts: 3), scheduler: scheduler)
             .sink(receiveCompletion: { if case .failure = $0 { failed.withLock { $0 = true } } }, receiveValue: { _ in })
         scheduler.run()

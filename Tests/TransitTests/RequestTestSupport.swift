@@ -9,8 +9,8 @@ import TransitTesting
 /// Records every event of one subscription and counts contract violations (events after a
 /// terminal event). Named for the request tests to avoid clashing with other helpers.
 final class RequestProbe<Output: Sendable, Failure: Error>: Sendable {
-    private let state = Mutex<(events: [Event<Output, Failure>], violations: Int)>(([], 0))
-    private let tokenBox = Mutex<CancellationToken?>(nil)
+    private let state = Locked<(events: [Event<Output, Failure>], violations: Int)>(([], 0))
+    private let tokenBox = Locked<CancellationToken?>(nil)
 
     /// Subscribes to `signal` and keeps the token alive until ``cancel()``.
     init(_ signal: Signal<Output, Failure>) {
@@ -37,8 +37,8 @@ final class RequestProbe<Output: Sendable, Failure: Error>: Sendable {
 
 /// A value several closures share and change from any thread.
 final class SharedValue<Value: Sendable>: Sendable {
-    private let storage: Mutex<Value>
-    init(_ value: Value) { storage = Mutex(value) }
+    private let storage: Locked<Value>
+    init(_ value: Value) { storage = Locked(value) }
     var value: Value {
         get { storage.withLock { $0 } }
         set { storage.withLock { $0 = newValue } }

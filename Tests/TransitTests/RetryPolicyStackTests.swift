@@ -16,7 +16,7 @@ private func stackAddress() -> UInt {
 
 /// Counts the instances alive, and the most that were alive at once.
 private final class LiveCounter: Sendable {
-    private let state = Mutex<(live: Int, peak: Int, created: Int)>((0, 0, 0))
+    private let state = Locked<(live: Int, peak: Int, created: Int)>((0, 0, 0))
     var live: Int { state.withLock { $0.live } }
     var peak: Int { state.withLock { $0.peak } }
     var created: Int { state.withLock { $0.created } }

@@ -227,7 +227,7 @@ private func policy(
         let scheduler = TestScheduler()
         let transport = StubTransport()
         transport.stub(.get).thenRespond(.failure(URLError(code))).thenRespond(.text("done"))
-        let failure = Mutex<(any Error)?>(nil)
+        let failure = Locked<(any Error)?>(nil)
         let request = URLRequest(url: try #require(URL(string: "https://api.example.test/raw")))
         let token = transport.send(request).retry(policy(), scheduler: scheduler)
             .sink(receiveCompletion: { if case .failure(let error) = $0 { failure.withLock { $0 = error } } }, receiveValue: { _ in })

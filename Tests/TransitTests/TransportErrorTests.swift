@@ -147,7 +147,7 @@ struct TransportErrorTests {
     @Test("monitors are told about the TransportError")
     func monitorsSeeTheTransportError() throws {
         final class Monitor: HTTPEventMonitor {
-            let errors = Mutex<[any Error]>([])
+            let errors = Locked<[any Error]>([])
             func request(_ request: URLRequest, didFailWith error: any Error) { errors.withLock { $0.append(error) } }
         }
         let monitor = Monitor()

@@ -6,7 +6,8 @@
 // alike), reporting the median:
 // - per value: subject → map → filter → map → sink, 1 M values sent one by one;
 // - per subscription: build and run just → map → flatMap(just) → tryMap → catch → retry(2) → sink,
-//   200 k times.
+//   200 k times;
+// - flatMap with 25 k and 100 k live inners finishing together (linear, or not).
 // Then the allocations (count and bytes asked of malloc) per subscription of that chain, counted
 // by the MallocCounter target.
 import Dispatch
@@ -22,6 +23,8 @@ import Synchronization
 var repetitions = 5
 var valueCount = 1_000_000
 var subscriptionCount = 200_000
+/// Live inner signals of the `flatMap` scaling workload (and four times as many).
+var manyInners = 25_000
 /// `--profile NAME`: run one workload only (for perf or callgrind), then exit.
 var profiled: String?
 do {
@@ -36,12 +39,15 @@ do {
             subscriptionCount = arguments.popFirst().flatMap(Int.init) ?? subscriptionCount
         case "--profile":
             profiled = arguments.popFirst()
+        case "--inners":
+            manyInners = arguments.popFirst().flatMap(Int.init) ?? manyInners
         case "--quick":
             repetitions = 3
             valueCount = 100_000
             subscriptionCount = 20_000
+            manyInners = 5_000
         default:
-            print("usage: signals-bench [--repetitions N] [--quick] [--values N] [--subscriptions N] [--profile signals-value|signals-generator|signals-subscription|signals-subscription-without-flatmap|opencombine-value|opencombine-subscription|floor-value|floor-subscription]")
+            print("usage: signals-bench [--repetitions N] [--quick] [--values N] [--subscriptions N] [--inners N] [--profile signals-value|signals-generator|signals-subscription|signals-subscription-without-flatmap|signals-flatmap-inners|opencombine-value|opencombine-subscription|floor-value|floor-subscription]")
             exit(2)
         }
     }
@@ -180,6 +186,23 @@ func floorPerSubscription(_ count: Int) -> Duration {
     }
 }
 
+// MARK: - Many live inners
+
+/// Signals: `flatMap` with `inners` live inner signals, all waiting on one subject, then all
+/// finishing at once. Each finished inner leaves `flatMap`'s cancellation scope and the subject's
+/// subscriber list, so the run is linear in `inners` if those removals take constant time and
+/// quadratic if they scan or shift.
+func signalsFlatMapManyInners(_ inners: Int) -> Duration {
+    let release = Signals.PassthroughSubject<Void, Never>()
+    return ContinuousClock().measure {
+        let token = Signal<Int, Never>(sequence: 0..<inners)
+            .flatMap { _ in release.signal.first() }
+            .sink { _ in total &+= 1 }
+        release.send(())
+        token.cancel()
+    }
+}
+
 // MARK: - Allocations
 
 /// Allocations and bytes asked of malloc per run of `body`, over `count` runs.
@@ -229,6 +252,7 @@ if let profiled {
         "signals-generator": { signalsGeneratorPerValue(valueCount) },
         "signals-subscription": { signalsPerSubscription(subscriptionCount) },
         "signals-subscription-without-flatmap": { signalsPerSubscriptionWithoutFlatMap(subscriptionCount) },
+        "signals-flatmap-inners": { signalsFlatMapManyInners(manyInners) },
         "opencombine-value": { openCombinePerValue(valueCount) },
         "opencombine-subscription": { openCombinePerSubscription(subscriptionCount) },
         "floor-value": { floorPerValue(valueCount) },
@@ -310,6 +334,16 @@ let openCombineValue = nanoseconds(median(perValue[openCombineName]!)) / Double(
 let openCombineSubscription = nanoseconds(median(perSubscription[openCombineName]!)) / Double(subscriptionCount)
 print("| OpenCombine / Signals (target ≥ 5) | \(format(openCombineValue / signalsValue, 2))x | \(format(openCombineSubscription / signalsSubscription, 2))x |")
 print("| Signals / floor (target ≤ 3) | \(format(signalsValue / floorValue, 2))x | \(format(signalsSubscription / floorSubscription, 2))x |")
+// flatMap with many live inners finishing together, at two sizes: the time per inner stays flat
+// when finishing is linear.
+let fewerInners = (0..<repetitions).map { _ in signalsFlatMapManyInners(manyInners) }
+let moreInners = (0..<repetitions).map { _ in signalsFlatMapManyInners(4 * manyInners) }
+let fewerMilliseconds = nanoseconds(median(fewerInners)) / 1e6
+let moreMilliseconds = nanoseconds(median(moreInners)) / 1e6
+print("")
+print("| flatMap, live inners finishing together | \(manyInners) inners | \(4 * manyInners) inners | time ratio (linear: 4) |")
+print("|---|---:|---:|---:|")
+print("| Signals | \(format(fewerMilliseconds)) ms | \(format(moreMilliseconds)) ms | \(format(moreMilliseconds / fewerMilliseconds, 2))x |")
 if malloc_counter_available() == 0 {
     print("(allocation counts need Linux with glibc; shown as 0 here)")
 }

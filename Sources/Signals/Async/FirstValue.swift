@@ -1,4 +1,4 @@
-/// The failure of ``Signal/firstValue()`` when the signal finishes without sending a value.
+/// The failure of ``Signal/firstValue(isolation:)`` when the signal finishes without sending a value.
 public struct NoValueError: Error, Equatable, Sendable, CustomStringConvertible {
     /// Creates the error.
     public init() {}

@@ -3,7 +3,7 @@ extension Signal {
     ///
     /// Each iteration subscribes once, at its first `next()`; a failure is thrown from the loop;
     /// `finished` ends it. Values that arrive while the loop body runs are buffered without bound
-    /// (see ``values(bufferingPolicy:)``). Cancelling the iterating task cancels the subscription
+    /// (see `values(bufferingPolicy:)`). Cancelling the iterating task cancels the subscription
     /// and makes the pending `next()` throw `CancellationError` at once; leaving the loop early
     /// (`break`, `return`, a thrown error) cancels it too.
     ///
@@ -16,7 +16,7 @@ extension Signal {
     }
 
     /// The signal's values as an `AsyncSequence`, buffered according to `bufferingPolicy` while
-    /// the loop body is busy. Otherwise identical to ``values``.
+    /// the loop body is busy. Otherwise identical to `values`.
     @_disfavoredOverload
     public func values(bufferingPolicy: SignalBufferingPolicy) -> ThrowingSignalValues<Output> {
         ThrowingSignalValues(eraseError(), bufferingPolicy: bufferingPolicy)
@@ -29,7 +29,7 @@ extension Signal where Failure == Never {
     ///
     /// Each iteration subscribes once, at its first `next()`; `finished` ends the loop. Values
     /// that arrive while the loop body runs are buffered without bound (see
-    /// ``values(bufferingPolicy:)``). Cancelling the iterating task cancels the subscription and
+    /// `values(bufferingPolicy:)`). Cancelling the iterating task cancels the subscription and
     /// ends the loop at once (`next()` returns `nil`, as `AsyncStream` does), since the sequence
     /// cannot throw `CancellationError`; check `Task.isCancelled` after the loop to tell the two
     /// endings apart. Leaving the loop early cancels the subscription too.
@@ -38,7 +38,7 @@ extension Signal where Failure == Never {
     }
 
     /// The values of a signal that cannot fail, buffered according to `bufferingPolicy` while
-    /// the loop body is busy. Otherwise identical to ``values``.
+    /// the loop body is busy. Otherwise identical to `values`.
     public func values(bufferingPolicy: SignalBufferingPolicy) -> SignalValues<Output> {
         SignalValues(self, bufferingPolicy: bufferingPolicy)
     }

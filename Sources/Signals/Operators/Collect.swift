@@ -36,7 +36,7 @@ extension Signal {
 @usableFromInline
 final class CollectBuffer<Output: Sendable>: Cancellable, @unchecked Sendable {
     @usableFromInline
-    let lock = SanitizedMutex()
+    let lock = Lock()
     @usableFromInline
     @exclusivity(unchecked) var values: [Output] = []
     @usableFromInline

@@ -25,23 +25,17 @@ struct CombineLatestRule<Left: Sendable, Right: Sendable>: PairingRule {
 
     init() {}
 
-    mutating func pair(afterLeft value: Left) -> (Left, Right)? {
-        left = value
-        return latestPair()
+    mutating func pair(afterLeft value: Left) -> (pair: (Left, Right)?, replaced: Left?) {
+        defer { left = value }
+        return (right.map { (value, $0) }, left)
     }
 
-    mutating func pair(afterRight value: Right) -> (Left, Right)? {
-        right = value
-        return latestPair()
+    mutating func pair(afterRight value: Right) -> (pair: (Left, Right)?, replaced: Right?) {
+        defer { right = value }
+        return (left.map { ($0, value) }, right)
     }
 
     func isExhausted(leftFinished: Bool, rightFinished: Bool) -> Bool {
         (leftFinished && rightFinished) || (leftFinished && left == nil) || (rightFinished && right == nil)
-    }
-
-    /// The latest value of each side, if both sides have one.
-    private func latestPair() -> (Left, Right)? {
-        guard let left, let right else { return nil }
-        return (left, right)
     }
 }

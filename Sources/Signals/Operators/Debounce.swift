@@ -15,8 +15,14 @@ extension Signal {
     /// - Parameters:
     ///   - interval: the quiet time a value must survive before it is sent.
     ///   - scheduler: where and when values and the terminal event are delivered.
+    public func debounce(for interval: Duration, scheduler: some Scheduler) -> Signal<Output, Failure> {
+        scheduled(through: Debouncer.self, interval: interval, scheduler: scheduler)
+    }
+
+    /// ``debounce(for:scheduler:)``, under its former label.
+    @available(*, deprecated, renamed: "debounce(for:scheduler:)")
     public func debounce(for interval: Duration, on scheduler: some Scheduler) -> Signal<Output, Failure> {
-        scheduled(through: Debouncer.self, interval: interval, on: scheduler)
+        debounce(for: interval, scheduler: scheduler)
     }
 }
 
@@ -24,7 +30,7 @@ extension Signal {
 ///
 /// Each timer carries a generation; only the timer of the latest value delivers it.
 ///
-/// Thread safety: all state is behind a `Mutex`; events go through an ``Outlet`` outside the lock.
+/// Thread safety: all state is behind a `Locked`; events go through an ``Outlet`` outside the lock.
 private final class Debouncer<Output: Sendable, Failure: Error>: ScheduledStage {
     private struct State {
         var generation: UInt64 = 0
@@ -33,18 +39,28 @@ private final class Debouncer<Output: Sendable, Failure: Error>: ScheduledStage 
         var ended = false
 
         /// Starts a new generation in which `value` (if any) waits, and the result has ended if
-        /// `ending`. Returns the new generation and the previous generation's timer, to cancel.
-        mutating func advance(waiting value: Output?, ending: Bool) -> (UInt64, (any Cancellable)?) {
+        /// `ending`. Returns the new generation and what the previous one held: its timer, to
+        /// cancel, and its value, to release after the lock.
+        mutating func advance(waiting value: Output?, ending: Bool) -> Generation {
             if ending { ended = true }
             generation += 1
-            pending = value
-            defer { timer = nil }
-            return (generation, timer)
+            defer {
+                timer = nil
+                pending = value
+            }
+            return Generation(number: generation, previousTimer: timer, replaced: pending)
         }
     }
 
+    /// A new generation, and what the previous one left to cancel and release.
+    private struct Generation {
+        let number: UInt64
+        let previousTimer: (any Cancellable)?
+        let replaced: Output?
+    }
+
     private let output: TimedOutlet<Output, Failure>
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     init(_ output: TimedOutlet<Output, Failure>) {
         self.output = output
@@ -53,14 +69,19 @@ private final class Debouncer<Output: Sendable, Failure: Error>: ScheduledStage 
     func receive(_ event: Event<Output, Failure>) {
         switch event {
         case .value(let value):
-            let armed = state.withLock { $0.ended ? nil : $0.advance(waiting: value, ending: false) }
-            guard let (generation, previous) = armed else { return }
-            previous?.cancel()
+            // The replaced value is released at the end of this scope, after the lock.
+            guard let armed = state.withLock({ $0.ended ? nil : $0.advance(waiting: value, ending: false) }) else {
+                return
+            }
+            let generation = armed.number
+            armed.previousTimer?.cancel()
             schedule(after: output.interval, generation: generation) { [weak self] in self?.fire(generation) }
         case .finished, .failed:
-            let armed = state.withLock { $0.ended ? nil : $0.advance(waiting: nil, ending: true) }
-            guard let (generation, previous) = armed else { return }
-            previous?.cancel()
+            guard let armed = state.withLock({ $0.ended ? nil : $0.advance(waiting: nil, ending: true) }) else {
+                return
+            }
+            let generation = armed.number
+            armed.previousTimer?.cancel()
             schedule(after: .zero, generation: generation) { [weak self] in
                 self?.complete(event, generation: generation)
             }
@@ -98,8 +119,9 @@ private final class Debouncer<Output: Sendable, Failure: Error>: ScheduledStage 
     }
 
     func cancel() {
-        let (_, timer) = state.withLock { $0.advance(waiting: nil, ending: true) }
-        timer?.cancel()
+        // The waiting value is released at the end of this scope, after the lock.
+        let ended = state.withLock { $0.advance(waiting: nil, ending: true) }
+        ended.previousTimer?.cancel()
         output.outlet.cancel()
     }
 }

@@ -15,8 +15,15 @@ extension Signal {
     ///   - interval: how long each event waits; zero or negative means "as soon as the scheduler
     ///     runs it".
     ///   - scheduler: where and when events are delivered (a ``TestScheduler`` in tests).
+    public func delay(for interval: Duration, scheduler: some Scheduler) -> Signal<Output, Failure> {
+        scheduled(through: Delayer.self, interval: interval, scheduler: scheduler)
+    }
+
+    /// Delivers every event `interval` later, on `scheduler`: ``delay(for:scheduler:)``, under
+    /// its former label.
+    @available(*, deprecated, renamed: "delay(for:scheduler:)")
     public func delay(for interval: Duration, on scheduler: some Scheduler) -> Signal<Output, Failure> {
-        scheduled(through: Delayer.self, interval: interval, on: scheduler)
+        delay(for: interval, scheduler: scheduler)
     }
 }
 
@@ -26,7 +33,7 @@ extension Signal {
 /// Each scheduled action delivers the *oldest* waiting event, so events come out in order even on
 /// a scheduler that may run actions out of order.
 ///
-/// Thread safety: all state is behind a `Mutex`; events are delivered through an ``Outlet``
+/// Thread safety: all state is behind a `Locked`; events are delivered through an ``Outlet``
 /// outside the lock.
 private final class Delayer<Output: Sendable, Failure: Error>: ScheduledStage {
     private struct State {
@@ -39,7 +46,7 @@ private final class Delayer<Output: Sendable, Failure: Error>: ScheduledStage {
     }
 
     private let output: TimedOutlet<Output, Failure>
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     init(_ output: TimedOutlet<Output, Failure>) {
         self.output = output
@@ -72,14 +79,18 @@ private final class Delayer<Output: Sendable, Failure: Error>: ScheduledStage {
     }
 
     func cancel() {
-        let scheduled = state.withLock { state -> [any Cancellable] in
+        // The waiting events are released after the lock: a value's `deinit` may send again.
+        let (scheduled, dropped) = state.withLock { state -> ([UInt64: any Cancellable], FIFOBuffer<Event<Output, Failure>>) in
             state.cancelled = true
-            state.queue.removeAll()
             state.ranEarly = []
-            defer { state.scheduled = [:] }
-            return Array(state.scheduled.values)
+            defer {
+                state.scheduled = [:]
+                state.queue = FIFOBuffer()
+            }
+            return (state.scheduled, state.queue)
         }
-        for action in scheduled { action.cancel() }
+        for action in scheduled.values { action.cancel() }
         output.outlet.cancel()
+        withExtendedLifetime(dropped) {}
     }
 }

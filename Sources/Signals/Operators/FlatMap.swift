@@ -59,7 +59,7 @@ extension Signal where Failure == Never {
 /// or cancelling cancels `scope`, which reaches everything at once. The accounting (active inners,
 /// waiting values) and the output serialisation share one lock.
 ///
-/// Thread safety: all mutable state is behind a `SanitizedMutex`; user code (the transform, inner
+/// Thread safety: all mutable state is behind a `Lock`; user code (the transform, inner
 /// signals, the downstream) runs outside it, and what the subscription drops at its end is
 /// released outside it too.
 ///
@@ -75,10 +75,9 @@ final class FlatMapState<Input: Sendable, Output: Sendable, Failure: Error>: Can
     @usableFromInline
     typealias TransformBox = SignalTransform<Input, Output, Failure>
 
-
     /// What a subscription drops at its end, to be released outside the lock.
     @usableFromInline
-    typealias Leftovers = (TransformBox?, ContiguousArray<Input>)
+    typealias Leftovers = (TransformBox?, FIFOBuffer<Input>)
 
     @usableFromInline
     struct State {
@@ -91,8 +90,7 @@ final class FlatMapState<Input: Sendable, Output: Sendable, Failure: Error>: Can
         @usableFromInline var active = 0
         /// A thread is running the subscription loop; others leave values in `waiting`.
         @usableFromInline var subscribing = false
-        @usableFromInline var waiting: ContiguousArray<Input> = []
-        @usableFromInline var waitingHead = 0
+        @usableFromInline var waiting = FIFOBuffer<Input>()
 
         @inlinable
         init(emitter: Emitter<Output, Failure>, transform: TransformBox) {
@@ -102,21 +100,11 @@ final class FlatMapState<Input: Sendable, Output: Sendable, Failure: Error>: Can
 
         /// Everything is done: no inner is running or waiting and the upstream finished.
         @inlinable
-        var isComplete: Bool { upstreamFinished && active == 0 && waitingHead == waiting.count }
+        var isComplete: Bool { upstreamFinished && active == 0 && waiting.isEmpty }
 
         @inlinable
         mutating func popWaiting() -> Input? {
-            guard waitingHead < waiting.count else { return nil }
-            let value = waiting[waitingHead]
-            waitingHead += 1
-            if waitingHead == waiting.count {
-                waiting.removeAll(keepingCapacity: waiting.count <= 16)
-                waitingHead = 0
-            } else if waitingHead >= 64 && waitingHead * 2 >= waiting.count {
-                waiting.removeFirst(waitingHead)
-                waitingHead = 0
-            }
-            return value
+            waiting.popFirst()
         }
 
         /// Accepts the terminal `event` (if nothing ended the subscription yet) and drops what the
@@ -126,8 +114,7 @@ final class FlatMapState<Input: Sendable, Output: Sendable, Failure: Error>: Can
             let target = emitter.accept(event)
             defer {
                 transform = nil
-                waiting = []
-                waitingHead = 0
+                waiting = FIFOBuffer()
             }
             return (target, (transform, waiting))
         }
@@ -146,7 +133,7 @@ final class FlatMapState<Input: Sendable, Output: Sendable, Failure: Error>: Can
     @usableFromInline let scope = CancellationToken()
     @usableFromInline let limit: Int
     /// Guards `unsafeState`; see ``withState(_:)``.
-    @usableFromInline let lock = SanitizedMutex()
+    @usableFromInline let lock = Lock()
     /// Only touched inside ``withState(_:)``.
     @usableFromInline @exclusivity(unchecked) var unsafeState: State
 
@@ -282,8 +269,7 @@ final class FlatMapState<Input: Sendable, Output: Sendable, Failure: Error>: Can
         let released = withState { state in
             defer {
                 state.transform = nil
-                state.waiting = []
-                state.waitingHead = 0
+                state.waiting = FIFOBuffer()
             }
             return (state.emitter.close(), state.transform, state.waiting)
         }

@@ -47,7 +47,7 @@ extension Signal where Failure == Never {
 /// Each inner signal gets its own token and a generation number; events from an inner whose
 /// generation is not the current one are dropped under the lock that also serialises the output.
 ///
-/// Thread safety: all mutable state is behind a `Mutex`; user code runs outside it.
+/// Thread safety: all mutable state is behind a `Locked`; user code runs outside it.
 ///
 /// `@inlinable` throughout so that it is specialised for the caller's concrete types (see
 /// `FlatMapState`).
@@ -58,7 +58,6 @@ final class FlatMapLatestState<Input: Sendable, Output: Sendable, Failure: Error
 
     @usableFromInline
     typealias TransformBox = SignalTransform<Input, Output, Failure>
-
 
     @usableFromInline
     struct State {
@@ -102,11 +101,11 @@ final class FlatMapLatestState<Input: Sendable, Output: Sendable, Failure: Error
     /// returns at once.
     @usableFromInline let ended = Atomic<Bool>(false)
     @usableFromInline let upstream = CancellationToken()
-    @usableFromInline let state: Mutex<State>
+    @usableFromInline let state: Locked<State>
 
     @inlinable
     init(downstream: Observer<Output, Failure>, transform: @escaping Transform) {
-        state = Mutex(State(emitter: Emitter(downstream), transform: TransformBox(call: transform)))
+        state = Locked(State(emitter: Emitter(downstream), transform: TransformBox(call: transform)))
     }
 
     @inlinable

@@ -47,7 +47,7 @@ extension Signal {
 @usableFromInline
 final class CancelWatch: Cancellable, @unchecked Sendable {
     @usableFromInline
-    let lock = SanitizedMutex()
+    let lock = Lock()
     @usableFromInline
     @exclusivity(unchecked) var action: (@Sendable () -> Void)?
 

@@ -17,31 +17,12 @@ extension Signal {
             body(Observer { event in receiver.receive(event) }, token)
         })
     }
-
-    /// Subscribes to the upstream on `scheduler`, so the upstream's work starts there.
-    ///
-    /// Events are delivered wherever the upstream sends them (combine with
-    /// ``receive(on:)`` to move them). Cancelling before the scheduler runs cancels the pending
-    /// subscription: the upstream is never subscribed. Cancelling afterwards cancels the upstream
-    /// at once, on the cancelling thread.
-    public func subscribe(on scheduler: some Scheduler) -> Signal<Output, Failure> {
-        let body = self.body
-        return Signal(unchecked: { observer, token in
-            let upstream = token.makeChild()
-            guard !upstream.isCancelled else { return }
-            let pending = scheduler.schedule(after: .zero) {
-                guard !upstream.isCancelled else { return }
-                body(observer, upstream)
-            }
-            upstream.add(pending)
-        })
-    }
 }
 
 /// The state of one `receive(on:)` subscription: the queued events and whether a delivery is
 /// scheduled.
 ///
-/// Thread safety: all state is behind a `Mutex`; events go through an ``Outlet`` outside the lock.
+/// Thread safety: all state is behind a `Locked`; events go through an ``Outlet`` outside the lock.
 private final class Receiver<Output: Sendable, Failure: Error>: Cancellable {
     private struct State {
         var queue = FIFOBuffer<Event<Output, Failure>>()
@@ -54,7 +35,7 @@ private final class Receiver<Output: Sendable, Failure: Error>: Cancellable {
 
     private let outlet: Outlet<Output, Failure>
     private let scheduler: any Scheduler
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     init(_ outlet: Outlet<Output, Failure>, scheduler: any Scheduler) {
         self.outlet = outlet
@@ -97,13 +78,17 @@ private final class Receiver<Output: Sendable, Failure: Error>: Cancellable {
     }
 
     func cancel() {
-        let delivery = state.withLock { state -> (any Cancellable)? in
+        // The queued events are released after the lock: a value's `deinit` may send again.
+        let (delivery, dropped) = state.withLock { state -> ((any Cancellable)?, FIFOBuffer<Event<Output, Failure>>) in
             state.cancelled = true
-            state.queue.removeAll()
-            defer { state.delivery = nil }
-            return state.delivery
+            defer {
+                state.delivery = nil
+                state.queue = FIFOBuffer()
+            }
+            return (state.delivery, state.queue)
         }
         delivery?.cancel()
         outlet.cancel()
+        withExtendedLifetime(dropped) {}
     }
 }

@@ -67,7 +67,7 @@ final class Retrier<Output: Sendable, Failure: Error>: Cancellable, @unchecked S
     @usableFromInline
     let over = Atomic<Bool>(false)
     @usableFromInline
-    let lock = SanitizedMutex()
+    let lock = Lock()
     @usableFromInline
     @exclusivity(unchecked) var remaining: Int
     @usableFromInline

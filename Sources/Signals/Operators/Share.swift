@@ -34,15 +34,40 @@ extension Signal {
 /// The state behind one `share()` signal: the current shared upstream subscription, if any, and
 /// how many subscribers it has.
 ///
-/// Thread safety: the connection and the count are behind a `Mutex`; subscribing and delivering
+/// Thread safety: the connection and the count are behind a `Locked`; subscribing and delivering
 /// run outside it (delivery is serialised by the connection's subject core).
 final class ShareState<Output: Sendable, Failure: Error>: Sendable {
     typealias Body = Signal<Output, Failure>.Body
 
     /// One run of the upstream, and the subscribers that share it.
+    ///
+    /// Each subscriber's token holds the connection (through a ``ShareRelease``) for as long as
+    /// the subscriber keeps its token, so the connection lets go of the share (and with it the
+    /// upstream's closures) as soon as it ends: a finished chain releases what it captured even
+    /// while its tokens live.
     final class Connection: Sendable {
         let core = SubjectCore<Output, Failure>()
         let token = CancellationToken()
+        /// The share this connection belongs to, until the connection ends.
+        let share: Locked<ShareState?>
+
+        init(share: ShareState) {
+            self.share = Locked(share)
+        }
+
+        /// Forgets the share (after the connection ended); returns it, to be released after the
+        /// lock.
+        func end() -> ShareState? {
+            share.withLock { share in
+                defer { share = nil }
+                return share
+            }
+        }
+
+        /// One subscriber left: tells the share, unless the connection already ended.
+        func release() {
+            share.withLock { $0 }?.release(self)
+        }
     }
 
     private struct State {
@@ -51,7 +76,7 @@ final class ShareState<Output: Sendable, Failure: Error>: Sendable {
     }
 
     private let upstream: Body
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     init(upstream: @escaping Body) {
         self.upstream = upstream
@@ -64,14 +89,14 @@ final class ShareState<Output: Sendable, Failure: Error>: Sendable {
                 state.subscribers += 1
                 return (connection, false)
             }
-            let connection = Connection()
+            let connection = Connection(share: self)
             state.connection = connection
             state.subscribers = 1
             return (connection, true)
         }
         connection.core.attach(observer, in: token)
         // If the token was cancelled meanwhile, `add` runs the release at once.
-        guard token.add(ShareRelease(share: self, connection: connection)) else { return }
+        guard token.add(ShareRelease(connection)) else { return }
         if isNew { connect(connection) }
     }
 
@@ -83,6 +108,7 @@ final class ShareState<Output: Sendable, Failure: Error>: Sendable {
                 forget(connection)
                 connection.core.send(event)
                 connection.token.cancel()
+                _ = connection.end()
             } else {
                 connection.core.send(event)
             }
@@ -106,7 +132,9 @@ final class ShareState<Output: Sendable, Failure: Error>: Sendable {
             state.connection = nil
             return true
         }
-        if last { connection.token.cancel() }
+        guard last else { return }
+        connection.token.cancel()
+        _ = connection.end()
     }
 }
 
@@ -114,17 +142,15 @@ final class ShareState<Output: Sendable, Failure: Error>: Sendable {
 ///
 /// Thread safety: immutable apart from an atomic flag.
 final class ShareRelease<Output: Sendable, Failure: Error>: Cancellable {
-    private let share: ShareState<Output, Failure>
     private let connection: ShareState<Output, Failure>.Connection
     private let released = Atomic<Bool>(false)
 
-    init(share: ShareState<Output, Failure>, connection: ShareState<Output, Failure>.Connection) {
-        self.share = share
+    init(_ connection: ShareState<Output, Failure>.Connection) {
         self.connection = connection
     }
 
     func cancel() {
         guard !released.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        share.release(connection)
+        connection.release()
     }
 }

@@ -19,7 +19,7 @@ extension Signal {
     ///   - latest: `true` to send the most recent value of each window, `false` for the first.
     public func throttle(
         for interval: Duration,
-        on scheduler: some Scheduler,
+        scheduler: some Scheduler,
         latest: Bool
     ) -> Signal<Output, Failure> {
         let body = self.body
@@ -30,12 +30,18 @@ extension Signal {
             body(Observer { event in throttler.receive(event) }, token)
         })
     }
+
+    /// ``throttle(for:scheduler:latest:)``, under its former label.
+    @available(*, deprecated, renamed: "throttle(for:scheduler:latest:)")
+    public func throttle(for interval: Duration, on scheduler: some Scheduler, latest: Bool) -> Signal<Output, Failure> {
+        throttle(for: interval, scheduler: scheduler, latest: latest)
+    }
 }
 
 /// The state of one `throttle` subscription: the value (and terminal event) waiting to be sent,
 /// the time the last value was sent, and the scheduled emission.
 ///
-/// Thread safety: all state is behind a `Mutex`; events go through an ``Outlet`` outside the lock.
+/// Thread safety: all state is behind a `Locked`; events go through an ``Outlet`` outside the lock.
 private final class Throttler<Output: Sendable, Failure: Error>: Cancellable {
     private struct State {
         var pendingValue: Output?
@@ -52,7 +58,7 @@ private final class Throttler<Output: Sendable, Failure: Error>: Cancellable {
     private let interval: Duration
     private let scheduler: any Scheduler
     private let latest: Bool
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     init(_ outlet: Outlet<Output, Failure>, interval: Duration, scheduler: any Scheduler, latest: Bool) {
         self.outlet = outlet
@@ -63,11 +69,17 @@ private final class Throttler<Output: Sendable, Failure: Error>: Cancellable {
 
     func receive(_ event: Event<Output, Failure>) {
         let now = scheduler.now
+        // A value `latest` replaces is released after the lock: its `deinit` may send again.
+        var replaced: Output?
+        defer { withExtendedLifetime(replaced) {} }
         let delay = state.withLock { state -> Duration? in
             guard !state.cancelled, !state.upstreamEnded else { return nil }
             if case .value(let value) = event {
                 if state.isScheduled {
-                    if latest { state.pendingValue = value }
+                    if latest {
+                        replaced = state.pendingValue
+                        state.pendingValue = value
+                    }
                     return nil
                 }
                 state.pendingValue = value
@@ -109,14 +121,18 @@ private final class Throttler<Output: Sendable, Failure: Error>: Cancellable {
     }
 
     func cancel() {
-        let emission = state.withLock { state -> (any Cancellable)? in
+        // What waited is released after the lock: a value's `deinit` may send again.
+        let (emission, dropped) = state.withLock { state -> ((any Cancellable)?, (Output?, Event<Output, Failure>?)) in
             state.cancelled = true
-            state.pendingValue = nil
-            state.pendingCompletion = nil
-            defer { state.emission = nil }
-            return state.emission
+            defer {
+                state.emission = nil
+                state.pendingValue = nil
+                state.pendingCompletion = nil
+            }
+            return (state.emission, (state.pendingValue, state.pendingCompletion))
         }
         emission?.cancel()
         outlet.cancel()
+        withExtendedLifetime(dropped) {}
     }
 }

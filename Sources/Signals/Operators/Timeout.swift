@@ -1,6 +1,6 @@
 import Synchronization
 
-/// The failure of ``Signal/timeout(_:on:)`` on a signal whose failure type is `any Error`: the
+/// The failure of ``Signal/timeout(_:scheduler:)`` on a signal whose failure type is `any Error`: the
 /// upstream sent no event within `interval`.
 public struct TimeoutError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The interval that elapsed without an event.
@@ -36,7 +36,7 @@ extension Signal {
     ///   - customError: builds the failure sent on timeout; `nil` finishes instead.
     public func timeout(
         _ interval: Duration,
-        on scheduler: some Scheduler,
+        scheduler: some Scheduler,
         customError: (@Sendable () -> Failure)? = nil
     ) -> Signal<Output, Failure> {
         let body = self.body
@@ -51,6 +51,16 @@ extension Signal {
             body(Observer { event in timer.receive(event) }, upstream)
         })
     }
+
+    /// ``timeout(_:scheduler:customError:)``, under its former label.
+    @available(*, deprecated, renamed: "timeout(_:scheduler:customError:)")
+    public func timeout(
+        _ interval: Duration,
+        on scheduler: some Scheduler,
+        customError: (@Sendable () -> Failure)? = nil
+    ) -> Signal<Output, Failure> {
+        timeout(interval, scheduler: scheduler, customError: customError)
+    }
 }
 
 extension Signal where Failure == any Error {
@@ -59,10 +69,16 @@ extension Signal where Failure == any Error {
     ///
     /// The clock starts when the subscription starts and restarts on every value. When it runs
     /// out, the upstream is cancelled and the signal fails with `TimeoutError(interval:)`. See
-    /// ``Signal/timeout(_:on:customError:)`` for delivery and cancellation; pass
+    /// ``Signal/timeout(_:scheduler:customError:)`` for delivery and cancellation; pass
     /// `customError: nil` there to finish instead of failing.
+    public func timeout(_ interval: Duration, scheduler: some Scheduler) -> Signal<Output, any Error> {
+        timeout(interval, scheduler: scheduler, customError: { TimeoutError(interval: interval) })
+    }
+
+    /// ``timeout(_:scheduler:)``, under its former label.
+    @available(*, deprecated, renamed: "timeout(_:scheduler:)")
     public func timeout(_ interval: Duration, on scheduler: some Scheduler) -> Signal<Output, any Error> {
-        timeout(interval, on: scheduler, customError: { TimeoutError(interval: interval) })
+        timeout(interval, scheduler: scheduler)
     }
 }
 
@@ -71,7 +87,7 @@ extension Signal where Failure == any Error {
 /// Each timer carries a generation; a timer whose generation is no longer current (a value arrived
 /// meanwhile) does nothing when it fires.
 ///
-/// Thread safety: all state is behind a `Mutex`; events go through an ``Outlet`` outside the lock.
+/// Thread safety: all state is behind a `Locked`; events go through an ``Outlet`` outside the lock.
 private final class Timeouter<Output: Sendable, Failure: Error>: Cancellable {
     private struct State {
         var generation: UInt64 = 0
@@ -84,7 +100,7 @@ private final class Timeouter<Output: Sendable, Failure: Error>: Cancellable {
     private let interval: Duration
     private let scheduler: any Scheduler
     private let customError: (@Sendable () -> Failure)?
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     init(
         _ outlet: Outlet<Output, Failure>,

@@ -23,14 +23,14 @@ struct ZipRule<Left: Sendable, Right: Sendable>: PairingRule {
 
     init() {}
 
-    mutating func pair(afterLeft value: Left) -> (Left, Right)? {
+    mutating func pair(afterLeft value: Left) -> (pair: (Left, Right)?, replaced: Left?) {
         left.append(value)
-        return nextPair()
+        return (nextPair(), nil)
     }
 
-    mutating func pair(afterRight value: Right) -> (Left, Right)? {
+    mutating func pair(afterRight value: Right) -> (pair: (Left, Right)?, replaced: Right?) {
         right.append(value)
-        return nextPair()
+        return (nextPair(), nil)
     }
 
     func isExhausted(leftFinished: Bool, rightFinished: Bool) -> Bool {

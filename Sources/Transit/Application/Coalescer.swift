@@ -25,7 +25,7 @@ final class Coalescer: Sendable {
         var nextID: UInt64 = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// Whether `request` may be coalesced (a GET or HEAD without a body file).
     static func key(for request: URLRequest) -> String? {

@@ -22,7 +22,7 @@ public final class Cooldowns: Sendable {
     /// How requests are grouped.
     public let key: RequestKey
     let scheduler: any Scheduler
-    private let entries = Mutex<[String: Entry]>([:])
+    private let entries = Locked<[String: Entry]>([:])
 
     struct Entry {
         /// When new requests may go again, on the scheduler's clock.

@@ -12,7 +12,7 @@ import Signals
 /// Since requests usually end long before their deadline, that is about one wait per deadline
 /// period, whatever the request rate.
 ///
-/// Thread safety: the table is behind a `Mutex`; the scheduler and the expiry actions are called
+/// Thread safety: the table is behind a `Locked`; the scheduler and the expiry actions are called
 /// outside it (an expiry action may add or remove deadlines).
 final class Deadlines: Sendable {
     private struct Entry {
@@ -29,7 +29,7 @@ final class Deadlines: Sendable {
 
     /// Where the deadlines are timed.
     let scheduler: any Scheduler
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     init(scheduler: any Scheduler) {
         self.scheduler = scheduler

@@ -61,7 +61,7 @@ final class DownloadWriter: Sendable {
     let destination: URL
     let temporary: URL
     private let maxBytes: Int?
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     init(destination: URL, maxBytes: Int?) {
         self.destination = destination

@@ -297,7 +297,7 @@ extension Signal where Output == HTTPResponsePart, Failure == any Error {
         let parts = self
         return Signal { observer in
             let scope = CancellationToken()
-            let received = Mutex(0)
+            let received = Locked(0)
             parts.observe(Observer { event in
                 switch event {
                 case .value(.head(let head)) where head.expectedContentLength > maxBytes:

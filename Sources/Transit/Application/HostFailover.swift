@@ -42,7 +42,7 @@ public final class HostFailover: Sendable {
     public let quarantine: Duration
     private let scheduler: any Scheduler
     private let onEvent: (@Sendable (Event) -> Void)?
-    private let badUntil = Mutex<[String: Duration]>([:])
+    private let badUntil = Locked<[String: Duration]>([:])
 
     /// Creates a failover group.
     ///
@@ -154,7 +154,7 @@ enum FailoverExchange {
         let rest = plan.dropFirst()
         let hop = scope.makeChild()
         let method = request.urlRequest.httpMethod ?? "GET"
-        let answered = Mutex(false)
+        let answered = Locked(false)
         exchange(HostFailover.request(request, at: origin)).observe(Observer { event in
             if case .failed(let error) = event, !answered.withLock({ $0 }),
                let urlError = (error as? TransportError)?.urlError ?? (error as? URLError),

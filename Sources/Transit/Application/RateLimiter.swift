@@ -21,8 +21,8 @@ public final class RateLimiter: Sendable {
     /// How requests are grouped.
     public let key: RequestKey
     private let scheduler: any Scheduler
-    private let buckets = Mutex<[String: Bucket]>([:])
-    private let nextWaiter = Mutex<UInt64>(0)
+    private let buckets = Locked<[String: Bucket]>([:])
+    private let nextWaiter = Locked<UInt64>(0)
 
     private struct Waiter {
         let id: UInt64

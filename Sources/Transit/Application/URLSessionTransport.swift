@@ -40,9 +40,9 @@ import Signals
 /// (`invalidateAndCancel()`) in `deinit`, so releasing the transport releases the session and
 /// its delegate too — nothing leaks. A subscription in flight keeps its transport alive until it
 /// ends, so a request is never cut off because the last reference to the transport went away
-/// (a signal returned by ``send(_:)`` keeps the transport alive as well).
+/// (a signal returned by ``exchange(_:)`` keeps the transport alive as well).
 ///
-/// Thread safety: all task state is behind a `Mutex`; `send` may be called from any thread and
+/// Thread safety: all task state is behind a `Locked`; `send` may be called from any thread and
 /// events arrive on the session's delegate queue.
 public final class URLSessionTransport: HTTPTransport {
     /// Sees the bytes of every transfer of one transport: for metrics, progress or data-usage
@@ -69,7 +69,7 @@ public final class URLSessionTransport: HTTPTransport {
             case cancelled
         }
 
-        /// The request, as given to ``URLSessionTransport/send(_:)``.
+        /// The request, as given to ``URLSessionTransport/exchange(_:)``.
         public let request: URLRequest
         /// The response head, if one arrived before the transfer ended.
         public let response: URLResponse?
@@ -143,7 +143,7 @@ public final class URLSessionTransport: HTTPTransport {
 
 /// The session delegate: per-task state keyed by task identifier.
 ///
-/// Thread safety: state is behind a `Mutex`; observers are called outside it.
+/// Thread safety: state is behind a `Locked`; observers are called outside it.
 private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
     struct TaskState: Sendable {
         let request: URLRequest
@@ -171,7 +171,7 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable 
         }
     }
 
-    private let tasks = Mutex<[Int: TaskState]>([:])
+    private let tasks = Locked<[Int: TaskState]>([:])
     private let observer: (any URLSessionTransport.TransferObserver)?
 
     init(observer: (any URLSessionTransport.TransferObserver)?) {

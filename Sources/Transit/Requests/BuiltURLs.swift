@@ -13,7 +13,7 @@ import Signals
 /// endpoints with ever-changing paths (`posts/1`, `posts/2`, …) cost a build each, as without the
 /// table, and never more memory than that.
 ///
-/// Thread safety: the table is behind a `Mutex`; building runs outside it.
+/// Thread safety: the table is behind a `Locked`; building runs outside it.
 enum BuiltURLs {
     /// The most pairs kept.
     static let capacity = 256
@@ -31,7 +31,7 @@ enum BuiltURLs {
         }
     }
 
-    private static let table = Mutex<[Key: URL]>([:])
+    private static let table = Locked<[Key: URL]>([:])
 
     /// `URLBuilder.url(base:endpoint:)`, from the table when the pair was built before.
     static func url(base: String, endpoint: String) throws -> URL {

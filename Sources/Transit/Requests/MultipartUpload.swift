@@ -82,7 +82,7 @@ extension HTTPClient {
 /// never outlives the request.
 final class TemporaryBodyFile: Sendable {
     let url: URL
-    private let removed = Mutex(false)
+    private let removed = Locked(false)
 
     init(in directory: URL) {
         url = directory.appendingPathComponent("transit-body-\(UUID().uuidString).multipart")

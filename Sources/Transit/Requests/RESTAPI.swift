@@ -121,7 +121,7 @@ extension RESTAPI {
     ///
     /// The value is encoded inside the subscription, on every attempt, before `modifier` runs (so
     /// the modifier may replace the body or the content type). An encoding error fails the
-    /// signal and nothing is sent. Otherwise as ``request(method:endpoint:body:modifier:)``.
+    /// signal and nothing is sent. Otherwise as ``request(method:endpoint:body:options:modifier:)``.
     public func request(
         method: HTTPMethod,
         endpoint: String,
@@ -135,7 +135,7 @@ extension RESTAPI {
         }, through: { $0.send($1, options: options) })
     }
 
-    /// A GET request. See ``request(method:endpoint:body:modifier:)``.
+    /// A GET request. See ``request(method:endpoint:body:options:modifier:)``.
     public func get(
         endpoint: String,
         options: RequestOptions = RequestOptions(),
@@ -144,7 +144,7 @@ extension RESTAPI {
         request(method: .get, endpoint: endpoint, options: options, modifier: modifier)
     }
 
-    /// A HEAD request. See ``request(method:endpoint:body:modifier:)``.
+    /// A HEAD request. See ``request(method:endpoint:body:options:modifier:)``.
     public func head(
         endpoint: String,
         options: RequestOptions = RequestOptions(),
@@ -153,7 +153,7 @@ extension RESTAPI {
         request(method: .head, endpoint: endpoint, options: options, modifier: modifier)
     }
 
-    /// A DELETE request. See ``request(method:endpoint:body:modifier:)``.
+    /// A DELETE request. See ``request(method:endpoint:body:options:modifier:)``.
     public func delete(
         endpoint: String,
         body: Data? = nil,
@@ -163,7 +163,7 @@ extension RESTAPI {
         request(method: .delete, endpoint: endpoint, body: body, options: options, modifier: modifier)
     }
 
-    /// A POST request. See ``request(method:endpoint:body:modifier:)``.
+    /// A POST request. See ``request(method:endpoint:body:options:modifier:)``.
     public func post(
         endpoint: String,
         body: Data? = nil,
@@ -174,7 +174,7 @@ extension RESTAPI {
     }
 
     /// A POST request whose body is `json` encoded as JSON. See
-    /// ``request(method:endpoint:json:encoder:modifier:)``.
+    /// ``request(method:endpoint:json:encoder:options:modifier:)``.
     public func post(
         endpoint: String,
         json: some Encodable & Sendable,
@@ -185,7 +185,7 @@ extension RESTAPI {
         request(method: .post, endpoint: endpoint, json: json, encoder: encoder, options: options, modifier: modifier)
     }
 
-    /// A PUT request. See ``request(method:endpoint:body:modifier:)``.
+    /// A PUT request. See ``request(method:endpoint:body:options:modifier:)``.
     public func put(
         endpoint: String,
         body: Data? = nil,
@@ -196,7 +196,7 @@ extension RESTAPI {
     }
 
     /// A PUT request whose body is `json` encoded as JSON. See
-    /// ``request(method:endpoint:json:encoder:modifier:)``.
+    /// ``request(method:endpoint:json:encoder:options:modifier:)``.
     public func put(
         endpoint: String,
         json: some Encodable & Sendable,
@@ -207,7 +207,7 @@ extension RESTAPI {
         request(method: .put, endpoint: endpoint, json: json, encoder: encoder, options: options, modifier: modifier)
     }
 
-    /// A PATCH request. See ``request(method:endpoint:body:modifier:)``.
+    /// A PATCH request. See ``request(method:endpoint:body:options:modifier:)``.
     public func patch(
         endpoint: String,
         body: Data? = nil,
@@ -218,7 +218,7 @@ extension RESTAPI {
     }
 
     /// A PATCH request whose body is `json` encoded as JSON. See
-    /// ``request(method:endpoint:json:encoder:modifier:)``.
+    /// ``request(method:endpoint:json:encoder:options:modifier:)``.
     public func patch(
         endpoint: String,
         json: some Encodable & Sendable,

@@ -27,7 +27,7 @@ public final class RetryBudget: Sendable {
     public let window: Duration
     private let scheduler: any Scheduler
     private let slices = 10
-    private let counts: Mutex<Counts>
+    private let counts: Locked<Counts>
 
     private struct Counts {
         /// Per time slice of the window: requests and retries, and which slice (by number) it
@@ -54,7 +54,7 @@ public final class RetryBudget: Sendable {
         self.minRetriesPerSecond = minRetriesPerSecond.isFinite ? max(0, minRetriesPerSecond) : 0
         self.window = window > .zero ? window : .seconds(10)
         self.scheduler = scheduler
-        counts = Mutex(Counts(requests: Array(repeating: 0, count: slices), retries: Array(repeating: 0, count: slices),
+        counts = Locked(Counts(requests: Array(repeating: 0, count: slices), retries: Array(repeating: 0, count: slices),
                               sliceNumbers: Array(repeating: -1, count: slices)))
     }
 

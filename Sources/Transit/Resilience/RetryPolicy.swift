@@ -6,7 +6,7 @@ import FoundationNetworking
 /// When and how long to wait before sending a failed request again: jittered exponential
 /// back-off, transient failures only, idempotent methods only unless the caller opts in.
 ///
-/// Used by ``Signals/Signal/retry(_:method:scheduler:)``.
+/// Used by `Signal.retry(_:method:scheduler:)`.
 ///
 /// **Back-off.** Before retry number `n` (1 for the first retry) the ceiling is
 /// `min(maxDelay, baseDelay × multiplier^(n−1))`, and the wait, with `r = random()` in `0..<1`:

@@ -83,7 +83,7 @@ private final class PolicyRetrier<Output: Sendable>: Sendable {
     private let policy: RetryPolicy
     private let method: HTTPMethod?
     private let scheduler: any Scheduler
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     init(
         upstream: Signal<Output, any Error>,
@@ -96,7 +96,7 @@ private final class PolicyRetrier<Output: Sendable>: Sendable {
         self.policy = policy
         self.method = method
         self.scheduler = scheduler
-        state = Mutex(State(downstream: downstream))
+        state = Locked(State(downstream: downstream))
     }
 
     /// Subscribes the first attempt.

@@ -4,7 +4,7 @@ import FoundationNetworking
 #endif
 
 /// A response whose status code is 400 or above, turned into an error by
-/// ``Signals/Signal/catchHTTPErrors()``.
+/// `Signal.catchHTTPErrors()`.
 ///
 /// ``HTTPClientError`` (4xx) and ``HTTPServerError`` (5xx) conform. The error keeps the response,
 /// so the caller can read the headers and the body the server sent with it.

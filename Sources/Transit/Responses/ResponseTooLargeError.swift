@@ -5,7 +5,7 @@ import Foundation
 /// Thrown (before the body is read) when the response's `Content-Length` exceeds the limit, or as
 /// soon as the received bytes do; the transfer is cancelled at once. Raise the limit for one
 /// request with ``RequestOptions/maxResponseBytes``, for every request with
-/// ``HTTPClient/init(transport:defaultHeaders:userAgent:monitors:maxResponseBytes:deadline:redirectPolicy:sensitiveHeaders:scheduler:)``,
+/// `HTTPClient.init(maxResponseBytes:)`,
 /// or stream the body instead of buffering it (``HTTPClient/stream(_:bodyFile:options:)``,
 /// ``HTTPClient/download(_:to:options:)``).
 public struct ResponseTooLargeError: Error, Hashable, Sendable, CustomStringConvertible, LocalizedError {

@@ -58,7 +58,7 @@ public struct AuthToken: Sendable, Hashable, Codable {
 /// - **The store owns the refresh.** A waiter that is cancelled just stops waiting; the refresh
 ///   goes on for the others, and its result is stored even if every waiter went away.
 ///
-/// Thread safety: all state is behind one `Mutex`; the refresh closure, the refresh signal and
+/// Thread safety: all state is behind one `Locked`; the refresh closure, the refresh signal and
 /// every observer run outside it. Any method may be called from any thread.
 public final class TokenStore: Sendable {
     /// Builds the signal that renews `current`. Its first value becomes the current token; a
@@ -158,7 +158,7 @@ public final class TokenStore: Sendable {
         var nextFlightID: UInt64 = 0
     }
 
-    private let state: Mutex<State>
+    private let state: Locked<State>
     private let refresh: Refresh
     let credentialScope: CredentialScope?
     /// The deadline of a refresh and how many may start in a window.
@@ -178,7 +178,7 @@ public final class TokenStore: Sendable {
         limits: RefreshLimits = RefreshLimits(),
         refresh: @escaping Refresh
     ) {
-        state = Mutex(State(current: token))
+        state = Locked(State(current: token))
         self.refresh = refresh
         self.onEvent = onEvent
         self.limits = limits
@@ -200,7 +200,7 @@ public final class TokenStore: Sendable {
         limits: RefreshLimits = RefreshLimits(),
         refresh: @escaping Refresh
     ) {
-        state = Mutex(State(current: token))
+        state = Locked(State(current: token))
         self.refresh = refresh
         self.onEvent = onEvent
         self.limits = limits

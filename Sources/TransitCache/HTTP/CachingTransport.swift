@@ -99,7 +99,7 @@ public struct CachingTransport: HTTPTransport {
 
 /// One request through the cache: look up, then serve, revalidate or forward and store.
 ///
-/// Thread safety: the mutable state is behind a `Mutex`; events from the base transport arrive
+/// Thread safety: the mutable state is behind a `Locked`; events from the base transport arrive
 /// serialised (one subscription), and the lookup runs once, on the cache's queue, before the
 /// base transport is subscribed.
 final class CacheExchange: Sendable {
@@ -126,7 +126,7 @@ final class CacheExchange: Sendable {
     private let observer: Observer<HTTPResponsePart, any Error>
     private let requestControl: CacheControl
     private let key: String
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// Chunk size for serving stored bodies.
     static let servingChunkSize = 256 * 1024

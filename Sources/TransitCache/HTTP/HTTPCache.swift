@@ -39,7 +39,7 @@ public final class HTTPCache: Sendable {
     public let records: DiskCache
     /// The heuristics in effect.
     public let configuration: Configuration
-    private let offline = Mutex(false)
+    private let offline = Locked(false)
     private let eventSubject = PassthroughSubject<HTTPCacheEvent, Never>()
 
     /// Creates an HTTP cache that stores its responses in `records`.

@@ -18,7 +18,7 @@ final class FolderLock: Sendable {
     private let file: SystemFile?
     /// Guards the number of times the lock was taken. Not `Void`: a zero-sized value would share
     /// its address with the lock itself, which the thread sanitizer then reports as a race.
-    private let mutex = Mutex<UInt64>(0)
+    private let mutex = Locked<UInt64>(0)
 
     init(path: String) {
         if let file = try? SystemFile(path: path, flags: O_RDWR | O_CREAT, mode: 0o644) {

@@ -4,7 +4,7 @@ import Signals
 /// garbage collection. The next run is scheduled after the current one returns, so runs never
 /// overlap.
 ///
-/// Thread safety: the pending run and the cancelled flag are behind a `Mutex`.
+/// Thread safety: the pending run and the cancelled flag are behind a `Locked`.
 final class RepeatingAction: Cancellable {
     private struct State {
         var pending: (any Cancellable)?
@@ -14,7 +14,7 @@ final class RepeatingAction: Cancellable {
     private let interval: Duration
     private let scheduler: any Scheduler
     private let action: @Sendable () -> Void
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     init(interval: Duration, scheduler: any Scheduler, action: @escaping @Sendable () -> Void) {
         self.interval = max(interval, .milliseconds(1))

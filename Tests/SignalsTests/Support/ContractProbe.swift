@@ -3,7 +3,7 @@ import Foundation
 import Signals
 
 /// A value behind the package's sanitizer-visible lock.
-typealias SanitizedBox<Value> = Mutex<Value>
+typealias SanitizedBox<Value> = Locked<Value>
 
 /// A hostile producer for contract tests: it hands every subscription's observer to the test, so
 /// the test can keep sending after a terminal event or a cancellation, from any thread, and it
@@ -53,13 +53,17 @@ final class ContractProbe<Output: Sendable, Failure: Error>: Sendable {
     }
 
     /// Sends `terminal` to the newest subscription until no new subscription appears (a `retry` or
-    /// a `catch` that resubscribes the probe gets `terminal` on every attempt).
-    func terminateAll(with terminal: Event<Output, Failure>) {
+    /// a `catch` that resubscribes the probe gets `terminal` on every attempt). `settle` runs after
+    /// each one, so that a subscription a scheduler makes (`subscribe(on:)`) exists before the
+    /// next round.
+    func terminateAll(with terminal: Event<Output, Failure>, settle: () -> Void = {}) {
         var handled = 0
+        settle()
         while handled < subscriptions {
             let next = observers[handled]
             handled += 1
             next.send(terminal)
+            settle()
         }
     }
 
@@ -91,11 +95,22 @@ final class ContractTokenBox: Sendable {
     func cancel() { token?.cancel() }
 }
 
-/// An object that user closures capture, so leak tests can watch it with a weak reference.
+/// What an operator case's closures capture: an object leak tests watch with a weak reference,
+/// and the virtual-time scheduler its time-based operators run on.
 final class ContractCanary: Sendable {
+    /// The scheduler of the case's time-based operators.
+    let scheduler = TestScheduler()
+
     init() {}
+
     /// Returns `value`; calling it makes a closure capture the canary.
     func touch<T>(_ value: T) -> T { value }
+
+    /// Runs what the case's operators scheduled within the next 10 virtual seconds (a `delay`
+    /// or `debounce` of 1 s delivers, a `timeout` of an hour does not fire).
+    func settle() {
+        scheduler.advance(by: .seconds(10))
+    }
 }
 
 /// One operator (or chain) under test, with its output erased to `String` and its failure to
@@ -117,8 +132,10 @@ struct ContractOperatorCase: Sendable, CustomStringConvertible {
         }
     }
 
-    func apply(_ upstream: Signal<Int, TestError>) -> Signal<String, any Error> {
-        apply(upstream, ContractCanary())
+    /// Applies the case with a new canary, which the caller keeps to ``ContractCanary/settle()``.
+    func apply(_ upstream: Signal<Int, TestError>) -> (Signal<String, any Error>, ContractCanary) {
+        let canary = ContractCanary()
+        return (apply(upstream, canary), canary)
     }
 
     /// The upstream failure the cases are driven with; `tryCatch(TestError(code: 1))` matches it.
@@ -187,5 +204,83 @@ struct ContractOperatorCase: Sendable, CustomStringConvertible {
                 .collect()
                 .mapToResult()
         },
+        // The operators with locks of their own.
+        ContractOperatorCase("flatMap") { up, c in up.flatMap { c.touch(Signal(value: $0)) } },
+        ContractOperatorCase("flatMap(maxConcurrent: 1) of the upstream") { up, c in
+            up.flatMap(maxConcurrent: 1) { _ in c.touch(up) }
+        },
+        ContractOperatorCase("flatMap failing inner") { up, c in
+            up.flatMap { value in c.touch(value == 2 ? Signal(error: TestError(code: 7)) : Signal(value: value)) }
+        },
+        ContractOperatorCase("flatMapLatest") { up, c in up.flatMapLatest { c.touch(Signal(value: $0)) } },
+        ContractOperatorCase("flatMapLatest of the upstream") { up, c in up.flatMapLatest { _ in c.touch(up) } },
+        ContractOperatorCase("merge") { up, _ in up.merge(with: Signal(value: 0)) },
+        ContractOperatorCase("merge with itself") { up, _ in up.merge(with: up) },
+        ContractOperatorCase("zip") { up, _ in up.zip(Signal(sequence: [10, 20, 30])) },
+        ContractOperatorCase("zip with itself") { up, _ in up.zip(up) },
+        ContractOperatorCase("combineLatest") { up, _ in up.combineLatest(Signal(value: 0)) },
+        ContractOperatorCase("combineLatest with itself") { up, _ in up.combineLatest(up) },
+        ContractOperatorCase("append") { up, _ in up.append(Signal(value: 9)) },
+        ContractOperatorCase("append itself") { up, _ in up.append(up) },
+        ContractOperatorCase("prepend") { up, _ in up.prepend(0) },
+        ContractOperatorCase("prepend to itself") { up, _ in up.prepend(up) },
+        ContractOperatorCase("share") { up, _ in up.share() },
+        ContractOperatorCase("share.map") { up, c in up.share().map { c.touch($0 + 1) } },
+        ContractOperatorCase("PassthroughSubject") { up, _ in up.relayed(through: PassthroughSubject()) },
+        ContractOperatorCase("CurrentValueSubject") { up, _ in up.relayed(through: CurrentValueSubject(0)) },
+        ContractOperatorCase("delay") { up, c in up.delay(for: .seconds(1), scheduler: c.scheduler) },
+        ContractOperatorCase("delay(immediate)") { up, _ in up.delay(for: .seconds(1), scheduler: ImmediateScheduler()) },
+        ContractOperatorCase("debounce") { up, c in up.debounce(for: .seconds(1), scheduler: c.scheduler) },
+        ContractOperatorCase("throttle") { up, c in up.throttle(for: .seconds(1), scheduler: c.scheduler, latest: false) },
+        ContractOperatorCase("throttle(latest)") { up, c in up.throttle(for: .seconds(1), scheduler: c.scheduler, latest: true) },
+        ContractOperatorCase("timeout") { up, c in up.timeout(.seconds(3600), scheduler: c.scheduler) },
+        ContractOperatorCase("timeout firing") { up, c in up.timeout(.seconds(5), scheduler: c.scheduler) },
+        ContractOperatorCase("receive(on:)") { up, c in up.receive(on: c.scheduler) },
+        ContractOperatorCase("receive(on: immediate)") { up, _ in up.receive(on: ImmediateScheduler()) },
+        ContractOperatorCase("subscribe(on:)") { up, c in up.subscribe(on: c.scheduler) },
+        ContractOperatorCase("chain flatMap.receive(on:).delay.share") { up, c in
+            up.flatMap { c.touch(Signal(value: $0)) }
+                .receive(on: c.scheduler)
+                .delay(for: .milliseconds(10), scheduler: c.scheduler)
+                .share()
+        },
     ]
+}
+
+extension Signal {
+    /// This signal's events, relayed by `subject` (made per subscription): subscribing subscribes
+    /// to the subject, then to this signal; cancelling cancels both.
+    func relayed(through subject: @autoclosure @escaping @Sendable () -> PassthroughSubject<Output, Failure>) -> Signal {
+        Signal(deferred: {
+            let relay = subject()
+            let upstream = ContractTokenBox()
+            return relay.signal.handleEvents(
+                receiveSubscription: {
+                    upstream.token = self.sink(
+                        receiveCompletion: { relay.send(completion: $0) },
+                        receiveValue: { relay.send($0) }
+                    )
+                },
+                receiveCancel: { upstream.cancel() }
+            )
+        })
+    }
+
+    /// This signal's events, relayed by `subject` (made per subscription), which sends its
+    /// current value first.
+    func relayed(through subject: @autoclosure @escaping @Sendable () -> CurrentValueSubject<Output, Failure>) -> Signal {
+        Signal(deferred: {
+            let relay = subject()
+            let upstream = ContractTokenBox()
+            return relay.signal.handleEvents(
+                receiveSubscription: {
+                    upstream.token = self.sink(
+                        receiveCompletion: { relay.send(completion: $0) },
+                        receiveValue: { relay.send($0) }
+                    )
+                },
+                receiveCancel: { upstream.cancel() }
+            )
+        })
+    }
 }

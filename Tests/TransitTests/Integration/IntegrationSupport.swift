@@ -14,7 +14,7 @@ import TransitTesting
 
 /// A one-shot gate that async code can wait on with a real-time bound, without polling.
 final class IntegrationGate: Sendable {
-    private let state = Mutex<(open: Bool, waiters: [Int: CheckedContinuation<Void, Never>], next: Int)>((false, [:], 0))
+    private let state = Locked<(open: Bool, waiters: [Int: CheckedContinuation<Void, Never>], next: Int)>((false, [:], 0))
 
     /// Opens the gate and wakes every waiter. Opening again does nothing.
     func open() {
@@ -55,7 +55,7 @@ final class IntegrationGate: Sendable {
 /// Records the events of one transport subscription, checks that nothing follows a terminal
 /// event, and lets a test wait for the terminal event.
 final class TransportRecorder: Sendable {
-    private let state = Mutex<(events: [Event<HTTPResponse, any Error>], violations: Int)>(([], 0))
+    private let state = Locked<(events: [Event<HTTPResponse, any Error>], violations: Int)>(([], 0))
     private let terminal = IntegrationGate()
 
     var observer: Observer<HTTPResponse, any Error> {
@@ -98,7 +98,7 @@ func sendAndWait(_ transport: some HTTPTransport, _ request: URLRequest, timeout
 
 /// Collects what a ``URLSessionTransport/TransferObserver`` sees.
 final class TransferLog: URLSessionTransport.TransferObserver {
-    private let state = Mutex<(chunks: [Int], reports: [URLSessionTransport.TransferReport])>(([], []))
+    private let state = Locked<(chunks: [Int], reports: [URLSessionTransport.TransferReport])>(([], []))
     let ended = IntegrationGate()
 
     func transfer(_ request: URLRequest, didReceive byteCount: Int, totalBytes: Int) {

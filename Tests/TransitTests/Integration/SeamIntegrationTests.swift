@@ -172,8 +172,8 @@ struct SeamIntegrationTests {
 
 /// Records one subscription's events and opens a gate on its terminal event.
 final class AwaitedProbe<Output: Sendable>: Sendable {
-    private let state = Mutex<(events: [Event<Output, any Error>], violations: Int)>(([], 0))
-    private let token = Mutex<CancellationToken?>(nil)
+    private let state = Locked<(events: [Event<Output, any Error>], violations: Int)>(([], 0))
+    private let token = Locked<CancellationToken?>(nil)
     let ended = IntegrationGate()
 
     init(_ signal: Signal<Output, any Error>) {

@@ -98,7 +98,7 @@ private struct UncancellableTransport: HTTPTransport {
 
 /// Keeps subscriptions alive past their cancellation, until the test ends them.
 private final class LeakedSubscriptions: Sendable {
-    private let tokens = Mutex<[CancellationToken]>([])
+    private let tokens = Locked<[CancellationToken]>([])
     func keep(_ token: CancellationToken) { tokens.withLock { $0.append(token) } }
     func cancelAll() {
         let tokens = tokens.withLock { tokens in

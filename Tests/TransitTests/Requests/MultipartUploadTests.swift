@@ -24,11 +24,11 @@ final class BodyRecordingTransport: HTTPTransport {
         var fileBytes: Data?
     }
 
-    private let state: Mutex<(answers: [Answer], exchanges: [Exchange], cancelled: Int)>
+    private let state: Locked<(answers: [Answer], exchanges: [Exchange], cancelled: Int)>
 
     /// Answers the exchanges with `answers` in order; the last one repeats.
     init(_ answers: [Answer]) {
-        state = Mutex((answers, [], 0))
+        state = Locked((answers, [], 0))
     }
 
     var exchanges: [Exchange] { state.withLock { $0.exchanges } }

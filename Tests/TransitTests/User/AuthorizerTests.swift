@@ -30,7 +30,7 @@ struct AuthorizerTests {
             request.value(forHTTPHeaderField: "Authorization") == "Bearer new" ? .text("hello") : .status(401)
         }
         let refreshes = SharedValue(0)
-        let box = Mutex<HTTPClient?>(nil)
+        let box = Locked<HTTPClient?>(nil)
         let store = TokenStore(token: AuthToken(accessToken: "old"), scope: CredentialScope(hosts: ["api.example.com"])) { _ in
             refreshes.update { $0 += 1 }
             var refresh = URLRequest(url: URL(string: "https://api.example.com/token")!)

@@ -14,7 +14,7 @@ struct TokenStoreDefectTests {
     /// A store whose refresh request goes through `retryWithFreshToken(from:)` of the same store
     /// (a common chain shape: one helper builds every authorised request).
     final class StoreBox: Sendable {
-        let store = Mutex<TokenStore?>(nil)
+        let store = Locked<TokenStore?>(nil)
         var value: TokenStore { store.withLock { $0! } }
     }
 

@@ -1,0 +1,170 @@
+import Signals
+
+/// Records what a subscription delivers — every value, the terminal event, and, given a
+/// `TestScheduler`, the virtual time of each — so a test can state what should have happened
+/// in one expectation.
+///
+/// ```swift
+/// let scheduler = TestScheduler()
+/// let recorder = SignalRecorder(service.posts.timeout(.seconds(5), scheduler: scheduler), scheduler: scheduler)
+/// scheduler.advance(by: .seconds(5))
+/// #expect(recorder.records == [.failed(TimeoutError(interval: .seconds(5)), at: .seconds(5))])
+/// #expect(recorder.values == [])
+/// ```
+///
+/// It also checks the event contract as it goes: ``violations`` counts events delivered after a
+/// terminal event (always zero for a correct signal), and ``overlaps`` counts deliveries that
+/// started while another one was still running (always zero: signals serialise their events).
+///
+/// Thread safety: every member may be used from any thread; events may arrive on any thread.
+public final class SignalRecorder<Output: Sendable, Failure: Error>: Sendable {
+    /// One delivered event and the scheduler's time when it arrived.
+    public struct Record: Sendable {
+        /// The event.
+        public let event: Event<Output, Failure>
+        /// The recorder's scheduler's `now` when the event arrived, or `nil` without a scheduler.
+        public let time: Duration?
+
+        /// A record of `event` at `time`.
+        public init(_ event: Event<Output, Failure>, at time: Duration?) {
+            self.event = event
+            self.time = time
+        }
+
+        /// A value received at `time`.
+        public static func value(_ value: Output, at time: Duration) -> Record {
+            Record(.value(value), at: time)
+        }
+
+        /// The signal finished at `time`.
+        public static func finished(at time: Duration) -> Record {
+            Record(.finished, at: time)
+        }
+
+        /// The signal failed with `error` at `time`.
+        public static func failed(_ error: Failure, at time: Duration) -> Record {
+            Record(.failed(error), at: time)
+        }
+    }
+
+    private struct State {
+        var records: [Record] = []
+        var violations = 0
+        var delivering = false
+        var overlaps = 0
+        var token: CancellationToken?
+    }
+
+    private let state = Locked(State())
+    /// The scheduler whose clock stamps each event.
+    public let scheduler: TestScheduler?
+
+    /// A recorder that is not subscribed yet; pass ``observer`` to a signal, or call
+    /// ``subscribe(to:)``. With a `scheduler`, each event is stamped with its `now`.
+    public init(scheduler: TestScheduler? = nil) {
+        self.scheduler = scheduler
+    }
+
+    /// A recorder subscribed to `signal` at once. It keeps the subscription until ``cancel()``
+    /// or until the recorder is released.
+    public convenience init(_ signal: Signal<Output, Failure>, scheduler: TestScheduler? = nil) {
+        self.init(scheduler: scheduler)
+        let token = CancellationToken()
+        state.withLock { $0.token = token }
+        signal.observe(observer, in: token)
+    }
+
+    deinit {
+        state.withLock { $0.token }?.cancel()
+    }
+
+    /// The observer that records every event it receives. It holds the recorder weakly, so the
+    /// subscription a recorder keeps does not keep the recorder alive: releasing the recorder
+    /// cancels it.
+    public var observer: Observer<Output, Failure> {
+        Observer { [weak self] event in self?.record(event) }
+    }
+
+    /// Subscribes to `signal` and returns the subscription's token, which the caller keeps for as
+    /// long as it wants the events (as with `sink`: releasing or cancelling it ends the
+    /// subscription).
+    @discardableResult
+    public func subscribe(to signal: Signal<Output, Failure>) -> CancellationToken {
+        signal.observe(observer)
+    }
+
+    /// Cancels the subscription the subscribing initializer made and keeps.
+    public func cancel() {
+        state.withLock { $0.token }?.cancel()
+    }
+
+    private func record(_ event: Event<Output, Failure>) {
+        let time = scheduler?.now
+        let overlapped = state.withLock { state -> Bool in
+            defer { state.delivering = true }
+            if state.delivering { state.overlaps += 1 }
+            if state.records.last?.event.isTerminal == true { state.violations += 1 }
+            state.records.append(Record(event, at: time))
+            return state.delivering
+        }
+        if !overlapped { state.withLock { $0.delivering = false } }
+    }
+
+    /// Every event with its time, in the order received.
+    public var records: [Record] { state.withLock { $0.records } }
+
+    /// Every event, in the order received.
+    public var events: [Event<Output, Failure>] { records.map(\.event) }
+
+    /// The values received, in order.
+    public var values: [Output] { records.compactMap(\.event.value) }
+
+    /// The virtual time of every event, in order (empty without a scheduler).
+    public var times: [Duration] { records.compactMap(\.time) }
+
+    /// How the signal ended, if it did: the last event's completion.
+    public var completion: Completion<Failure>? { records.last?.event.completion }
+
+    /// `true` once the signal finished normally.
+    public var isFinished: Bool {
+        if case .finished? = completion { return true }
+        return false
+    }
+
+    /// The error the signal failed with, if it failed.
+    public var failure: Failure? {
+        if case .failure(let error)? = completion { return error }
+        return nil
+    }
+
+    /// The number of terminal events received: 0 or 1 for a correct signal.
+    public var terminalCount: Int { records.filter(\.event.isTerminal).count }
+
+    /// Events received after a terminal event. Always zero for a correct signal.
+    public var violations: Int { state.withLock { $0.violations } }
+
+    /// Deliveries that started while another was still running. Always zero for a correct signal.
+    public var overlaps: Int { state.withLock { $0.overlaps } }
+}
+
+extension SignalRecorder.Record: Equatable where Output: Equatable, Failure: Equatable {}
+
+extension SignalRecorder.Record: CustomStringConvertible {
+    /// The event and its time: `value(1) at 2.0 seconds`.
+    public var description: String {
+        let what: String
+        switch event {
+        case .value(let value): what = "value(\(value))"
+        case .finished: what = "finished"
+        case .failed(let error): what = "failed(\(error))"
+        }
+        return time.map { "\(what) at \($0)" } ?? what
+    }
+}
+
+extension SignalRecorder: CustomStringConvertible {
+    /// Every record, in order, for a failing expectation's message.
+    public var description: String {
+        "SignalRecorder[" + records.map(\.description).joined(separator: ", ") + "]"
+    }
+}

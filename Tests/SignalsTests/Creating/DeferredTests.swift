@@ -1,0 +1,28 @@
+import Dispatch
+import Foundation
+import Signals
+import Synchronization
+import Testing
+import TransitTesting
+
+@Suite
+struct DeferredTests {
+    @Test func deferredRunsItsFactoryOnEverySubscriptionAndNotBefore() {
+        let runs = Counter()
+        let signal = Signal<Int, Never>(deferred: { Signal(value: runs.increment()) })
+        #expect(runs.count == 0)
+        let first = SignalRecorder<Int, Never>()
+        let second = SignalRecorder<Int, Never>()
+        first.subscribe(to: signal)
+        second.subscribe(to: signal)
+        #expect(first.events == [.value(1), .finished])
+        #expect(second.events == [.value(2), .finished])
+    }
+
+    @Test func tryDeferredFailsWithTheFactorysError() {
+        let recorder = SignalRecorder<Int, any Error>()
+        recorder.subscribe(to: Signal<Int, any Error>(tryDeferred: { throw TestError(code: 8) }))
+        #expect(recorder.failure as? TestError == TestError(code: 8))
+        #expect(recorder.terminalCount == 1)
+    }
+}

@@ -1,0 +1,21 @@
+import Dispatch
+import Signals
+import Synchronization
+import Testing
+import TransitTesting
+
+/// `prepend` (and `append`) of values, and `prepend` of a signal.
+@Suite
+struct PrependTests {
+    @Test func appendAndPrependValues() {
+        let recorder = SignalRecorder<Int, Never>()
+        recorder.subscribe(to: Signal(value: 2).prepend(0, 1).append(3, 4))
+        #expect(recorder.events == [.value(0), .value(1), .value(2), .value(3), .value(4), .finished])
+    }
+
+    @Test func prependSignal() {
+        let recorder = SignalRecorder<String, Never>()
+        recorder.subscribe(to: Signal(value: "b").prepend(Signal(value: "a")))
+        #expect(recorder.events == [.value("a"), .value("b"), .finished])
+    }
+}
