@@ -38,6 +38,15 @@ let package = Package(
                 .product(name: "Signals", package: "Transit"),
             ]
         ),
+        // Transit's transport and request chain against raw URLSession, over nginx on loopback
+        // (nginx/nginx.sh): `swift run -c release transport-bench`.
+        .executableTarget(
+            name: "transport-bench",
+            dependencies: [
+                .product(name: "Signals", package: "Transit"),
+                .product(name: "Transit", package: "Transit"),
+            ]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

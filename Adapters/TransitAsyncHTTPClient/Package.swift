@@ -8,6 +8,7 @@ let package = Package(
     platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
     products: [
         .library(name: "TransitAsyncHTTPClient", targets: ["TransitAsyncHTTPClient"]),
+        .executable(name: "forum-ahc", targets: ["ForumAHC"]),
     ],
     dependencies: [
         .package(name: "Transit", path: "../.."),
@@ -30,6 +31,18 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
+        ),
+        // `swift run forum-ahc [--transport ahc|urlsession]`: the README's PostService chain on either
+        // transport, against an embedded forum API.
+        .executableTarget(
+            name: "ForumAHC",
+            dependencies: [
+                "TransitAsyncHTTPClient",
+                .product(name: "Transit", package: "Transit"),
+                .product(name: "TransitTesting", package: "Transit"),
+                .product(name: "Signals", package: "Transit"),
+            ],
+            path: "Examples/ForumAHC"
         ),
         .testTarget(
             name: "TransitAsyncHTTPClientTests",

@@ -69,12 +69,46 @@ extension DispatchQueue: Scheduler {
         async(execute: action)
     }
 
+    /// Runs `action` on this queue after `delay`, unless the returned token is cancelled first.
+    ///
+    /// The wait is a dispatch timer source, so cancelling removes it from the queue's timers at
+    /// once. (`asyncAfter` cannot be withdrawn: a cancelled wait would stay queued, with its
+    /// closure, until its time came — a 300-second request deadline cancelled after a
+    /// millisecond would hold memory for 300 seconds, thousands of them under load.)
     @discardableResult
     public func schedule(after delay: Duration, _ action: @escaping @Sendable () -> Void) -> any Cancellable {
         let scheduled = ScheduledAction(action)
         let nanoseconds = delay.clampedNanoseconds
-        asyncAfter(deadline: .now() + .nanoseconds(Int(clamping: nanoseconds))) { scheduled.run() }
-        return scheduled
+        let timer = DispatchSource.makeTimerSource(queue: self)
+        timer.schedule(deadline: .now() + .nanoseconds(Int(clamping: nanoseconds)))
+        // The handler holds the timer until it fires or is cancelled; cancelling a dispatch
+        // source releases its handler, which ends that cycle.
+        timer.setEventHandler {
+            timer.cancel()
+            scheduled.run()
+        }
+        timer.resume()
+        return DispatchTimerAction(timer: timer, action: scheduled)
+    }
+}
+
+/// A pending ``DispatchQueue`` wait: cancelling drops the action and cancels the timer source.
+///
+/// Thread safety: `DispatchSourceTimer.cancel()` may be called from any thread, any number of
+/// times; the action is a ``ScheduledAction``.
+private final class DispatchTimerAction: Cancellable, @unchecked Sendable {
+    // @unchecked: DispatchSourceTimer is thread-safe but not declared Sendable on every platform.
+    private let timer: any DispatchSourceTimer
+    private let action: ScheduledAction
+
+    init(timer: any DispatchSourceTimer, action: ScheduledAction) {
+        self.timer = timer
+        self.action = action
+    }
+
+    func cancel() {
+        action.cancel()
+        timer.cancel()
     }
 }
 

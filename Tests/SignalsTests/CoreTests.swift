@@ -1,3 +1,4 @@
+import Dispatch
 import Signals
 import Testing
 
@@ -143,5 +144,36 @@ import Testing
         scheduler.advance(by: .seconds(1))
         #expect(ran.withLock { $0 } == [10, 30])
         #expect(scheduler.now == .seconds(30))
+    }
+
+    /// A cancelled `DispatchQueue` wait is withdrawn, not left queued until its time: with
+    /// `asyncAfter`, a one-hour wait (a request deadline, say) would keep its token for an hour
+    /// after being cancelled, and thousands of them under load.
+    @Test func aCancelledDispatchQueueWaitIsNotKeptUntilItsTime() {
+        weak var wait: AnyObject?
+        let ran = Mutex(false)
+        do {
+            let token = DispatchQueue.global().schedule(after: .seconds(3600)) { ran.withLock { $0 = true } }
+            wait = token
+            token.cancel()
+        }
+        #expect(wait == nil)
+        #expect(ran.withLock { $0 } == false)
+    }
+
+    /// Dropping the token of a `DispatchQueue` wait without cancelling it does not cancel it:
+    /// the action still runs once, on the queue.
+    @Test func aDispatchQueueWaitRunsOnceWhenItsTokenIsDropped() {
+        let ran = DispatchSemaphore(value: 0)
+        let count = Mutex(0)
+        do {
+            _ = DispatchQueue.global().schedule(after: .milliseconds(5)) {
+                count.withLock { $0 += 1 }
+                ran.signal()
+            }
+        }
+        // Generous: the wait is 5 ms; only a stalled machine takes more than 30 s.
+        #expect(ran.wait(timeout: .now() + 30) == .success)
+        #expect(count.withLock { $0 } == 1)
     }
 }

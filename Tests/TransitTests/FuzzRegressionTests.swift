@@ -132,4 +132,31 @@ struct FuzzRegressionTests {
             == "failed: https://***@host/x?token=REDACTED (retrying)")
         #expect(Redaction.redactingURLs(in: "see <https://u|v:pw@h/>") == "see <https://***@h/>")
     }
+
+    @Test("a combining mark after '=', '@', '&' or '?' does not hide a secret", arguments: [
+        ("https://h/p?api_key=\u{301}secret", "https://h/p?api_key=REDACTED"),
+        ("https://h/p?aKey=\u{6DA}ypApi-Key=2", "https://h/p?aKey=REDACTED"),
+        ("https://user:pw@\u{301}host/", "https://***@\u{301}host/"),
+        ("https://h/p?x=1&\u{301}&token=t", "https://h/p?x=1&\u{301}&token=REDACTED"),
+    ])
+    func combiningMarksAfterDelimiters(text: String, expected: String) {
+        #expect(Redaction.redact(urlString: text) == expected)
+    }
+
+    // MARK: The table of built URLs (found while reading it for a fuzz target)
+
+    /// Swift's `String` equality is canonical equivalence: "K" (U+212A KELVIN SIGN) equals "K" and
+    /// ";" (U+037E GREEK QUESTION MARK) equals ";". A table keyed by `String` handed the URL built
+    /// for one spelling to the other, which `URLBuilder` refuses (it is not ASCII).
+    @Test("an endpoint canonically equal to one built before is still checked", arguments: [
+        ("postsK", "posts\u{212A}"), ("a;b", "a\u{37E}b"),
+    ])
+    func builtURLsCompareBytes(built: String, lookalike: String) {
+        let api = StubbedService(baseURL: "https://fuzz-regression.example/v1", transport: transport)
+        _ = RequestProbe(api.get(endpoint: built))
+        #expect(transport.requests.count == 1)
+        let probe = RequestProbe(api.get(endpoint: lookalike))
+        #expect(URLError.matches(probe.failure, .badURL), "\(lookalike.debugDescription) gave \(String(describing: probe.failure))")
+        #expect(transport.requests.count == 1)
+    }
 }

@@ -6,13 +6,13 @@ import Signals
 
 extension Signal where Failure == any Error {
     /// Fails with `URLError(.timedOut)` and cancels the upstream if it has not ended within
-    /// `deadline` of the subscription, timed by `scheduler`. Unlike `timeout`, values do not
+    /// `deadline` of the subscription, timed by `deadlines`. Unlike `timeout`, values do not
     /// restart the clock.
-    func within(_ deadline: Duration, scheduler: any Scheduler) -> Signal<Output, any Error> {
+    func within(_ deadline: Duration, deadlines: Deadlines) -> Signal<Output, any Error> {
         let upstream = self
         return Signal { observer in
             let scope = CancellationToken()
-            let timer = scheduler.schedule(after: deadline) {
+            let id = deadlines.add(after: deadline) {
                 scope.cancel()
                 observer.fail(URLError(.timedOut, userInfo: [
                     NSLocalizedDescriptionKey: "The request did not complete within its deadline of \(deadline); it was cancelled.",
@@ -20,7 +20,7 @@ extension Signal where Failure == any Error {
             }
             upstream.observe(observer, in: scope)
             return {
-                timer.cancel()
+                deadlines.remove(id)
                 scope.cancel()
             }
         }

@@ -11,12 +11,27 @@ extension HTTPClient {
     /// The fluent helpers refuse such input when it is given (they throw); this catches what was
     /// set by other means (`setValue(_:forHTTPHeaderField:)`, `httpMethod`, a default header).
     static func validate(_ request: URLRequest) -> URLRequestError? {
+        validate(request, headers: request.allHTTPHeaderFields ?? [:])
+    }
+
+    /// ``validate(_:)`` with the request's header fields already read.
+    static func validate(_ request: URLRequest, headers: [String: String]) -> URLRequestError? {
         guard request.url != nil else { return .invalidURL }
         if let method = request.httpMethod, !HTTPSyntax.isToken(method) { return .invalidMethod(method) }
-        for (field, value) in request.allHTTPHeaderFields ?? [:] {
+        for (field, value) in headers {
             if let error = URLRequest.checkHeader(field, value) { return error }
         }
         return nil
+    }
+
+    /// `true` if two header names are the same name: ASCII letters compared case-insensitively,
+    /// everything else byte for byte (header names are tokens, which are ASCII).
+    static func sameFieldName(_ a: String, _ b: String) -> Bool {
+        let a = a.utf8, b = b.utf8
+        guard a.count == b.count else { return false }
+        return zip(a, b).allSatisfy { x, y in
+            x == y || (x ^ y == 0x20 && (x | 0x20) >= UInt8(ascii: "a") && (x | 0x20) <= UInt8(ascii: "z"))
+        }
     }
 
     /// The failure of the transport for `request`, as a ``TransportError`` carrying the request

@@ -133,8 +133,9 @@ public final class URLSessionTransport: HTTPTransport {
             // Capturing `self` keeps the transport (so its session) alive while the request runs;
             // the teardown is released as soon as the subscription ends.
             return { [self] in
-                delegate.cancel(task)
-                task.cancel()
+                // A task that already ended was forgotten by the delegate: cancelling it would
+                // only cost a trip through the session's work queue.
+                if delegate.cancel(task) { task.cancel() }
             }
         }
     }
@@ -186,10 +187,11 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable 
     }
 
     /// Forgets `task` (its subscription was cancelled or ended) and reports a cancellation if it
-    /// was still running.
-    func cancel(_ task: URLSessionTask) {
-        guard let state = tasks.withLock({ $0.removeValue(forKey: task.taskIdentifier) }) else { return }
+    /// was still running. Returns whether it was still running.
+    func cancel(_ task: URLSessionTask) -> Bool {
+        guard let state = tasks.withLock({ $0.removeValue(forKey: task.taskIdentifier) }) else { return false }
         observer?.transferDidEnd(state.report(.cancelled, response: task.response, sentBytes: task.countOfBytesSent))
+        return true
     }
 
     #if canImport(FoundationNetworking)
@@ -255,38 +257,43 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable 
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
         guard !data.isEmpty else { return }
-        let progress = tasks.withLock { tasks -> (Observer<HTTPResponsePart, any Error>, URLRequest, Int)? in
-            guard tasks[dataTask.taskIdentifier] != nil else { return nil }
-            tasks[dataTask.taskIdentifier]!.receivedBytes += data.count
-            tasks[dataTask.taskIdentifier]!.chunkCount += 1
-            let state = tasks[dataTask.taskIdentifier]!
-            return (state.observer, state.request, state.receivedBytes)
+        let progress = tasks.withLock { tasks -> (Observer<HTTPResponsePart, any Error>, URLRequest?, Int)? in
+            guard let index = tasks.index(forKey: dataTask.taskIdentifier) else { return nil }
+            tasks.values[index].receivedBytes += data.count
+            tasks.values[index].chunkCount += 1
+            let state = tasks.values[index]
+            return (state.observer, observer == nil ? nil : state.request, state.receivedBytes)
         }
         guard let (observer, request, total) = progress else { return }
         observer.send(.body(data))
-        self.observer?.transfer(request, didReceive: data.count, totalBytes: total)
+        if let request { self.observer?.transfer(request, didReceive: data.count, totalBytes: total) }
     }
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
         guard let state = tasks.withLock({ $0.removeValue(forKey: task.taskIdentifier) }) else { return }
-        let response = task.response
-        let sent = task.countOfBytesSent
-        let http = response as? HTTPURLResponse
+        // `task.response` and `countOfBytesSent` each take a trip through the session's work
+        // queue: read them only when a report or a late head needs them.
+        let report: (URLSessionTransport.TransferReport.Outcome) -> Void = { [observer] outcome in
+            observer?.transferDidEnd(state.report(outcome, response: task.response, sentBytes: task.countOfBytesSent))
+        }
         if let error, !state.notHTTP {
             let error = Self.urlError(error)
-            observer?.transferDidEnd(state.report(.failed(error), response: response, sentBytes: sent))
+            report(.failed(error))
             state.observer.fail(error)
-        } else if let http, !state.notHTTP {
-            observer?.transferDidEnd(state.report(.completed, response: response, sentBytes: sent))
+        } else if !state.notHTTP, state.headDelivered {
+            report(.completed)
+            state.observer.finish()
+        } else if !state.notHTTP, let http = task.response as? HTTPURLResponse {
+            report(.completed)
             // A head that never went through didReceive response (some platforms skip it for
             // empty bodies) is delivered now.
-            if !state.headDelivered { state.observer.send(.head(http)) }
+            state.observer.send(.head(http))
             state.observer.finish()
         } else {
             let error = URLError(.badServerResponse, userInfo: [
                 NSLocalizedDescriptionKey: "The response to \(state.request.url?.absoluteString ?? "the request") is not an HTTP response",
             ])
-            observer?.transferDidEnd(state.report(.failed(error), response: response, sentBytes: sent))
+            report(.failed(error))
             state.observer.fail(error)
         }
     }

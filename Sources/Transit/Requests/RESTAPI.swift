@@ -65,9 +65,8 @@ extension RESTAPI {
         modifier: @escaping RequestModifier = { $0 }
     ) -> Signal<HTTPResponse, any Error> {
         send(method: method, endpoint: endpoint, prepare: { request in
-            var request = request
-            request.httpBody = body
-            return try modifier(request)
+            if let body { request.httpBody = body }
+            request = try modifier(request)
         }, through: { $0.send($1, options: options) })
     }
 
@@ -88,9 +87,8 @@ extension RESTAPI {
         modifier: @escaping RequestModifier = { $0 }
     ) -> Signal<HTTPResponsePart, any Error> {
         send(method: method, endpoint: endpoint, prepare: { request in
-            var request = request
-            request.httpBody = body
-            return try modifier(request)
+            if let body { request.httpBody = body }
+            request = try modifier(request)
         }, through: { $0.stream($1, options: options) })
     }
 
@@ -102,7 +100,7 @@ extension RESTAPI {
         options: RequestOptions = RequestOptions(),
         modifier: @escaping RequestModifier = { $0 }
     ) -> Signal<DownloadEvent, any Error> {
-        send(method: .get, endpoint: endpoint, prepare: modifier, through: { $0.download($1, to: destination, options: options) })
+        send(method: .get, endpoint: endpoint, prepare: { $0 = try modifier($0) }, through: { $0.download($1, to: destination, options: options) })
     }
 
     /// A signal that sends the contents of `file` as the body (streamed from disk, never read
@@ -115,7 +113,7 @@ extension RESTAPI {
         options: RequestOptions = RequestOptions(),
         modifier: @escaping RequestModifier = { $0 }
     ) -> Signal<HTTPResponse, any Error> {
-        send(method: method, endpoint: endpoint, prepare: modifier, through: { $0.send($1, bodyFile: file, options: options) })
+        send(method: method, endpoint: endpoint, prepare: { $0 = try modifier($0) }, through: { $0.send($1, bodyFile: file, options: options) })
     }
 
     /// A signal that sends a request whose body is `json` encoded by `encoder`, with
@@ -133,7 +131,7 @@ extension RESTAPI {
         modifier: @escaping RequestModifier = { $0 }
     ) -> Signal<HTTPResponse, any Error> {
         send(method: method, endpoint: endpoint, prepare: { request in
-            try modifier(request.sendingJSON(json, encoder: encoder))
+            request = try modifier(request.sendingJSON(json, encoder: encoder))
         }, through: { $0.send($1, options: options) })
     }
 
@@ -233,19 +231,25 @@ extension RESTAPI {
 
     /// The cold signal behind every verb: URL, method and `prepare` run inside the subscription,
     /// then `through` hands the request to the client.
+    ///
+    /// The request is built and changed in place (`inout`) up to the user's modifier: on Linux a
+    /// `URLRequest` that is not uniquely referenced copies its whole `NSURLRequest` on every
+    /// change.
     private func send<Output>(
         method: HTTPMethod,
         endpoint: String,
-        prepare: @escaping RequestModifier,
-        through: @escaping @Sendable (HTTPClient, URLRequest) -> Signal<Output, any Error>
+        prepare: @escaping @Sendable (inout URLRequest) throws -> Void,
+        through: @escaping @Sendable (HTTPClient, consuming URLRequest) -> Signal<Output, any Error>
     ) -> Signal<Output, any Error> {
         // `self` is read inside the subscription, so a computed `baseURL` or `client` is read
         // again on every attempt.
         let api = self
         return Signal(tryDeferred: {
-            let url = try URLBuilder.url(base: api.baseURL, endpoint: endpoint)
-            let request = try URLRequest(url: url).withMethod(method)
-            return through(api.client, try prepare(request))
+            var request = URLRequest(url: try BuiltURLs.url(base: api.baseURL, endpoint: endpoint))
+            guard HTTPSyntax.isToken(method.rawValue) else { throw URLRequestError.invalidMethod(method.rawValue) }
+            if method != .get { request.httpMethod = method.rawValue }  // GET is the default
+            try prepare(&request)
+            return through(api.client, consume request)
         })
     }
 }

@@ -14,7 +14,7 @@ extension Signal where Output == HTTPResponsePart, Failure == any Error {
         let parts = self
         return Signal<HTTPResponse, any Error> { observer in
             let scope = CancellationToken()
-            let buffer = Mutex<(head: HTTPURLResponse?, body: Data)>((nil, Data()))
+            let buffer = Mutex<(head: HTTPURLResponse?, body: Data, declared: Int)>((nil, Data(), 0))
             let tooLarge: @Sendable (Int64?) -> Void = { declared in
                 scope.cancel()
                 observer.fail(ResponseTooLargeError(limit: maxBytes, declaredLength: declared))
@@ -26,18 +26,28 @@ extension Signal where Output == HTTPResponsePart, Failure == any Error {
                     if declared > maxBytes { return tooLarge(declared) }
                     buffer.withLock {
                         $0.head = head
-                        if declared > 0 { $0.body.reserveCapacity(Int(declared)) }
+                        $0.declared = declared > 0 ? Int(declared) : 0
                     }
                 case .value(.body(let chunk)):
                     let fits = buffer.withLock { state -> Bool in
                         guard state.body.count + chunk.count <= maxBytes else { return false }
-                        state.body.append(chunk)
+                        if state.body.isEmpty {
+                            // Most bodies arrive in one chunk: keep it as it is, without a copy.
+                            state.body = chunk
+                        } else {
+                            // The second chunk: room for the whole declared body, once.
+                            if state.declared > state.body.count {
+                                state.body.reserveCapacity(state.declared)
+                                state.declared = 0
+                            }
+                            state.body.append(chunk)
+                        }
                         return true
                     }
                     if !fits { tooLarge(nil) }
                 case .finished:
                     let (head, body) = buffer.withLock { state in
-                        defer { state = (nil, Data()) }
+                        defer { state = (nil, Data(), 0) }
                         return (state.head, state.body)
                     }
                     guard let head else {

@@ -1,0 +1,706 @@
+// transport-bench: Transit's transport and request chain against raw URLSession, on one machine,
+// against nginx on loopback (Benchmarks/nginx/nginx.sh starts and stops it).
+//
+//     cd Benchmarks && swift run -c release transport-bench [--repetitions N] [--quick]
+//
+// 1. Requests per second on a ~14 KB JSON body, at 1 and at 32 requests in flight:
+//    raw URLSession (completion handler, one shared session), Transit's bare transport
+//    (`URLSessionTransport.send`: the exchange collected), `HTTPClient.send`, and the README's
+//    PostService chain (RESTAPI get + bearer-token modifier + catchHTTPErrors +
+//    retryWithFreshToken + respondToRateLimiting + map(\.data)). Every contender sends the same
+//    request (the same URL, `Authorization` and `Accept` headers).
+// 2. A 1 GiB body: downloaded to a file (`HTTPClient.download` against a URLSession
+//    `downloadTask`) and streamed through a hash of every chunk (`HTTPClient.stream` against a
+//    URLSession data delegate). Each run is its own process (this executable with `--case`), so
+//    peak resident memory (VmHWM) is that case's alone.
+//
+// Contenders run in rounds: each runs once per round, in a rotating order. Ratios are taken within
+// a round (so load that drifts between rounds hits both sides alike), then their median is shown,
+// with the client's CPU time per request (or per GiB), which depends far less on other load.
+import Dispatch
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Signals
+import Synchronization
+import Transit
+
+// MARK: - Configuration
+
+struct Options {
+    var url: String?
+    /// Rounds of the requests-per-second workload (each contender runs once per round).
+    var repetitions = 15
+    var requestsPerRun = [1: 400, 32: 1_200]
+    var bigRuns: Int?
+    var caseName: String?
+    var folder: String?
+    var profile: String?
+    var profileRequests = 2_000
+    var profileConcurrency = 1
+    var skipRequests = false
+    var skipBodies = false
+}
+
+func usage() -> Never {
+    print("""
+    usage: transport-bench [--repetitions N] [--big-runs N] [--quick] [--requests N]
+                           [--url http://127.0.0.1:PORT] [--only requests|bodies]
+           transport-bench --profile raw|delegate|transport|client|chain --url URL [--requests N] [--concurrency C]
+    Without --url, nginx is started with nginx/nginx.sh and stopped at the end.
+    """)
+    exit(2)
+}
+
+let options: Options = {
+    var options = Options()
+    var arguments = CommandLine.arguments.dropFirst()
+    func text() -> String {
+        guard let value = arguments.popFirst() else { usage() }
+        return value
+    }
+    func number() -> Int {
+        guard let value = Int(text()) else { usage() }
+        return value
+    }
+    while let argument = arguments.popFirst() {
+        switch argument {
+        case "--url": options.url = text()
+        case "--repetitions": options.repetitions = number()
+        case "--requests":
+            let count = number()
+            options.requestsPerRun = [1: count, 32: count * 2]
+            options.profileRequests = count
+        case "--concurrency": options.profileConcurrency = number()
+        case "--quick":
+            options.repetitions = 5
+            options.bigRuns = 3
+            options.requestsPerRun = [1: 200, 32: 600]
+        case "--big-runs": options.bigRuns = number()
+        case "--only":
+            switch arguments.popFirst() {
+            case "requests": options.skipBodies = true
+            case "bodies": options.skipRequests = true
+            default: usage()
+            }
+        case "--case": options.caseName = text()
+        case "--folder": options.folder = text()
+        case "--profile": options.profile = text()
+        default: usage()
+        }
+    }
+    return options
+}()
+
+/// The nginx this run started, stopped by ``fail(_:)`` and on SIGINT/SIGTERM too.
+nonisolated(unsafe) var startedServer: NginxServer?
+
+/// Prints a line at once (stdout is block-buffered into a pipe; progress should show as it comes).
+func print(_ line: String = "") {
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+}
+
+func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("transport-bench: \(message)\n".utf8))
+    startedServer?.stop()
+    exit(1)
+}
+
+// MARK: - Memory and hashing
+
+/// A field of `/proc/self/status` in KiB (`VmHWM`: peak resident set; `VmRSS`: current).
+func procStatusKiB(_ field: String) -> Int {
+    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return -1 }
+    for line in status.split(separator: "\n") where line.hasPrefix(field + ":") {
+        return Int(line.dropFirst(field.count + 1).split(whereSeparator: \.isWhitespace).first ?? "") ?? -1
+    }
+    return -1
+}
+
+/// CPU time (user + system, all threads) this process has used so far, in seconds.
+func processCPUSeconds() -> Double {
+    var usage = rusage()
+    #if os(Linux)
+    getrusage(RUSAGE_SELF.rawValue, &usage)
+    #else
+    getrusage(RUSAGE_SELF, &usage)
+    #endif
+    func seconds(_ time: timeval) -> Double { Double(time.tv_sec) + Double(time.tv_usec) * 1e-6 }
+    return seconds(usage.ru_utime) + seconds(usage.ru_stime)
+}
+
+/// FNV-1a over little-endian 64-bit words (a cheap hash that touches every byte), independent of
+/// how the body is cut into chunks: bytes left over from one chunk are completed by the next.
+struct BodyHasher: Sendable {
+    private var state: UInt64 = 0xcbf2_9ce4_8422_2325
+    private var pending: UInt64 = 0
+    private var pendingCount = 0
+    private(set) var byteCount = 0
+
+    private mutating func mix(_ word: UInt64) {
+        state = (state ^ word) &* 0x0000_0100_0000_01b3
+    }
+
+    mutating func update(_ data: Data) {
+        data.withUnsafeBytes { update($0) }
+    }
+
+    mutating func update(_ bytes: UnsafeRawBufferPointer) {
+        let count = bytes.count
+        byteCount += count
+        var index = 0
+        if pendingCount > 0 {
+            while pendingCount < 8, index < count {
+                pending |= UInt64(bytes[index]) << (8 * pendingCount)
+                pendingCount += 1
+                index += 1
+            }
+            guard pendingCount == 8 else { return }
+            mix(pending)
+            pending = 0
+            pendingCount = 0
+        }
+        while index + 8 <= count {
+            mix(bytes.loadUnaligned(fromByteOffset: index, as: UInt64.self))
+            index += 8
+        }
+        while index < count {
+            pending |= UInt64(bytes[index]) << (8 * pendingCount)
+            pendingCount += 1
+            index += 1
+        }
+    }
+
+    /// The hash of everything seen, the length included.
+    var value: UInt64 {
+        var copy = self
+        if copy.pendingCount > 0 { copy.mix(copy.pending) }
+        copy.mix(UInt64(byteCount))
+        return copy.state
+    }
+}
+
+// MARK: - The server
+
+/// nginx started by `nginx/nginx.sh`, stopped by ``stop()`` (also at exit).
+final class NginxServer: Sendable {
+    static let script = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("nginx/nginx.sh")
+
+    let port: Int
+    let folder: String
+    private let stopped = Atomic<Bool>(false)
+
+    init() {
+        let output = Self.run(["start"])
+        let fields = output.split(separator: " ")
+        guard fields.count == 2, let port = Int(fields[0]) else { fail("nginx.sh start printed \(output.debugDescription)") }
+        self.port = port
+        folder = String(fields[1])
+    }
+
+    func stop() {
+        guard !stopped.exchange(true, ordering: .relaxed) else { return }
+        _ = Self.run(["stop", folder])
+    }
+
+    private static func run(_ arguments: [String]) -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/bash")
+        process.arguments = [script.path] + arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        do { try process.run() } catch { fail("cannot run \(script.path): \(error)") }
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { fail("nginx.sh \(arguments.joined(separator: " ")) failed") }
+        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+}
+
+// MARK: - Requests per second
+
+let bearerToken = "bench-access-token-0123456789abcdef"
+
+/// The request every contender sends: what the chain's modifier produces.
+func jsonRequest(_ url: URL) -> URLRequest {
+    var request = URLRequest(url: url)
+    request.setValue("Bearer \(bearerToken)", forHTTPHeaderField: "Authorization")
+    request.setValue("application/json", forHTTPHeaderField: "Accept")
+    return request
+}
+
+/// The README's PostService, minus the decoding: RESTAPI get with a bearer-token modifier,
+/// catchHTTPErrors, retryWithFreshToken, respondToRateLimiting, map(\.data).
+struct BenchPostService: RESTAPI {
+    let baseURL: String
+    let client: HTTPClient
+    let tokens: TokenStore
+
+    var posts: Signal<Data, any Error> {
+        return get(endpoint: "json") { request in
+            try request
+                .addingBearerAuthorization(accessToken: tokens.current.accessToken)
+                .receivingJSON()
+        }
+        .catchHTTPErrors()
+        .retryWithFreshToken(from: tokens)
+        .respondToRateLimiting(maxSecondsToWait: 5)
+        .map(\.data)
+    }
+}
+
+/// Starts one request and calls the closure it is given, with the body's byte count (or -1 on
+/// failure), when it ends.
+typealias StartRequest = @Sendable (_ done: @escaping @Sendable (Int) -> Void) -> Void
+
+/// One contender of the requests-per-second workload.
+struct Contender: Sendable {
+    let name: String
+    let key: String
+    let start: StartRequest
+}
+
+/// Keeps the token of a worker's current subscription (the previous one is released, finished,
+/// when the next starts).
+final class TokenSlot: Sendable {
+    private let token = Mutex<CancellationToken?>(nil)
+    func hold(_ new: CancellationToken) {
+        let old = token.withLock { slot in
+            defer { slot = new }
+            return slot
+        }
+        _ = old
+    }
+}
+
+func signalStart(_ makeSignal: @escaping @Sendable () -> Signal<Int, any Error>) -> (TokenSlot) -> StartRequest {
+    { slot in
+        { done in
+            let token = CancellationToken()
+            slot.hold(token)
+            let result = Mutex(-1)
+            makeSignal().observe(Observer { event in
+                switch event {
+                case .value(let count): result.withLock { $0 = count }
+                case .finished: done(result.withLock { $0 })
+                case .failed(let error):
+                    FileHandle.standardError.write(Data("request failed: \(error)\n".utf8))
+                    done(-1)
+                }
+            }, in: token)
+        }
+    }
+}
+
+/// Raw URLSession in delegate mode, the mode a streaming transport needs on Linux (no per-task
+/// delegates): one session delegate, per-task state in a locked dictionary, the body collected
+/// from `didReceive data`. What Transit's transport costs beyond this is Transit's own.
+final class CollectingDelegate: NSObject, URLSessionDataDelegate, Sendable {
+    private let tasks = Mutex<[Int: (body: Data, done: @Sendable (Int) -> Void)]>([:])
+
+    func start(_ request: URLRequest, on session: URLSession, done: @escaping @Sendable (Int) -> Void) {
+        let task = session.dataTask(with: request)
+        tasks.withLock { $0[task.taskIdentifier] = (Data(), done) }
+        task.resume()
+    }
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        tasks.withLock { $0[dataTask.taskIdentifier]?.body.append(data) }
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+        guard let entry = tasks.withLock({ $0.removeValue(forKey: task.taskIdentifier) }) else { return }
+        let ok = error == nil && (task.response as? HTTPURLResponse)?.statusCode == 200
+        entry.done(ok ? entry.body.count : -1)
+    }
+}
+
+/// The contenders, each with its own session (so none shares another's connections).
+func makeContenders(base: String) -> [(name: String, key: String, makeStart: (TokenSlot) -> StartRequest)] {
+    let url = URL(string: base + "/json")!
+    let rawSession = URLSession(configuration: .default)
+    let collecting = CollectingDelegate()
+    let delegateSession = URLSession(configuration: .default, delegate: collecting, delegateQueue: nil)
+    let transport = URLSessionTransport(configuration: .default)
+    let client = HTTPClient(transport: URLSessionTransport(configuration: .default))
+    let service = BenchPostService(
+        baseURL: base,
+        client: HTTPClient(transport: URLSessionTransport(configuration: .default)),
+        tokens: TokenStore(token: AuthToken(accessToken: bearerToken)) { current in Signal(value: current) }
+    )
+    return [
+        ("raw URLSession (completion handler)", "raw", { _ in
+            { done in
+                rawSession.dataTask(with: jsonRequest(url)) { data, response, error in
+                    guard error == nil, (response as? HTTPURLResponse)?.statusCode == 200, let data else {
+                        FileHandle.standardError.write(Data("raw request failed: \(String(describing: error))\n".utf8))
+                        return done(-1)
+                    }
+                    done(data.count)
+                }.resume()
+            }
+        }),
+        ("raw URLSession (data delegate)", "delegate", { _ in
+            { done in collecting.start(jsonRequest(url), on: delegateSession, done: done) }
+        }),
+        ("Transit transport (exchange collected)", "transport", signalStart {
+            transport.send(jsonRequest(url)).tryMap { response in
+                guard response.statusCode == 200 else { throw URLError(.badServerResponse) }
+                return response.data.count
+            }
+        }),
+        ("Transit HTTPClient.send", "client", signalStart {
+            client.send(jsonRequest(url)).tryMap { response in
+                guard response.statusCode == 200 else { throw URLError(.badServerResponse) }
+                return response.data.count
+            }
+        }),
+        ("README PostService chain", "chain", signalStart {
+            service.posts.map(\.count)
+        }),
+    ]
+}
+
+/// Runs `requests` requests, `concurrency` at a time, and returns the elapsed time and the CPU
+/// time the process used meanwhile; every body must have `expectedBytes` bytes.
+func load(
+    _ makeStart: (TokenSlot) -> StartRequest,
+    requests: Int,
+    concurrency: Int,
+    expectedBytes: Int?
+) -> (elapsed: Duration, cpu: Double) {
+    let remaining = Atomic<Int>(requests)
+    let failures = Atomic<Int>(0)
+    let group = DispatchGroup()
+    let workers = (0..<concurrency).map { _ in makeStart(TokenSlot()) }
+    final class Loop: Sendable {
+        let next: Mutex<(@Sendable () -> Void)?> = Mutex(nil)
+    }
+    let clock = ContinuousClock()
+    let cpuBefore = processCPUSeconds()
+    let started = clock.now
+    for start in workers {
+        group.enter()
+        let loop = Loop()
+        let next: @Sendable () -> Void = {
+            guard remaining.subtract(1, ordering: .relaxed).newValue >= 0 else {
+                loop.next.withLock { $0 = nil }  // breaks loop -> closure -> loop
+                group.leave()
+                return
+            }
+            start { bytes in
+                if bytes < 0 || (expectedBytes != nil && bytes != expectedBytes) {
+                    failures.add(1, ordering: .relaxed)
+                }
+                loop.next.withLock { $0 }?()
+            }
+        }
+        loop.next.withLock { $0 = next }
+        next()
+    }
+    group.wait()
+    let elapsed = clock.now - started
+    let cpu = processCPUSeconds() - cpuBefore
+    if failures.load(ordering: .relaxed) > 0 { fail("\(failures.load(ordering: .relaxed)) requests failed or had a wrong body") }
+    return (elapsed, cpu)
+}
+
+func median(_ values: [Double]) -> Double {
+    let sorted = values.sorted()
+    guard !sorted.isEmpty else { return .nan }
+    return sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
+}
+
+extension Duration {
+    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) * 1e-18 }
+}
+
+func fmt(_ value: Double, _ digits: Int = 0) -> String {
+    String(format: "%.\(digits)f", value)
+}
+
+func requestsPerSecond(base: String, repetitions: Int, requestsPerRun: [Int: Int]) {
+    let contenders = makeContenders(base: base)
+    // The body size, from one plain request.
+    let expected = Mutex<Int?>(nil)
+    let probe = DispatchSemaphore(value: 0)
+    URLSession.shared.dataTask(with: URL(string: base + "/json")!) { data, _, _ in
+        expected.withLock { $0 = data?.count }
+        probe.signal()
+    }.resume()
+    probe.wait()
+    guard let jsonBytes = expected.withLock({ $0 }) else { fail("cannot read \(base)/json") }
+    print("""
+    JSON body: \(jsonBytes) bytes. \(repetitions) rounds; in each round every contender runs one batch, in a \
+    rotating order. Ratios are taken within a round (so load that changes between rounds hits \
+    both sides of a ratio alike), then the median over the rounds is shown.
+
+    """)
+
+    for concurrency in [1, 32] {
+        let requests = requestsPerRun[concurrency] ?? 400
+        // Warm-up: connections open, code paths paged in.
+        for contender in contenders {
+            _ = load(contender.makeStart, requests: max(concurrency * 4, requests / 4), concurrency: concurrency, expectedBytes: jsonBytes)
+        }
+        var rates = [String: [Double]]()
+        var cpu = [String: [Double]]()
+        for round in 0..<repetitions {
+            for offset in 0..<contenders.count {
+                let contender = contenders[(round + offset) % contenders.count]
+                let result = load(contender.makeStart, requests: requests, concurrency: concurrency, expectedBytes: jsonBytes)
+                rates[contender.key, default: []].append(Double(requests) / result.elapsed.seconds)
+                cpu[contender.key, default: []].append(result.cpu / Double(requests) * 1e6)
+            }
+        }
+        print("### \(concurrency) request\(concurrency == 1 ? "" : "s") in flight (\(requests) requests per batch)\n")
+        print("| contender | requests/s (median) | × raw URLSession (median of rounds) | client CPU µs per request (median) | × raw CPU (median of rounds) | requests/s, lowest – highest round |")
+        print("|---|---:|---:|---:|---:|---|")
+        for contender in contenders {
+            let values = rates[contender.key]!
+            let ratio = median(zip(values, rates["raw"]!).map { $0 / $1 })
+            let cpuRatio = median(zip(cpu["raw"]!, cpu[contender.key]!).map { $0 / $1 })
+            print("| \(contender.name) | \(fmt(median(values))) | \(fmt(ratio, 3)) | \(fmt(median(cpu[contender.key]!), 0)) | \(fmt(cpuRatio, 3)) | \(fmt(values.min()!)) – \(fmt(values.max()!)) |")
+        }
+        print("")
+    }
+}
+
+// MARK: - 1 GiB bodies, one process per run
+
+let bodyCases = ["download-urlsession", "download-transit", "stream-urlsession", "stream-transit"]
+
+/// A URLSession data delegate that hashes every chunk.
+final class HashingDelegate: NSObject, URLSessionDataDelegate, Sendable {
+    let hasher = Mutex(BodyHasher())
+    let status = Mutex(0)
+    let done = DispatchSemaphore(value: 0)
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        hasher.withLock { $0.update(data) }
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+        if let error { FileHandle.standardError.write(Data("stream failed: \(error)\n".utf8)) }
+        status.withLock { $0 = error == nil ? (task.response as? HTTPURLResponse)?.statusCode ?? 0 : -1 }
+        done.signal()
+    }
+}
+
+/// Runs one body case in this process and prints `seconds bytes hash peakKiB baselineKiB cpuSeconds`.
+func runBodyCase(_ name: String, base: String, folder: String) {
+    let url = URL(string: base + "/big")!
+    let destination = URL(fileURLWithPath: folder).appendingPathComponent("download-\(getpid())")
+    defer { try? FileManager.default.removeItem(at: destination) }
+    let baseline = procStatusKiB("VmRSS")
+    let cpuBefore = processCPUSeconds()
+    let clock = ContinuousClock()
+    let finished = DispatchSemaphore(value: 0)
+    var bytes = 0
+    var hash: UInt64 = 0
+    let elapsed: Duration
+    switch name {
+    case "download-urlsession":
+        let session = URLSession(configuration: .default)
+        let outcome = Mutex<Bool>(false)
+        let started = clock.now
+        session.downloadTask(with: url) { location, response, error in
+            if let location, error == nil, (response as? HTTPURLResponse)?.statusCode == 200 {
+                outcome.withLock { $0 = (try? FileManager.default.moveItem(at: location, to: destination)) != nil }
+            } else {
+                FileHandle.standardError.write(Data("download failed: \(String(describing: error))\n".utf8))
+            }
+            finished.signal()
+        }.resume()
+        finished.wait()
+        elapsed = clock.now - started
+        guard outcome.withLock({ $0 }) else { fail("URLSession download failed") }
+        bytes = (try? FileManager.default.attributesOfItem(atPath: destination.path)[.size] as? Int) ?? -1
+    case "download-transit":
+        let client = HTTPClient(transport: URLSessionTransport(configuration: .default))
+        let outcome = Mutex<Int64>(-1)
+        let started = clock.now
+        let token = client.download(URLRequest(url: url), to: destination).sink(receiveCompletion: { completion in
+            if case .failure(let error) = completion {
+                FileHandle.standardError.write(Data("download failed: \(error)\n".utf8))
+            }
+            finished.signal()
+        }, receiveValue: { event in
+            if case .completed(let file) = event { outcome.withLock { $0 = file.byteCount } }
+        })
+        finished.wait()
+        elapsed = clock.now - started
+        token.cancel()
+        guard outcome.withLock({ $0 }) >= 0 else { fail("Transit download failed") }
+        bytes = (try? FileManager.default.attributesOfItem(atPath: destination.path)[.size] as? Int) ?? -1
+    case "stream-urlsession":
+        let delegate = HashingDelegate()
+        let session = URLSession(configuration: .default, delegate: delegate, delegateQueue: nil)
+        let started = clock.now
+        session.dataTask(with: url).resume()
+        delegate.done.wait()
+        elapsed = clock.now - started
+        guard delegate.status.withLock({ $0 }) == 200 else { fail("URLSession stream failed") }
+        (bytes, hash) = delegate.hasher.withLock { ($0.byteCount, $0.value) }
+        session.invalidateAndCancel()
+    case "stream-transit":
+        let client = HTTPClient(transport: URLSessionTransport(configuration: .default))
+        let hasher = Mutex(BodyHasher())
+        let status = Mutex(0)
+        let started = clock.now
+        let token = client.stream(URLRequest(url: url)).sink(receiveCompletion: { completion in
+            if case .failure(let error) = completion {
+                FileHandle.standardError.write(Data("stream failed: \(error)\n".utf8))
+                status.withLock { $0 = -1 }
+            }
+            finished.signal()
+        }, receiveValue: { part in
+            switch part {
+            case .head(let head): status.withLock { $0 = head.statusCode }
+            case .body(let chunk): hasher.withLock { $0.update(chunk) }
+            }
+        })
+        finished.wait()
+        elapsed = clock.now - started
+        token.cancel()
+        guard status.withLock({ $0 }) == 200 else { fail("Transit stream failed") }
+        (bytes, hash) = hasher.withLock { ($0.byteCount, $0.value) }
+    default:
+        fail("unknown case \(name)")
+    }
+    print("\(elapsed.seconds) \(bytes) \(hash) \(procStatusKiB("VmHWM")) \(baseline) \(processCPUSeconds() - cpuBefore)")
+}
+
+/// Runs `name` in a child process and parses what it prints.
+func runBodyCaseInChild(_ name: String, base: String, folder: String) -> (seconds: Double, bytes: Int, hash: UInt64, peakKiB: Int, baselineKiB: Int, cpu: Double) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).absoluteURL
+    if !FileManager.default.isExecutableFile(atPath: process.executableURL!.path) {
+        process.executableURL = Bundle.main.executableURL
+    }
+    process.arguments = ["--case", name, "--url", base, "--folder", folder]
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    do { try process.run() } catch { fail("cannot start \(name): \(error)") }
+    let data = pipe.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    let fields = String(decoding: data, as: UTF8.self).split(whereSeparator: \.isWhitespace)
+    guard process.terminationStatus == 0, fields.count == 6,
+          let seconds = Double(fields[0]), let bytes = Int(fields[1]), let hash = UInt64(fields[2]),
+          let peak = Int(fields[3]), let baseline = Int(fields[4]), let cpu = Double(fields[5])
+    else { fail("case \(name) failed: \(String(decoding: data, as: UTF8.self))") }
+    return (seconds, bytes, hash, peak, baseline, cpu)
+}
+
+func largeBodies(base: String, folder: String, repetitions: Int) {
+    let gib = 1 << 30
+    var throughput = [String: [Double]]()
+    var cpu = [String: [Double]]()
+    var peaks = [String: [Int]]()
+    var baselines = [String: [Int]]()
+    var hashes = Set<UInt64>()
+    for round in 0..<repetitions {
+        for offset in 0..<bodyCases.count {
+            let name = bodyCases[(round + offset) % bodyCases.count]
+            let result = runBodyCaseInChild(name, base: base, folder: folder)
+            guard result.bytes == gib else { fail("\(name) received \(result.bytes) bytes, not \(gib)") }
+            if name.hasPrefix("stream") { hashes.insert(result.hash) }
+            throughput[name, default: []].append(Double(gib) / result.seconds / Double(1 << 20))
+            cpu[name, default: []].append(result.cpu)
+            peaks[name, default: []].append(result.peakKiB)
+            baselines[name, default: []].append(result.baselineKiB)
+        }
+    }
+    guard hashes.count == 1 else { fail("the streamed bodies hashed differently: \(hashes)") }
+    print("### 1 GiB body, one process per run (\(repetitions) rounds, each case once per round in a rotating order; medians, ratios within a round)\n")
+    print("| case | contender | MiB/s (median) | × URLSession (median of rounds) | CPU s per GiB (median) | × URLSession CPU | peak RSS (VmHWM, median / max) | RSS before the request | MiB/s, lowest – highest |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---|")
+    let labels = [
+        "download-urlsession": ("download to a file", "URLSession downloadTask"),
+        "download-transit": ("download to a file", "Transit HTTPClient.download"),
+        "stream-urlsession": ("stream, hash every chunk", "URLSession data delegate"),
+        "stream-transit": ("stream, hash every chunk", "Transit HTTPClient.stream"),
+    ]
+    let mib = { (kib: Int) in fmt(Double(kib) / 1024, 1) }
+    for name in bodyCases {
+        let peer = name.replacingOccurrences(of: "transit", with: "urlsession")
+        let rates = throughput[name]!
+        let ratio = median(zip(rates, throughput[peer]!).map { $0 / $1 })
+        let cpuRatio = median(zip(cpu[peer]!, cpu[name]!).map { $0 / $1 })
+        let peak = peaks[name]!
+        print("| \(labels[name]!.0) | \(labels[name]!.1) | \(fmt(median(rates))) | \(fmt(ratio, 3)) | \(fmt(median(cpu[name]!), 2)) | \(fmt(cpuRatio, 3)) | \(mib(Int(median(peak.map(Double.init))))) / \(mib(peak.max()!)) MiB | \(mib(Int(median(baselines[name]!.map(Double.init))))) MiB | \(fmt(rates.min()!)) – \(fmt(rates.max()!)) |")
+    }
+    print("\nStreamed body hash (FNV-1a over 64-bit words): \(String(hashes.first!, radix: 16)), the same for every run.")
+}
+
+// MARK: - Main
+
+if let name = options.caseName {
+    guard let url = options.url, let folder = options.folder else { usage() }
+    runBodyCase(name, base: url, folder: folder)
+    exit(0)
+}
+
+if let profile = options.profile {
+    // One contender alone, for callgrind or perf; nginx must already run (--url).
+    guard let base = options.url else { usage() }
+    guard let contender = makeContenders(base: base).first(where: { $0.key == profile }) else { usage() }
+    // Each worker is a thread that starts a request and waits for its end, so no request starts
+    // inside another's completion and the profile's inclusive costs do not nest.
+    let perWorker = options.profileRequests / options.profileConcurrency
+    let group = DispatchGroup()
+    let started = ContinuousClock.now
+    for _ in 0..<options.profileConcurrency {
+        let start = contender.makeStart(TokenSlot())
+        DispatchQueue.global().async(group: group) {
+            let ended = DispatchSemaphore(value: 0)
+            for _ in 0..<perWorker {
+                start { bytes in
+                    if bytes < 0 { fail("a request failed") }
+                    ended.signal()
+                }
+                ended.wait()
+            }
+        }
+    }
+    group.wait()
+    let elapsed = ContinuousClock.now - started
+    print("\(profile): \(options.profileRequests) requests in \(elapsed); peak RSS \(procStatusKiB("VmHWM")) KiB, RSS now \(procStatusKiB("VmRSS")) KiB")
+    exit(0)
+}
+
+// A closed output pipe must not kill the run before it stops nginx.
+signal(SIGPIPE, SIG_IGN)
+let server: NginxServer? = options.url == nil ? NginxServer() : nil
+startedServer = server
+let base = options.url ?? "http://127.0.0.1:\(server!.port)"
+let folder = server?.folder ?? FileManager.default.temporaryDirectory.path
+// Stop nginx on Ctrl-C and kill too.
+let stopSignals: [any DispatchSourceSignal] = [SIGINT, SIGTERM].map { (number: Int32) -> any DispatchSourceSignal in
+    signal(number, SIG_IGN)
+    let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+    source.setEventHandler {
+        server?.stop()
+withExtendedLifetime(stopSignals) {}
+        exit(128 + number)
+    }
+    source.resume()
+    return source
+}
+
+let cpu = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8))?
+    .split(separator: "\n").first { $0.hasPrefix("model name") }?
+    .split(separator: ":", maxSplits: 1).last?.trimmingCharacters(in: .whitespaces) ?? "unknown"
+print("## transport-bench: \(ProcessInfo.processInfo.activeProcessorCount) cores, \(cpu), server \(base) (nginx)\n")
+var loadAverage = [0.0, 0.0, 0.0]
+getloadavg(&loadAverage, 3)
+print("Load average at start: \(loadAverage.map { fmt($0, 2) }.joined(separator: " "))\n")
+if !options.skipRequests { requestsPerSecond(base: base, repetitions: options.repetitions, requestsPerRun: options.requestsPerRun) }
+if !options.skipBodies { largeBodies(base: base, folder: folder, repetitions: options.bigRuns ?? options.repetitions) }
+getloadavg(&loadAverage, 3)
+print("\nLoad average at end: \(loadAverage.map { fmt($0, 2) }.joined(separator: " "))")
+server?.stop()
+withExtendedLifetime(stopSignals) {}
