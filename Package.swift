@@ -11,19 +11,28 @@ let package = Package(
         .library(name: "Signals", targets: ["Signals"]),
         .library(name: "Transit", targets: ["Transit"]),
         .library(name: "TransitTesting", targets: ["TransitTesting"]),
+        .library(name: "TransitCache", targets: ["TransitCache"]),
         .executable(name: "forum", targets: ["Forum"]),
     ],
     targets: [
         .target(name: "Signals"),
         .target(name: "Transit", dependencies: ["Signals"]),
         .target(name: "TransitTesting", dependencies: ["Transit", "Signals"]),
+        .target(name: "TransitCache", dependencies: ["Transit", "Signals"]),
         .executableTarget(
             name: "Forum",
-            dependencies: ["Transit", "TransitTesting", "Signals"],
+            dependencies: ["Transit", "TransitTesting", "Signals", "TransitCache"],
             path: "Examples/Forum"
         ),
         .testTarget(name: "SignalsTests", dependencies: ["Signals"]),
         .testTarget(name: "TransitTests", dependencies: ["Transit", "TransitTesting", "Signals"]),
+        .testTarget(name: "TransitCacheTests", dependencies: ["TransitCache", "Transit", "TransitTesting", "Signals"]),
+        // The child process TransitCacheTests kill mid-write and run on a full or read-only folder.
+        .executableTarget(
+            name: "TransitCacheChild",
+            dependencies: ["TransitCache", "Transit", "TransitTesting", "Signals"],
+            path: "Tests/TransitCacheChild"
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -27,6 +27,17 @@ let package = Package(
                 .product(name: "OpenCombine", package: "OpenCombine"),
             ]
         ),
+        // TransitCache's DiskCache against Foundation's URLCache; a 304 against a full download
+        // over loopback; the peak memory of a 1 GiB response through the HTTP cache.
+        .executableTarget(
+            name: "cache-bench",
+            dependencies: [
+                .product(name: "TransitCache", package: "Transit"),
+                .product(name: "Transit", package: "Transit"),
+                .product(name: "TransitTesting", package: "Transit"),
+                .product(name: "Signals", package: "Transit"),
+            ]
+        ),
         // Transit's transport and request chain against raw URLSession, over nginx on loopback
         // (nginx/nginx.sh): `swift run -c release transport-bench`.
         .executableTarget(

@@ -188,6 +188,9 @@ if let baseURL = baseURLArgument {
           "the 4 MiB archive arrived whole, written to disk as it streamed")
     check(cdn.requestCount == 1 && cdn.credentialHeadersSeen.isEmpty,
           "the redirect to the CDN arrived without the bearer token (credentials stay with their origin)")
+
+    narrator.heading("7. An HTTP cache in front of the transport: a hit, a 304, a stale answer while the server is down")
+    await demonstrateCaching(narrator: narrator, check: check)
 }
 
 print("\n\(narrator.requestCount) requests sent, \(narrator.refreshCount) token refresh\(narrator.refreshCount == 1 ? "" : "es").")

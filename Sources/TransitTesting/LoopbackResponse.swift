@@ -23,12 +23,17 @@ public struct LoopbackResponse: Sendable {
         /// Exactly these bytes and nothing else: no status line, no headers (see
         /// ``LoopbackResponse/raw(_:)``).
         case raw(Data)
+        /// Sent step by step, as the test controls it (see
+        /// ``LoopbackResponse/scripted(status:headers:contentLength:_:)``): with
+        /// `Content-Length: contentLength`, or chunked when it is `nil`.
+        case scripted([LoopbackStep], contentLength: Int?)
 
         /// Every byte of the body, in order.
         public var data: Data {
             switch self {
             case .whole(let data), .raw(let data): return data
             case .chunked(let chunks, _), .paced(let chunks, _): return chunks.reduce(into: Data()) { $0.append($1) }
+            case .scripted(let steps, _): return steps.reduce(into: Data()) { if case .send(let data) = $1 { $0.append(data) } }
             }
         }
     }
@@ -232,6 +237,14 @@ public struct LoopbackResponse: Sendable {
             case .paced(let pieces, _):
                 if !has("Content-Length"), !has("Transfer-Encoding") {
                     fields.append(LoopbackHeader("Content-Length", "\(pieces.reduce(0) { $0 + $1.count })"))
+                }
+            case .scripted(_, let length?):
+                if !has("Content-Length"), !has("Transfer-Encoding") {
+                    fields.append(LoopbackHeader("Content-Length", "\(length)"))
+                }
+            case .scripted(_, nil):
+                if !has("Transfer-Encoding") {
+                    fields.append(LoopbackHeader("Transfer-Encoding", "chunked"))
                 }
             case .raw:
                 break

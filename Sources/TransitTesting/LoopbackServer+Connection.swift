@@ -94,6 +94,8 @@ extension LoopbackServerCore {
             var bytes = head
             if sendsBody { bytes += data.prefix(limit) }
             guard POSIX.sendAll(fd, bytes) else { return failed }
+        case .scripted(let steps, let length):
+            return runScript(steps, head: head, chunked: length == nil, sendsBody: sendsBody, closing: closing, fd: fd, wake: wake, buffer: &buffer)
         case .chunked(let chunks, let interval):
             guard POSIX.sendAll(fd, head) else { return failed }
             guard sendsBody else { break }

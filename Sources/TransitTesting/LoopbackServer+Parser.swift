@@ -70,11 +70,14 @@ enum LoopbackRequestParser {
         var start = 0
         while start + 1 < buffer.count, buffer[start] == 13, buffer[start + 1] == 10 { start += 2 }
         guard let end = firstIndex(of: crlfcrlf, in: buffer, from: start, limit: maxHeadBytes) else {
-            if buffer.count - start > maxHeadBytes {
-                return .invalid(bad("request head larger than \(maxHeadBytes) bytes", status: 431))
-            }
+            // The verdict must not depend on how the bytes arrive: bare LF endings are looked for
+            // first (a prefix that shows them gets the same answer as the whole head), and the head
+            // is too large only once every place its end could start has been searched.
             if firstIndex(of: [10, 10], in: buffer, from: start, limit: maxHeadBytes) != nil {
                 return .invalid(bad("request head ends with bare LF line endings; HTTP needs CRLF"))
+            }
+            if buffer.count - start >= maxHeadBytes + crlfcrlf.count {
+                return .invalid(bad("request head larger than \(maxHeadBytes) bytes", status: 431))
             }
             return .incomplete
         }
@@ -90,7 +93,7 @@ enum LoopbackRequestParser {
               let version = String(bytes: parts[2], encoding: .ascii)
         else { return .invalid(bad("malformed request line")) }
         guard target.first == "/" || target == "*" || target.hasPrefix("http://") || target.hasPrefix("https://"),
-              !target.contains(where: { $0.isWhitespace })
+              !target.utf8.contains(where: { $0 <= 0x20 || $0 == 0x7F }) // no whitespace or control character
         else { return .invalid(bad("malformed request target")) }
         guard version == "HTTP/1.1" || version == "HTTP/1.0" else {
             if version.hasPrefix("HTTP/"), version.count == 8 {
@@ -168,7 +171,7 @@ enum LoopbackRequestParser {
         var index = start
         while true {
             guard let lineEnd = firstIndex(of: [13, 10], in: buffer, from: index, limit: maxChunkLineBytes) else {
-                return buffer.count - index > maxChunkLineBytes ? .invalid(bad("chunk size line too long")) : .incomplete
+                return buffer.count - index >= maxChunkLineBytes + 2 ? .invalid(bad("chunk size line too long")) : .incomplete
             }
             let line = buffer[index..<lineEnd]
             let sizePart = line.split(separator: 59, maxSplits: 1, omittingEmptySubsequences: false)[0] // ';' starts extensions
@@ -180,7 +183,7 @@ enum LoopbackRequestParser {
                 // Trailer fields, then an empty line.
                 while true {
                     guard let trailerEnd = firstIndex(of: [13, 10], in: buffer, from: index, limit: maxHeadBytes) else {
-                        return buffer.count - index > maxHeadBytes ? .invalid(bad("trailers too long")) : .incomplete
+                        return buffer.count - index >= maxHeadBytes + 2 ? .invalid(bad("trailers too long")) : .incomplete
                     }
                     let isEmpty = trailerEnd == index
                     index = trailerEnd + 2

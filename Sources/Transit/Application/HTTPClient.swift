@@ -61,6 +61,8 @@ public final class HTTPClient: Sendable {
     public let coalescesRequests: Bool
     /// The failover group of the client's origins, if any.
     public let failover: HostFailover?
+    /// The user-level credentials added to requests in their scope, renewed on 401, if any.
+    public let authorizer: (any Authorizer)?
     private let coalescer = Coalescer()
     /// The first invalid default header, checked once: every request fails with it.
     private let defaultHeaderError: URLRequestError?
@@ -84,6 +86,8 @@ public final class HTTPClient: Sendable {
     ///   - coalescesRequests: identical GET/HEAD requests (same URL and headers) in flight at
     ///     the same time share one network request; each subscriber can cancel on its own.
     ///   - failover: origins of one service to fail over between on connection failures.
+    ///   - authorizer: credentials added to every request in their scope (e.g. a
+    ///     ``TokenStore``), renewed once on a 401 and the request sent again.
     public init(
         transport: any HTTPTransport = URLSessionTransport.shared,
         defaultHeaders: [String: String] = [:],
@@ -97,7 +101,8 @@ public final class HTTPClient: Sendable {
         rateLimiter: RateLimiter? = nil,
         cooldowns: Cooldowns? = nil,
         coalescesRequests: Bool = false,
-        failover: HostFailover? = nil
+        failover: HostFailover? = nil,
+        authorizer: (any Authorizer)? = nil
     ) {
         self.transport = transport
         var headers = defaultHeaders
@@ -117,6 +122,7 @@ public final class HTTPClient: Sendable {
         self.cooldowns = cooldowns
         self.coalescesRequests = coalescesRequests
         self.failover = failover
+        self.authorizer = authorizer
     }
 
     /// A signal that sends `request` (with the default headers added) when subscribed, and
@@ -139,12 +145,26 @@ public final class HTTPClient: Sendable {
     ) -> Signal<HTTPResponse, any Error> {
         let limit = options.maxResponseBytes ?? maxResponseBytes
         let deadline = (options.deadline ?? self.deadline).duration
-        return prepared(consume request) { sent in
-            let response = self.parts(of: TransportRequest(sent, bodyFile: bodyFile), options: options, deadline: deadline)
-                .collectResponse(for: sent, maxBytes: limit)
-            guard self.coalescesRequests, bodyFile == nil, let key = Coalescer.key(for: sent) else { return response }
-            return self.coalescer.send(key + "\n\(limit)", response)
+        let buffered: @Sendable (URLRequest) -> Signal<HTTPResponse, any Error> = { request in
+            self.prepared(request) { sent in
+                let response = self.parts(of: TransportRequest(sent, bodyFile: bodyFile), options: options, deadline: deadline)
+                    .collectResponse(for: sent, maxBytes: limit)
+                guard self.coalescesRequests, bodyFile == nil, let key = Coalescer.key(for: sent) else { return response }
+                return self.coalescer.send(key + "\n\(limit)", response)
+            }
         }
+        guard let authorizer else { return buffered(request) }
+        return Self.authorized(request, by: authorizer, attempt: buffered)
+    }
+
+    /// `body` for `request` with the authorizer's credentials added on every subscription, when
+    /// the request is in its scope (streams and downloads: no renewal on 401).
+    private func withCredentials<Output>(
+        _ request: URLRequest,
+        _ body: @escaping @Sendable (URLRequest) -> Signal<Output, any Error>
+    ) -> Signal<Output, any Error> {
+        guard let authorizer, let url = request.url, authorizer.scope.allows(url) else { return body(request) }
+        return Signal(tryDeferred: { body(try authorizer.authorize(request)) })
     }
 
     /// A signal that sends `request` and delivers its response as it arrives: the head, then
@@ -158,10 +178,12 @@ public final class HTTPClient: Sendable {
         bodyFile: URL? = nil,
         options: RequestOptions = RequestOptions()
     ) -> Signal<HTTPResponsePart, any Error> {
-        prepared(request) { sent in
-            var parts = self.parts(of: TransportRequest(sent, bodyFile: bodyFile), options: options, deadline: options.deadline?.duration)
-            if let limit = options.maxResponseBytes { parts = parts.limitingBody(to: limit) }
-            return parts
+        withCredentials(request) { request in
+            self.prepared(request) { sent in
+                var parts = self.parts(of: TransportRequest(sent, bodyFile: bodyFile), options: options, deadline: options.deadline?.duration)
+                if let limit = options.maxResponseBytes { parts = parts.limitingBody(to: limit) }
+                return parts
+            }
         }
     }
 
@@ -181,9 +203,11 @@ public final class HTTPClient: Sendable {
         to destination: URL,
         options: RequestOptions = RequestOptions()
     ) -> Signal<DownloadEvent, any Error> {
-        prepared(request) { sent in
-            self.parts(of: TransportRequest(sent), options: options, deadline: options.deadline?.duration)
-                .writeDownload(to: destination, request: sent, maxBytes: options.maxResponseBytes)
+        withCredentials(request) { request in
+            self.prepared(request) { sent in
+                self.parts(of: TransportRequest(sent), options: options, deadline: options.deadline?.duration)
+                    .writeDownload(to: destination, request: sent, maxBytes: options.maxResponseBytes)
+            }
         }
     }
 

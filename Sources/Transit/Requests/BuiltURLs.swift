@@ -18,9 +18,17 @@ enum BuiltURLs {
     /// The most pairs kept.
     static let capacity = 256
 
+    /// The pair's bytes: `String` equality is canonical equivalence ("K", U+212A KELVIN SIGN,
+    /// equals "K"), which would hand the URL built for one spelling to another that `URLBuilder`
+    /// refuses.
     private struct Key: Hashable {
-        let base: String
-        let endpoint: String
+        let base: [UInt8]
+        let endpoint: [UInt8]
+
+        init(base: String, endpoint: String) {
+            self.base = Array(base.utf8)
+            self.endpoint = Array(endpoint.utf8)
+        }
     }
 
     private static let table = Mutex<[Key: URL]>([:])

@@ -88,29 +88,37 @@ public enum Redaction {
     /// secret query and fragment values redacted. Works on text that is not a valid URL too, so
     /// a URL that was refused can still be named in the error.
     public static func redact(urlString text: String) -> String {
-        var rest = Substring(text)
-        var result = ""
+        // Delimiters are looked for among Unicode scalars, as URL parsers do, not among
+        // Characters: a combining mark after `=`, `@`, `&`, `?` or `#` would hide it otherwise.
+        var rest = Substring(text).unicodeScalars
+        var result = String.UnicodeScalarView()
         if let authority = authorityRange(in: rest) {
             if let at = rest[authority].lastIndex(of: "@") {
-                result += rest[..<authority.lowerBound] + userInfoPlaceholder + rest[at..<authority.upperBound]
+                result += rest[..<authority.lowerBound]
+                result += userInfoPlaceholder.unicodeScalars
+                result += rest[at..<authority.upperBound]
                 rest = rest[authority.upperBound...]
             }
         }
-        var fragment: Substring?
+        var fragment: Scalars?
         if let hash = rest.firstIndex(of: "#") {
             fragment = rest[rest.index(after: hash)...]
             rest = rest[..<hash]
         }
         if let mark = rest.firstIndex(of: "?") {
-            result += rest[...mark] + redact(pairs: rest[rest.index(after: mark)...])
+            result += rest[...mark]
+            result += redact(pairs: rest[rest.index(after: mark)...])
         } else {
             result += rest
         }
         if let fragment {
-            result += "#" + redact(pairs: fragment)
+            result += "#".unicodeScalars
+            result += redact(pairs: fragment)
         }
-        return result
+        return String(result)
     }
+
+    private typealias Scalars = Substring.UnicodeScalarView
 
     /// `text` with every URL in it (anything of the form `scheme://…`, up to the next
     /// whitespace, quote or angle bracket) redacted as ``redact(urlString:)`` does. For messages
@@ -137,31 +145,51 @@ public enum Redaction {
 
     // MARK: Helpers
 
-    /// The authority (`user:password@host:port`) of `text` if it starts with `scheme://`.
-    private static func authorityRange(in text: Substring) -> Range<Substring.Index>? {
-        guard let separator = text.range(of: "://"), separator.lowerBound > text.startIndex,
-              text[..<separator.lowerBound].allSatisfy(isSchemeCharacter),
-              text.first?.isLetter == true
-        else { return nil }
-        let end = text[separator.upperBound...].firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? text.endIndex
-        return separator.upperBound..<end
+    /// The authority (`user:password@host:port`) of `text`: what follows `scheme:` and up to three
+    /// slashes (libcurl reads an authority after `http:/` and `http:` too, so a mistyped URL keeps
+    /// no credentials either), or the start of a network-path reference (`//user@host/…`).
+    private static func authorityRange(in text: Scalars) -> Range<String.Index>? {
+        var start: String.Index
+        if text.starts(with: "//".unicodeScalars) {
+            start = text.index(text.startIndex, offsetBy: 2)
+        } else {
+            guard let colon = text.firstIndex(of: ":"), colon > text.startIndex,
+                  let first = text.first, first.isASCII, first.properties.isAlphabetic,
+                  text[..<colon].allSatisfy({ isSchemeCharacter(Character($0)) })
+            else { return nil }
+            start = text.index(after: colon)
+            for _ in 0..<3 where start < text.endIndex && text[start] == "/" {
+                start = text.index(after: start)
+            }
+        }
+        let end = text[start...].firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? text.endIndex
+        return start..<end
     }
 
     /// `name=value` pairs separated by `&` with the value of every sensitive name redacted.
-    private static func redact(pairs: Substring) -> String {
-        guard !pairs.isEmpty else { return "" }
-        return pairs.split(separator: "&", omittingEmptySubsequences: false).map { pair -> String in
-            guard let equals = pair.firstIndex(of: "="), isSensitiveName(pair[..<equals]) else { return String(pair) }
-            return String(pair[...equals]) + placeholder
-        }.joined(separator: "&")
+    private static func redact(pairs: Scalars) -> String.UnicodeScalarView {
+        var result = String.UnicodeScalarView()
+        for (index, pair) in pairs.split(separator: "&", omittingEmptySubsequences: false).enumerated() {
+            if index > 0 { result.append("&") }
+            if let equals = pair.firstIndex(of: "="), isSensitiveName(String(String.UnicodeScalarView(pair[..<equals]))) {
+                result += pair[...equals]
+                result += placeholder.unicodeScalars
+            } else {
+                result += pair
+            }
+        }
+        return result
     }
 
     private static func isSchemeCharacter(_ character: Character) -> Bool {
         character.isASCII && (character.isLetter || character.isNumber || character == "+" || character == "-" || character == ".")
     }
 
+    /// Whitespace, quotes and angle brackets end a URL in text. Characters that a valid URL never
+    /// has raw (`{}|\^`) do not: URL parsers re-encode them, so `https://a{b:pw@host` is read
+    /// with the password `pw`.
     private static func endsURLInText(_ character: Character) -> Bool {
-        character.isWhitespace || "\"'<>`{}|\\^".contains(character)
+        character.isWhitespace || "\"'<>`".contains(character)
     }
 
     /// camelCase split into words, lower-cased, with `-`, `.` and spaces read as `_`.

@@ -44,6 +44,9 @@ enum URLBuilder {
         if let segment = dotSegment(in: components.percentEncodedPath) {
             throw badURL("Invalid base URL \(quoted(base)): its path has the dot segment \(segment.debugDescription), which URL stacks and servers resolve away; write the path without it.")
         }
+        if let problem = authorityProblem(base: base, host: components.percentEncodedHost ?? host) {
+            throw badURL("Invalid base URL \(quoted(base)): \(problem).")
+        }
 
         if let problem = HTTPSyntax.uriProblem(in: endpoint, allowing: ":/?#@") {
             throw badURL("Invalid endpoint \(quoted(endpoint)): \(problem).")
@@ -72,6 +75,41 @@ enum URLBuilder {
             throw badURL("Invalid endpoint \(quoted(endpoint)): it does not form a valid URL with \(quoted(base)).")
         }
         return url
+    }
+
+    /// What is wrong with the base's user info, host or port, or `nil`. Foundation reads hosts and ports that
+    /// libcurl (which URLSession uses on Linux) refuses, so a request to them would fail late with
+    /// a transport error, or change what they mean: the user info must be valid URI text, the host
+    /// a name of letters, digits and `-._~` (an IPv4 address is one) or a bracketed IPv6 address,
+    /// and the port, as written, a number up to 65535.
+    private static func authorityProblem(base: String, host: String) -> String? {
+        if host.hasPrefix("[") {
+            // An optional zone (`%25eth0`) follows the address: up to 15 characters, as libcurl allows.
+            let inside = host.dropFirst().dropLast()
+            let zone = inside.range(of: "%25").map { inside[$0.upperBound...] }
+            let address = inside.range(of: "%25").map { inside[..<$0.lowerBound] } ?? inside
+            var parsed = in6_addr()
+            guard host.hasSuffix("]"), inet_pton(AF_INET6, String(address), &parsed) == 1,
+                  zone.map({ (1...15).contains($0.utf8.count) && $0.utf8.allSatisfy(HTTPSyntax.isUnreserved) }) ?? true
+            else { return "the host \(host) is not an IPv6 address" }
+        } else if !host.utf8.allSatisfy(HTTPSyntax.isUnreserved) {
+            return "the host \(host.debugDescription) may have only letters, digits, '-', '.', '_' and '~', or be an IPv6 address in brackets"
+        }
+        // The port as written: Foundation reads one beyond Int's range as no port at all.
+        guard let schemeEnd = base.range(of: "://") else { return nil }
+        let authority = base[schemeEnd.upperBound...].prefix { $0 != "/" }
+        if let at = authority.lastIndex(of: "@"), HTTPSyntax.uriProblem(in: String(authority[..<at]), allowing: ":") != nil {
+            // Foundation would percent-encode it, '%' included, and so change the credentials.
+            return "the user name or password has a character that must be percent-encoded ('@', '[', ']', '/', …)"
+        }
+        let hostAndPort = authority.lastIndex(of: "@").map { authority[authority.index(after: $0)...] } ?? authority
+        let afterHost = hostAndPort.lastIndex(of: "]").map { hostAndPort[hostAndPort.index(after: $0)...] } ?? hostAndPort
+        guard let colon = afterHost.firstIndex(of: ":") else { return nil }
+        let port = afterHost[afterHost.index(after: colon)...]
+        guard port.isEmpty || (port.count <= 5 && Int(port).map { $0 <= 65_535 } == true) else {
+            return "the port \(port) is not a number from 0 to 65535"
+        }
+        return nil
     }
 
     /// Splits `endpoint` into its path, its query (after the first `?`) and its fragment (after

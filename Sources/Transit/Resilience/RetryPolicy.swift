@@ -61,6 +61,9 @@ public struct RetryPolicy: Sendable {
     /// The source of randomness for the jitter: a number in `0..<1` (values outside are clamped).
     /// Inject a fixed one in tests.
     public var random: @Sendable () -> Double
+    /// A budget shared with other policies (one per client): a retry it refuses fails with
+    /// ``RetryBudgetExhausted``. `nil`: no budget.
+    public var budget: RetryBudget?
 
     /// Creates a policy. The defaults: 3 attempts, 0.5 s base, ×2, 30 s max, full jitter,
     /// Retry-After honoured up to 60 s, idempotent methods only, system randomness.
@@ -72,7 +75,8 @@ public struct RetryPolicy: Sendable {
         jitter: Jitter = .full,
         maxRetryAfter: TimeInterval = 60,
         retryNonIdempotent: Bool = false,
-        random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }
+        random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
+        budget: RetryBudget? = nil
     ) {
         self.maxAttempts = maxAttempts
         self.baseDelay = baseDelay
@@ -82,9 +86,10 @@ public struct RetryPolicy: Sendable {
         self.maxRetryAfter = maxRetryAfter
         self.retryNonIdempotent = retryNonIdempotent
         self.random = random
+        self.budget = budget
     }
 
-    /// The default policy: see ``init(maxAttempts:baseDelay:multiplier:maxDelay:jitter:maxRetryAfter:retryNonIdempotent:random:)``.
+    /// The default policy: see ``init(maxAttempts:baseDelay:multiplier:maxDelay:jitter:maxRetryAfter:retryNonIdempotent:random:budget:)``.
     public static var `default`: RetryPolicy { RetryPolicy() }
 
     /// The back-off ceiling before retry number `retry` (1 for the first retry), in seconds:

@@ -108,7 +108,9 @@ private final class PolicyRetrier<Output: Sendable>: Sendable {
             state.subscribing = true
             return true
         }
-        if proceed { run(1, scope) }
+        guard proceed else { return }
+        policy.budget?.recordRequest()
+        run(1, scope)
     }
 
     /// Subscribes attempt `number` in `scope`, then every attempt queued meanwhile.
@@ -141,6 +143,10 @@ private final class PolicyRetrier<Output: Sendable>: Sendable {
             // The policy's random source is user code: it runs outside the lock.
             guard let delay = policy.retryDelay(after: error, attempt: number, method: method) else {
                 finish(with: event, from: number)
+                return
+            }
+            if let budget = policy.budget, !budget.withdrawRetry() {
+                finish(with: .failed(RetryBudgetExhausted(failure: error)), from: number)
                 return
             }
             scheduleAttempt(after: delay, following: number)

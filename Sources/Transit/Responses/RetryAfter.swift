@@ -60,7 +60,7 @@ public enum RetryAfter {
     private static let longDays = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
 
     /// Reads an HTTP-date in any of its three forms, in UTC.
-    static func httpDate(_ text: String, now: Date) -> Date? {
+    package static func httpDate(_ text: String, now: Date) -> Date? {
         let tokens = text.split(whereSeparator: { $0 == " " || $0 == "\t" }).map { $0.lowercased() }
         switch tokens.count {
         case 6 where tokens[0].hasSuffix(","):

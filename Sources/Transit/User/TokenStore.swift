@@ -89,9 +89,20 @@ public final class TokenStore: Sendable {
         /// with this error instead; the credentials cannot be renewed and the user must sign in
         /// again.
         case reentrantRefresh
+        /// The refresh did not end within ``RefreshLimits/deadline``; it was cancelled.
+        case timedOut
+        /// More than ``RefreshLimits/maxRefreshes`` refreshes started within
+        /// ``RefreshLimits/window``: the server keeps rejecting fresh tokens, so the store stops
+        /// asking until the window has passed.
+        case tooManyRefreshes
 
         public var description: String {
             switch self {
+            case .timedOut:
+                return "TokenStore: the token refresh did not complete within its deadline and was cancelled."
+            case .tooManyRefreshes:
+                return "TokenStore: too many token refreshes in a short time (the server keeps rejecting fresh tokens); "
+                    + "not refreshing again until the window has passed."
             case .noToken:
                 return "TokenStore: the refresh signal finished without sending a token; make it send the new AuthToken."
             case .reentrantRefresh:
@@ -112,15 +123,46 @@ public final class TokenStore: Sendable {
         let subscription = CancellationToken()
     }
 
+    /// Bounds on refreshing: a deadline per refresh, and how many refreshes may start in a window.
+    public struct RefreshLimits: Sendable {
+        /// The longest a refresh may take; then it fails with ``RefreshError/timedOut``.
+        public var deadline: Duration
+        /// How many refreshes may start within ``window``; more fail with
+        /// ``RefreshError/tooManyRefreshes``.
+        public var maxRefreshes: Int
+        /// The window of ``maxRefreshes``.
+        public var window: Duration
+        /// The clock of the deadline and the window.
+        public var scheduler: any Scheduler
+
+        /// Creates limits: 30 s per refresh, at most 5 refreshes a minute by default.
+        public init(
+            deadline: Duration = .seconds(30),
+            maxRefreshes: Int = 5,
+            window: Duration = .seconds(60),
+            scheduler: any Scheduler = DispatchQueue.global()
+        ) {
+            self.deadline = deadline
+            self.maxRefreshes = max(1, maxRefreshes)
+            self.window = window
+            self.scheduler = scheduler
+        }
+    }
+
     private struct State {
         var current: AuthToken
         var flight: Flight?
+        /// When the recent refreshes started, on the limits' clock.
+        var refreshStarts: [Duration] = []
         var nextWaiterID: UInt64 = 0
         var nextFlightID: UInt64 = 0
     }
 
     private let state: Mutex<State>
     private let refresh: Refresh
+    let credentialScope: CredentialScope?
+    /// The deadline of a refresh and how many may start in a window.
+    public let limits: RefreshLimits
     private let onEvent: (@Sendable (Event) -> Void)?
 
     /// Creates a store.
@@ -133,11 +175,36 @@ public final class TokenStore: Sendable {
     public init(
         token: AuthToken,
         onEvent: (@Sendable (Event) -> Void)? = nil,
+        limits: RefreshLimits = RefreshLimits(),
         refresh: @escaping Refresh
     ) {
         state = Mutex(State(current: token))
         self.refresh = refresh
         self.onEvent = onEvent
+        self.limits = limits
+        credentialScope = nil
+    }
+
+    /// Creates a store that can be attached to a client as its ``Authorizer``
+    /// (`HTTPClient(authorizer:)`): its tokens go only to the hosts of `scope`.
+    ///
+    /// - Parameters:
+    ///   - token: the credentials to start with.
+    ///   - scope: where the tokens may go (hosts, https unless allowed otherwise).
+    ///   - onEvent: told about every refresh decision.
+    ///   - refresh: builds the signal that renews a token. See ``Refresh``.
+    public init(
+        token: AuthToken,
+        scope: CredentialScope,
+        onEvent: (@Sendable (Event) -> Void)? = nil,
+        limits: RefreshLimits = RefreshLimits(),
+        refresh: @escaping Refresh
+    ) {
+        state = Mutex(State(current: token))
+        self.refresh = refresh
+        self.onEvent = onEvent
+        self.limits = limits
+        credentialScope = scope
     }
 
     /// The current credentials.
@@ -257,6 +324,18 @@ public final class TokenStore: Sendable {
     /// marks the thread with the flight, so that a `retryWithFreshToken(from: self)` inside the
     /// refresh chain knows it belongs to this refresh (``refreshBeingSubscribed``).
     private func startRefresh(_ flight: UInt64, replacing current: AuthToken, in subscription: CancellationToken) {
+        let now = limits.scheduler.now
+        let allowed = state.withLock { state -> Bool in
+            state.refreshStarts.removeAll { now - $0 >= limits.window }
+            guard state.refreshStarts.count < limits.maxRefreshes else { return false }
+            state.refreshStarts.append(now)
+            return true
+        }
+        guard allowed else { return complete(flight, with: .failure(RefreshError.tooManyRefreshes)) }
+        let timer = limits.scheduler.schedule(after: limits.deadline) { [weak self] in
+            self?.complete(flight, with: .failure(RefreshError.timedOut))
+        }
+        guard subscription.add(timer) else { return timer.cancel() }
         RefreshContext.during(RefreshContext(store: ObjectIdentifier(self), flight: flight)) {
             let signal = refresh(current)
             signal.observe(Observer { [weak self] event in

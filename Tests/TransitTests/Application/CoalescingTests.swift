@@ -12,7 +12,8 @@ struct CoalescingTests {
     let scheduler = TestScheduler()
 
     private func client(_ transport: StubTransport, coalescing: Bool = true) -> HTTPClient {
-        HTTPClient(transport: transport, scheduler: scheduler, coalescesRequests: coalescing)
+        // No deadline, so the only pending actions are the transport's own.
+        HTTPClient(transport: transport, deadline: .unlimited, scheduler: scheduler, coalescesRequests: coalescing)
     }
 
     private func get(_ url: String, token: String? = nil) -> URLRequest {

@@ -58,7 +58,8 @@ struct SeamTests {
         transport.stub(.get, path: "/big").thenRespond(
             .chunks([Data(count: 10)], headers: ["Content-Length": "5000"], every: .seconds(1))
         )
-        let probe = RequestProbe(client(transport).send(request("https://api.example.com/big")))
+        // No deadline, so the only pending actions are the transfer's own.
+        let probe = RequestProbe(client(transport) { $0.deadline = .unlimited }.send(request("https://api.example.com/big")))
         let error = probe.failure as? ResponseTooLargeError
         #expect(error == ResponseTooLargeError(limit: 1024, declaredLength: 5000))
         #expect(error?.description.contains("1024") == true)

@@ -62,3 +62,43 @@ struct TokenStoreDefectTests {
         #expect(throws: URLRequestError.invalidBearerToken) { try store.authorize(URLRequest(url: URL(string: "https://a.example")!)) }
     }
 }
+
+@Suite("TokenStore limits")
+struct TokenStoreLimitTests {
+    @Test func aRefreshThatHangsFailsAtItsDeadline() {
+        let scheduler = TestScheduler()
+        let store = TokenStore(
+            token: AuthToken(accessToken: "old"),
+            limits: TokenStore.RefreshLimits(deadline: .seconds(10), scheduler: scheduler)
+        ) { _ in .never }
+        let probe = RequestProbe(store.freshToken(replacing: "old"))
+        scheduler.advance(by: .seconds(9))
+        #expect(probe.events.isEmpty)
+        scheduler.advance(by: .seconds(1))
+        #expect(probe.failure as? TokenStore.RefreshError == .timedOut)
+        #expect(!store.isRefreshing)
+        #expect(scheduler.pendingCount == 0)
+    }
+
+    @Test func aRefreshLoopIsBounded() {
+        let scheduler = TestScheduler()
+        let refreshes = SharedValue(0)
+        let store = TokenStore(
+            token: AuthToken(accessToken: "t0"),
+            limits: TokenStore.RefreshLimits(maxRefreshes: 3, window: .seconds(60), scheduler: scheduler)
+        ) { _ in
+            let number = refreshes.update { count -> Int in count += 1; return count }
+            return Signal(value: AuthToken(accessToken: "t\(number)"))
+        }
+        for round in 0..<3 {
+            let probe = RequestProbe(store.freshToken(replacing: store.current.accessToken))
+            #expect(probe.values.first?.accessToken == "t\(round + 1)")
+        }
+        let refused = RequestProbe(store.freshToken(replacing: store.current.accessToken))
+        #expect(refused.failure as? TokenStore.RefreshError == .tooManyRefreshes)
+        #expect(refreshes.value == 3)
+        scheduler.advance(by: .seconds(60))
+        let later = RequestProbe(store.freshToken(replacing: store.current.accessToken))
+        #expect(later.values.first?.accessToken == "t4")
+    }
+}

@@ -1,0 +1,58 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+// Transit on AsyncHTTPClient (SwiftNIO): an `HTTPTransport` for servers. A separate package so the
+// root package keeps depending on nothing. Test from this folder with `swift test`.
+let package = Package(
+    name: "TransitAsyncHTTPClient",
+    platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
+    products: [
+        .library(name: "TransitAsyncHTTPClient", targets: ["TransitAsyncHTTPClient"]),
+        .executable(name: "forum-ahc", targets: ["ForumAHC"]),
+    ],
+    dependencies: [
+        .package(name: "Transit", path: "../.."),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        // Imported directly (NIO types in the transport's API and its error mapping); AsyncHTTPClient
+        // depends on both already, so they add nothing to build.
+        .package(url: "https://github.com/apple/swift-nio", from: "2.81.0"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.27.0"),
+    ],
+    targets: [
+        .target(
+            name: "TransitAsyncHTTPClient",
+            dependencies: [
+                .product(name: "Transit", package: "Transit"),
+                .product(name: "Signals", package: "Transit"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]
+        ),
+        // `swift run forum-ahc [--transport ahc|urlsession]`: the README's PostService chain on either
+        // transport, against an embedded forum API.
+        .executableTarget(
+            name: "ForumAHC",
+            dependencies: [
+                "TransitAsyncHTTPClient",
+                .product(name: "Transit", package: "Transit"),
+                .product(name: "TransitTesting", package: "Transit"),
+                .product(name: "Signals", package: "Transit"),
+            ],
+            path: "Examples/ForumAHC"
+        ),
+        .testTarget(
+            name: "TransitAsyncHTTPClientTests",
+            dependencies: [
+                "TransitAsyncHTTPClient",
+                .product(name: "Transit", package: "Transit"),
+                .product(name: "TransitTesting", package: "Transit"),
+                .product(name: "Signals", package: "Transit"),
+            ]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,141 @@
+import AsyncHTTPClient
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+import Signals
+import Transit
+
+/// An ``HTTPTransport`` on AsyncHTTPClient (SwiftNIO): Transit for servers, several times the
+/// throughput of `URLSession` on Linux.
+///
+/// ```swift
+/// let client = Transit.HTTPClient(transport: AsyncHTTPClientTransport.shared)
+/// ```
+///
+/// Every subscription to ``exchange(_:)`` executes one request on one long-lived
+/// `AsyncHTTPClient.HTTPClient` (its connection pool is shared by every request of the transport)
+/// and delivers the response as it arrives: the head as soon as it is parsed, then each body
+/// chunk as AsyncHTTPClient reads it (its streaming delegate; nothing is collected), then the end.
+/// It keeps every rule of the seam, checked by `TransportConformance` like ``URLSessionTransport``:
+///
+/// - **Redirects are not followed** (AsyncHTTPClient's are disabled): the 3xx is delivered, and
+///   Transit's ``HTTPClient`` follows it by its ``RedirectPolicy``, the same rules as on every
+///   transport.
+/// - **Cancellation** cancels the AsyncHTTPClient task (its connection is closed); nothing is
+///   delivered after it.
+/// - **Uploads from a file** (``TransportRequest/bodyFile``) are streamed in 128 KiB reads on
+///   NIO's shared thread pool, each read waiting for the previous write: the file is never in
+///   memory. The file must not change size while it is sent.
+/// - **Idle timeout**: `URLRequest.timeoutInterval` is the longest silence allowed (no byte sent or
+///   received, connecting included), as on `URLSession`; then the request is cancelled and fails
+///   with `.timedOut`. The total deadline and the size limit are ``HTTPClient``'s.
+/// - **Errors** are `URLError`s with the codes `URLSessionTransport` gives for the same failure
+///   (the original error is kept under `NSUnderlyingErrorKey`), so retry policies and failover
+///   behave the same on both transports:
+///
+///   | failure (AsyncHTTPClient / NIO error)                                   | `URLError.Code`           |
+///   |-------------------------------------------------------------------------|---------------------------|
+///   | connection refused or unreachable (`NIOConnectionError`, `ECONNREFUSED`) | `.cannotConnectToHost`    |
+///   | host name not found (DNS error in `NIOConnectionError`)                  | `.cannotFindHost`         |
+///   | closed or reset mid-response (`remoteConnectionClosed`, `ECONNRESET`, `EPIPE`, `ChannelError.eof`…, a truncated body's `HTTPParserError.invalidEOFState`) | `.networkConnectionLost` |
+///   | `timeoutInterval` of silence, `connectTimeout`, `readTimeout`, `writeTimeout`, `deadlineExceeded`, TLS/proxy handshake timeouts | `.timedOut` |
+///   | a reply that is not HTTP (any other `HTTPParserError`)                   | `.cannotParseResponse`    |
+///   | TLS failure (`NIOSSLError`, `BoringSSLError`, `NIOSSLExtraError`)       | `.secureConnectionFailed` |
+///   | no URL, no host, a URL AsyncHTTPClient cannot parse                      | `.badURL`                 |
+///   | a scheme other than `http` or `https`                                    | `.unsupportedURL`         |
+///   | the body file is missing or unreadable                                   | `.fileDoesNotExist`, `.cannotOpenFile` |
+///   | `cancelled` or `alreadyShutdown` (the transport was shut down)           | `.cancelled`              |
+///   | anything else                                                            | `.unknown`                |
+///
+/// Differences from ``URLSessionTransport`` that the seam allows: no cookie storage, no HTTP cache,
+/// no automatic `Accept-Encoding` (enable AsyncHTTPClient's `decompression` in the configuration
+/// and send the header to get it), and HTTP/2 over TLS when the server offers it.
+///
+/// Lifetime: the transport owns its AsyncHTTPClient client. ``shutdown()`` closes it; releasing
+/// the transport shuts it down too (without waiting). A subscription in flight keeps its
+/// transport alive until it ends. ``shared`` lives as long as the process.
+///
+/// Thread safety: `exchange` may be called from any thread; parts are delivered on the request's
+/// event loop, which must not be blocked by the consumer.
+public final class AsyncHTTPClientTransport: HTTPTransport {
+    /// A transport on NIO's shared event loops with ``defaultConfiguration``, for the whole process.
+    public static let shared = AsyncHTTPClientTransport()
+
+    /// AsyncHTTPClient's default configuration with what the seam requires: redirects disallowed
+    /// (Transit follows them) and no retry of failed connection attempts (a refused connection
+    /// fails at once with `.cannotConnectToHost`; retrying is Transit's ``RetryPolicy``'s job).
+    public static var defaultConfiguration: AsyncHTTPClient.HTTPClient.Configuration {
+        required(AsyncHTTPClient.HTTPClient.Configuration())
+    }
+
+    /// The AsyncHTTPClient client every request goes through.
+    let client: AsyncHTTPClient.HTTPClient
+    private let isShutDown = NIOLockedValueBox(false)
+
+    /// Creates a transport with its own AsyncHTTPClient client (and so its own connection pool).
+    ///
+    /// - Parameters:
+    ///   - eventLoopGroup: where connections run; NIO's shared group by default. Pass the group of
+    ///     your server (Vapor's, Hummingbird's) to keep everything on its loops.
+    ///   - configuration: AsyncHTTPClient's configuration (timeouts, pool size, TLS, proxy,
+    ///     decompression). Its `redirectConfiguration` is replaced by `.disallow` and
+    ///     `connectionPool.retryConnectionEstablishment` by `false`, which the seam requires.
+    public init(
+        eventLoopGroup: any EventLoopGroup = AsyncHTTPClient.HTTPClient.defaultEventLoopGroup,
+        configuration: AsyncHTTPClient.HTTPClient.Configuration = AsyncHTTPClientTransport.defaultConfiguration
+    ) {
+        client = AsyncHTTPClient.HTTPClient(eventLoopGroup: eventLoopGroup, configuration: Self.required(configuration))
+    }
+
+    deinit {
+        if !isShutDown.withLockedValue({ $0 }) {
+            // Closes the pool's connections in the background; nothing waits for it.
+            client.shutdown().whenComplete { _ in }
+        }
+    }
+
+    /// Closes every connection and waits until they are closed. Requests in flight fail with
+    /// `.cancelled`; later requests fail at once with `.cancelled`. Calling it again does nothing.
+    public func shutdown() async throws {
+        let first = isShutDown.withLockedValue { isShutDown in
+            defer { isShutDown = true }
+            return !isShutDown
+        }
+        guard first else { return }
+        try await client.shutdown()
+    }
+
+    private static func required(_ configuration: AsyncHTTPClient.HTTPClient.Configuration) -> AsyncHTTPClient.HTTPClient.Configuration {
+        var configuration = configuration
+        configuration.redirectConfiguration = .disallow
+        configuration.connectionPool.retryConnectionEstablishment = false
+        return configuration
+    }
+
+    /// A signal that sends `request` when subscribed, and again on every subscription, and
+    /// delivers the response as parts (see ``HTTPTransport``).
+    ///
+    /// Cancelling the subscription cancels the request; no event follows.
+    public func exchange(_ request: TransportRequest) -> Signal<HTTPResponsePart, any Error> {
+        Signal { [self] observer in
+            let prepared: AsyncHTTPClient.HTTPClient.Request
+            do {
+                prepared = try RequestConversion.request(from: request, eventLoopGroup: client.eventLoopGroup)
+            } catch {
+                observer.fail(ErrorMapping.urlError(error))
+                return nil
+            }
+            let delegate = ExchangeDelegate(url: prepared.url, observer: observer, idleTimeout: request.urlRequest.timeoutInterval)
+            let task = client.execute(request: prepared, delegate: delegate, eventLoop: .indifferent)
+            delegate.start(task)
+            // Capturing `self` keeps the transport (so its client) alive while the request runs.
+            return { [self] in
+                withExtendedLifetime(self) { delegate.cancel() }
+            }
+        }
+    }
+}

@@ -1,0 +1,191 @@
+import AsyncHTTPClient
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP1
+import Signals
+import Transit
+
+/// Receives one AsyncHTTPClient request's response and delivers it as ``HTTPResponsePart``s; keeps
+/// the idle timer of `URLRequest.timeoutInterval`.
+///
+/// The head and body callbacks run on the task's event loop, one at a time; the end comes from
+/// the task's future (which also fails when the task could not even start). `cancel()` may come
+/// from any thread. Thread safety: the mutable state is behind a lock that is never held while
+/// the observer runs.
+final class ExchangeDelegate: HTTPClientResponseDelegate {
+    typealias Response = Void
+
+    private struct State {
+        var task: AsyncHTTPClient.HTTPClient.Task<Void>?
+        /// When a byte was last sent or received.
+        var lastActivity: NIODeadline
+        var timer: Scheduled<Void>?
+        /// The exchange ended or was cancelled: no timer is (re)scheduled.
+        var ended = false
+    }
+
+    private let url: URL
+    private let observer: Observer<HTTPResponsePart, any Error>
+    private let idleTimeout: TimeAmount?
+    private let state: NIOLockedValueBox<State>
+
+    init(url: URL, observer: Observer<HTTPResponsePart, any Error>, idleTimeout: TimeInterval) {
+        self.url = url
+        self.observer = observer
+        // URLRequest's timeout is a positive number of seconds; anything else means none.
+        self.idleTimeout = idleTimeout > 0 && idleTimeout.isFinite
+            ? .nanoseconds(Int64(min(idleTimeout, 1e9) * 1e9))
+            : nil
+        state = NIOLockedValueBox(State(lastActivity: .now()))
+    }
+
+    /// Ties the delegate to its task: the end of the task ends the signal, and the idle timer
+    /// starts.
+    func start(_ task: AsyncHTTPClient.HTTPClient.Task<Void>) {
+        let proceed = state.withLockedValue { state -> Bool in
+            guard !state.ended else { return false }
+            state.task = task
+            return true
+        }
+        guard proceed else {
+            task.cancel()
+            return
+        }
+        task.futureResult.whenComplete { [self] result in
+            let timer = state.withLockedValue { state -> Scheduled<Void>? in
+                state.ended = true
+                state.task = nil
+                defer { state.timer = nil }
+                return state.timer
+            }
+            timer?.cancel()
+            switch result {
+            case .success: observer.finish()
+            case .failure(let error): observer.fail(ErrorMapping.urlError(error))
+            }
+        }
+        if let idleTimeout { scheduleIdleCheck(on: task, at: NIODeadline.now() + idleTimeout) }
+    }
+
+    /// Cancels the request; nothing is delivered afterwards (the observer drops it).
+    func cancel() {
+        let (task, timer) = state.withLockedValue { state -> (AsyncHTTPClient.HTTPClient.Task<Void>?, Scheduled<Void>?) in
+            state.ended = true
+            defer {
+                state.task = nil
+                state.timer = nil
+            }
+            return (state.task, state.timer)
+        }
+        timer?.cancel()
+        task?.cancel()
+    }
+
+    private func scheduleIdleCheck(on task: AsyncHTTPClient.HTTPClient.Task<Void>, at deadline: NIODeadline) {
+        let scheduled = task.eventLoop.scheduleTask(deadline: deadline) { [self] in checkIdle(task) }
+        let keep = state.withLockedValue { state -> Bool in
+            guard !state.ended else { return false }
+            state.timer = scheduled
+            return true
+        }
+        if !keep { scheduled.cancel() }
+    }
+
+    /// Fails the task with `.timedOut` if nothing moved for the idle timeout; otherwise checks
+    /// again when it would have passed since the last activity.
+    private func checkIdle(_ task: AsyncHTTPClient.HTTPClient.Task<Void>) {
+        guard let idleTimeout else { return }
+        enum Verdict { case ended, checkAgain(at: NIODeadline), expired }
+        let verdict = state.withLockedValue { state -> Verdict in
+            guard !state.ended else { return .ended }
+            let due = state.lastActivity + idleTimeout
+            return due > .now() ? .checkAgain(at: due) : .expired
+        }
+        switch verdict {
+        case .ended:
+            return
+        case .checkAgain(let due):
+            scheduleIdleCheck(on: task, at: due)
+        case .expired:
+            let seconds = Double(idleTimeout.nanoseconds) / 1e9
+            task.fail(reason: URLError(.timedOut, userInfo: [
+                NSLocalizedDescriptionKey: "The server sent nothing for \(seconds) seconds (the request's timeoutInterval); the request was cancelled.",
+                NSURLErrorFailingURLErrorKey: url,
+            ]))
+        }
+    }
+
+    private func touch() {
+        guard idleTimeout != nil else { return }
+        let now = NIODeadline.now()
+        state.withLockedValue { $0.lastActivity = now }
+    }
+
+    func didSendRequestPart(task: AsyncHTTPClient.HTTPClient.Task<Void>, _ part: IOData) {
+        touch()
+    }
+
+    func didReceiveHead(task: AsyncHTTPClient.HTTPClient.Task<Void>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
+        touch()
+        if let response = HTTPURLResponse(url: url, statusCode: Int(head.status.code), httpVersion: Self.version(head.version), headerFields: Self.fields(head.headers)) {
+            observer.send(.head(response))
+        } else {
+            task.fail(reason: URLError(.cannotParseResponse, userInfo: [NSURLErrorFailingURLErrorKey: url]))
+        }
+        return task.eventLoop.makeSucceededVoidFuture()
+    }
+
+    func didReceiveBodyPart(task: AsyncHTTPClient.HTTPClient.Task<Void>, _ buffer: ByteBuffer) -> EventLoopFuture<Void> {
+        touch()
+        if buffer.readableBytes > 0 {
+            observer.send(.body(Data(buffer.readableBytesView)))
+        }
+        return task.eventLoop.makeSucceededVoidFuture()
+    }
+
+    func didFinishRequest(task: AsyncHTTPClient.HTTPClient.Task<Void>) throws {}
+
+    private static func version(_ version: HTTPVersion) -> String {
+        switch (version.major, version.minor) {
+        case (1, 1): "HTTP/1.1"
+        case (2, _): "HTTP/2"
+        case (1, 0): "HTTP/1.0"
+        default: "HTTP/\(version.major).\(version.minor)"
+        }
+    }
+
+    /// The header fields as `HTTPURLResponse` takes them: one entry per field name (matched
+    /// case-insensitively, spelled as first sent), repeated fields joined with ", " in order
+    /// (RFC 9110 §5.3).
+    static func fields(_ headers: HTTPHeaders) -> [String: String] {
+        var fields: [String: String] = [:]
+        fields.reserveCapacity(headers.count)
+        // The names stored so far, in order: a response has a handful, so a scan with an ASCII
+        // comparison costs less than lowercasing every name.
+        var names: [String] = []
+        names.reserveCapacity(headers.count)
+        for (name, value) in headers {
+            if let stored = names.first(where: { Self.equalIgnoringASCIICase($0, name) }) {
+                fields[stored] = fields[stored].map { $0 + ", " + value } ?? value
+            } else {
+                names.append(name)
+                fields[name] = value
+            }
+        }
+        return fields
+    }
+
+    static func equalIgnoringASCIICase(_ a: String, _ b: String) -> Bool {
+        let a = a.utf8, b = b.utf8
+        guard a.count == b.count else { return false }
+        for (x, y) in zip(a, b) where x != y {
+            // Letters differ by 0x20 between cases; anything else must match exactly.
+            guard x | 0x20 == y | 0x20, (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(x | 0x20) else { return false }
+        }
+        return true
+    }
+}

@@ -1,0 +1,2 @@
+/// loopback-parser fuzzes messages as they are (see LoopbackParserTarget.swift).
+let expandsToLimits = false

@@ -1,0 +1,50 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+extension URLRequest {
+    /// The request as a `curl` command line, for logs and bug reports, with secrets redacted:
+    /// `Authorization`, `Proxy-Authorization`, `Cookie` and API-key-like headers show
+    /// `REDACTED` (the scheme of an `Authorization` stays: `Bearer REDACTED`), and so do URL user
+    /// info and query values named like secrets (`token`, `key`, `password`, `signature`, …).
+    ///
+    /// Every argument is single-quoted for a POSIX shell. A UTF-8 body of up to `maxBodyBytes`
+    /// is shown with `--data-raw`; a larger or binary body is summarised (`# body: 1048576
+    /// bytes`), never printed, since bodies may hold secrets of their own. Headers are sorted by
+    /// name, so the same request always renders the same way.
+    public func curlDescription(maxBodyBytes: Int = 1024) -> String {
+        var parts = ["curl"]
+        let method = httpMethod ?? "GET"
+        if method != "GET" { parts.append("-X \(Self.quoted(method))") }
+        for (field, value) in (allHTTPHeaderFields ?? [:]).sorted(by: { $0.key.lowercased() < $1.key.lowercased() }) {
+            parts.append("-H \(Self.quoted("\(field): \(Redaction.redact(headerValue: value, forField: field))"))")
+        }
+        var trailer = ""
+        if let body = httpBody, !body.isEmpty {
+            if body.count <= maxBodyBytes, let text = String(data: body, encoding: .utf8) {
+                parts.append("--data-raw \(Self.quoted(text))")
+            } else {
+                trailer = "  # body: \(body.count) bytes, not shown"
+            }
+        }
+        parts.append(Self.quoted(url.map(Redaction.redact(url:)) ?? ""))
+        return parts.joined(separator: " ") + trailer
+    }
+
+    /// `text` single-quoted for a POSIX shell (`'` becomes `'\''`); control characters are
+    /// shown escaped so the rendering stays on one line.
+    private static func quoted(_ text: String) -> String {
+        var escaped = ""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "'": escaped += #"'\''"#
+            case "\n": escaped += #"\n"#
+            case "\r": escaped += #"\r"#
+            case _ where scalar.value < 0x20 || scalar.value == 0x7F: escaped += String(format: "\\x%02X", scalar.value)
+            default: escaped.unicodeScalars.append(scalar)
+            }
+        }
+        return "'\(escaped)'"
+    }
+}

@@ -1,0 +1,118 @@
+import Foundation
+import Signals
+
+/// A retry budget shared by every retry policy that names it (one per client, typically): across
+/// all of them, retries stay under ``ratio`` of requests plus a small floor per second, so a storm
+/// of 5xx cannot multiply the load on a struggling server. (gRPC's retry throttling and Finagle's
+/// `RetryBudget` work this way; no Swift or iOS peer has one.)
+///
+/// ```swift
+/// let budget = RetryBudget(ratio: 0.2, minRetriesPerSecond: 1)
+/// let policy = RetryPolicy(maxAttempts: 4, budget: budget)
+/// api.get(endpoint: "feed").catchHTTPErrors().retry(policy)
+/// ```
+///
+/// Every request that `retry(_ policy:)` starts deposits in the budget; every retry withdraws.
+/// Over the last ``window``, a retry is allowed while
+/// `retries < ratio × requests + minRetriesPerSecond × window`. A retry the budget refuses fails
+/// the request with ``RetryBudgetExhausted``, which carries the failure it would have retried.
+///
+/// Thread safety: state behind one lock. Time comes from the scheduler.
+public final class RetryBudget: Sendable {
+    /// The share of requests that may be retried.
+    public let ratio: Double
+    /// Retries allowed per second whatever the traffic (so a quiet client can still retry).
+    public let minRetriesPerSecond: Double
+    /// How far back requests and retries are counted.
+    public let window: Duration
+    private let scheduler: any Scheduler
+    private let slices = 10
+    private let counts: Mutex<Counts>
+
+    private struct Counts {
+        /// Per time slice of the window: requests and retries, and which slice (by number) it
+        /// holds.
+        var requests: [Int]
+        var retries: [Int]
+        var sliceNumbers: [Int64]
+    }
+
+    /// Creates a budget.
+    ///
+    /// - Parameters:
+    ///   - ratio: the share of requests that may be retried (0.2: one retry per five requests).
+    ///   - minRetriesPerSecond: a floor of retries per second, whatever the traffic.
+    ///   - window: how far back requests and retries count (10 s by default).
+    ///   - scheduler: the clock.
+    public init(
+        ratio: Double = 0.2,
+        minRetriesPerSecond: Double = 1,
+        window: Duration = .seconds(10),
+        scheduler: any Scheduler = DispatchQueue.global()
+    ) {
+        self.ratio = ratio.isFinite ? max(0, ratio) : 0
+        self.minRetriesPerSecond = minRetriesPerSecond.isFinite ? max(0, minRetriesPerSecond) : 0
+        self.window = window > .zero ? window : .seconds(10)
+        self.scheduler = scheduler
+        counts = Mutex(Counts(requests: Array(repeating: 0, count: slices), retries: Array(repeating: 0, count: slices),
+                              sliceNumbers: Array(repeating: -1, count: slices)))
+    }
+
+    /// Counts a request.
+    public func recordRequest() {
+        counts.withLock { counts in
+            let index = currentSlice(&counts)
+            counts.requests[index] += 1
+        }
+    }
+
+    /// Takes one retry from the budget: `true` if the retry may go (and is counted), `false` if
+    /// the budget is spent.
+    public func withdrawRetry() -> Bool {
+        counts.withLock { counts in
+            let index = currentSlice(&counts)
+            let requests = counts.requests.reduce(0, +)
+            let retries = counts.retries.reduce(0, +)
+            let allowance = ratio * Double(requests) + minRetriesPerSecond * window.timeInterval
+            guard Double(retries) < allowance else { return false }
+            counts.retries[index] += 1
+            return true
+        }
+    }
+
+    /// The slice of now, emptied if it held an older time.
+    private func currentSlice(_ counts: inout Counts) -> Int {
+        let sliceSeconds = window.timeInterval / Double(slices)
+        let number = Int64((scheduler.now.timeInterval / sliceSeconds).rounded(.down))
+        let index = Int(number % Int64(slices))
+        if counts.sliceNumbers[index] != number {
+            counts.sliceNumbers[index] = number
+            counts.requests[index] = 0
+            counts.retries[index] = 0
+        }
+        // Slices older than the window are cleared lazily: they no longer count.
+        for other in 0..<slices where other != index && number - counts.sliceNumbers[other] >= Int64(slices) {
+            counts.requests[other] = 0
+            counts.retries[other] = 0
+        }
+        return index
+    }
+}
+
+/// A retry that the ``RetryBudget`` refused: too many retries lately across the client.
+public struct RetryBudgetExhausted: Error, Sendable, CustomStringConvertible, LocalizedError {
+    /// The failure that would have been retried.
+    public let failure: any Error
+
+    /// Creates the error.
+    public init(failure: any Error) {
+        self.failure = failure
+    }
+
+    public var description: String {
+        "The request failed (\(String(describing: failure))) and was not retried: the client's retry budget is spent "
+            + "(too many retries lately), which protects a struggling server from a retry storm."
+    }
+
+    public var errorDescription: String? { description }
+}

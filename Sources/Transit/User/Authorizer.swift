@@ -1,0 +1,132 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Signals
+
+/// Where an authorizer's credentials may go: named hosts, over https.
+///
+/// Credentials are added only to requests whose host is one of ``hosts`` (exactly, or a
+/// subdomain for an entry written `*.example.com`) and whose scheme is `https` — or `http` when
+/// ``insecureHTTP`` allows it (loopback only, for tests and development, unless you say
+/// otherwise).
+public struct CredentialScope: Sendable, Hashable {
+    /// When credentials may travel over plain `http`.
+    public enum InsecureHTTP: Sendable, Hashable {
+        /// Never (the default).
+        case refused
+        /// To loopback hosts only (`127.0.0.0/8`, `::1`, `localhost`): for tests and development.
+        case loopbackOnly
+        /// To every host of the scope. Credentials can then be read by anyone on the path.
+        case allowed
+    }
+
+    /// The hosts, lowercased; `*.example.com` matches every subdomain of `example.com`.
+    public let hosts: Set<String>
+    /// When plain `http` is allowed.
+    public let insecureHTTP: InsecureHTTP
+
+    /// Creates a scope.
+    public init(hosts: Set<String>, insecureHTTP: InsecureHTTP = .refused) {
+        self.hosts = Set(hosts.map { $0.lowercased() })
+        self.insecureHTTP = insecureHTTP
+    }
+
+    /// Whether credentials may be sent to `url`.
+    public func allows(_ url: URL) -> Bool {
+        guard let scheme = url.scheme?.lowercased(), let host = url.host?.lowercased(), !host.isEmpty else { return false }
+        let named = hosts.contains(host) || hosts.contains { entry in
+            entry.hasPrefix("*.") && host.hasSuffix(entry.dropFirst(1)) && host.count > entry.count - 1
+        }
+        guard named else { return false }
+        switch scheme {
+        case "https": return true
+        case "http":
+            switch insecureHTTP {
+            case .refused: return false
+            case .allowed: return true
+            case .loopbackOnly: return Self.isLoopback(host)
+            }
+        default: return false
+        }
+    }
+
+    static func isLoopback(_ host: String) -> Bool {
+        let bare = host.trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+        return bare == "localhost" || bare == "::1" || bare.hasPrefix("127.")
+            && bare.split(separator: ".").count == 4 && bare.split(separator: ".").allSatisfy { UInt8($0) != nil }
+    }
+}
+
+/// User-level credentials for an ``HTTPClient``: one object that both adds credentials to every
+/// request in its ``scope`` and recovers from `401 Unauthorized` by renewing them and sending the
+/// request once more (`HTTPClient(authorizer:)`), instead of a modifier and an operator written
+/// into every chain. ``TokenStore`` is one.
+public protocol Authorizer: Sendable {
+    /// Where the credentials may go; a request outside it is sent without them.
+    var scope: CredentialScope { get }
+    /// `request` with the current credentials added. Throws (and nothing is sent) when they are
+    /// not valid header values.
+    func authorize(_ request: URLRequest) throws -> URLRequest
+    /// A signal that sends one value once credentials newer than those `rejected` carried are
+    /// available (renewing them if needed, shared with concurrent callers), or fails with the
+    /// renewal's error.
+    func renewCredentials(after rejected: URLRequest) -> Signal<Void, any Error>
+    /// Called when a request's subscription starts: the function that renews the credentials
+    /// if that request is answered 401. The default calls ``renewCredentials(after:)``; an
+    /// authorizer that must know whether the request is part of its own renewal (to fail a
+    /// renewal that waits for itself) captures that here.
+    func renewal() -> @Sendable (_ rejected: URLRequest) -> Signal<Void, any Error>
+}
+
+extension Authorizer {
+    public func renewal() -> @Sendable (_ rejected: URLRequest) -> Signal<Void, any Error> {
+        { rejected in self.renewCredentials(after: rejected) }
+    }
+}
+
+extension TokenStore: Authorizer {
+    /// The hosts this store's tokens may go to. A store created without a scope authorises
+    /// nothing through a client: name its hosts with `init(token:scope:…)`.
+    public var scope: CredentialScope {
+        credentialScope ?? CredentialScope(hosts: [])
+    }
+
+    public func renewCredentials(after rejected: URLRequest) -> Signal<Void, any Error> {
+        freshToken(replacing: TokenStore.bearerToken(in: rejected)).map { _ in () }
+    }
+
+    /// A renewal that knows whether the request being subscribed is part of one of this store's
+    /// refreshes: such a request answered 401 fails the refresh with
+    /// ``RefreshError/reentrantRefresh`` instead of waiting for itself.
+    public func renewal() -> @Sendable (_ rejected: URLRequest) -> Signal<Void, any Error> {
+        let ownRefresh = refreshBeingSubscribed
+        return { [self] rejected in
+            freshToken(replacing: TokenStore.bearerToken(in: rejected), fromRefresh: ownRefresh).map { _ in () }
+        }
+    }
+}
+
+extension HTTPClient {
+    /// `attempt` for `request` with the authorizer's credentials added on every subscription
+    /// (when the request is in its scope), and, on a 401 to credentials the authorizer added,
+    /// one renewal and one more attempt.
+    static func authorized(
+        _ request: URLRequest,
+        by authorizer: any Authorizer,
+        attempt: @escaping @Sendable (URLRequest) -> Signal<HTTPResponse, any Error>
+    ) -> Signal<HTTPResponse, any Error> {
+        guard let url = request.url, authorizer.scope.allows(url) else { return attempt(request) }
+        let send: @Sendable () -> Signal<HTTPResponse, any Error> = {
+            Signal(tryDeferred: { attempt(try authorizer.authorize(request)) })
+        }
+        return Signal(deferred: {
+            // At subscription, so a request made by a renewal is known as such.
+            let renew = authorizer.renewal()
+            return send().flatMap(maxConcurrent: 1) { response -> Signal<HTTPResponse, any Error> in
+                guard response.statusCode == 401 else { return Signal(value: response) }
+                return renew(response.request).flatMap(maxConcurrent: 1) { _ in send() }
+            }
+        })
+    }
+}

@@ -1,0 +1,61 @@
+import Foundation
+
+/// A record read from a ``DiskCache``: the payload, the caller's metadata and the bookkeeping.
+///
+/// A record is only ever returned after its header and payload checksums were verified.
+public struct CacheRecord: Sendable, Equatable {
+    /// The key the record is stored under.
+    public let key: String
+    /// The payload.
+    public let data: Data
+    /// The metadata stored with the payload (opaque to the cache; empty if none).
+    public let metadata: Data
+    /// When the record was written.
+    public let createdAt: Date
+    /// When the record was used before this read (its creation, if it had not been read).
+    public let lastUsedAt: Date
+    /// How long the record lives after ``createdAt``; `nil` if it never expires.
+    public let ttl: Duration?
+    /// How many times the record is pinned; a pinned record is never evicted or collected.
+    public let pinCount: Int
+
+    /// When the record expires, or `nil` if it never does.
+    public var expiresAt: Date? {
+        ttl.map { createdAt.addingTimeInterval($0.timeInterval) }
+    }
+
+    /// `true` if the record is pinned at least once.
+    public var isPinned: Bool { pinCount > 0 }
+
+    /// `true` if the record's TTL has passed at `date`.
+    public func isExpired(at date: Date) -> Bool {
+        expiresAt.map { $0 <= date } ?? false
+    }
+}
+
+/// How many records a ``DiskCache`` holds and how many bytes they take, as this instance knows it.
+public struct CacheStatistics: Sendable, Equatable {
+    /// Records in the index.
+    public let count: Int
+    /// Bytes of all records on disk (headers and payloads).
+    public let totalSize: Int
+    /// Records pinned at least once.
+    public let pinnedCount: Int
+}
+
+/// What one garbage collection did.
+public struct GarbageCollectionReport: Sendable, Equatable {
+    /// Records removed because their TTL had passed.
+    public var expiredRemoved = 0
+    /// Records removed to meet the size or count limit, least recently used first.
+    public var evicted = 0
+    /// Damaged files removed.
+    public var corruptRemoved = 0
+    /// Temporary files of interrupted writes removed.
+    public var orphansRemoved = 0
+    /// Bytes freed by all of the above.
+    public var bytesFreed = 0
+
+    /// An empty report.
+    public init() {}
+}

@@ -1,0 +1,59 @@
+import Foundation
+
+// The async twins of DiskCache's blocking methods: the same behaviour, run on the cache's own
+// queue so that no task of the cooperative pool blocks on file I/O.
+extension DiskCache {
+    /// Runs `work` on the cache's queue and returns its result.
+    ///
+    /// - Throws: `CancellationError` if the task is already cancelled (the work then does not
+    ///   run); once started, the work runs to the end.
+    func perform<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try Task.checkCancellation()
+        return try await withCheckedThrowingContinuation { continuation in
+            queue.async { continuation.resume(with: Result { try work() }) }
+        }
+    }
+
+    /// The record stored under `key`; see ``record(forKey:includingExpired:)``.
+    public func record(forKey key: String, includingExpired: Bool = false) async throws -> CacheRecord? {
+        try await perform { try self.record(forKey: key, includingExpired: includingExpired) }
+    }
+
+    /// Whether a fresh record is stored under `key`; see ``containsRecord(forKey:)``.
+    public func containsRecord(forKey key: String) async throws -> Bool {
+        try await perform { try self.containsRecord(forKey: key) }
+    }
+
+    /// Stores `data` under `key`; see ``store(_:forKey:ttl:metadata:)``.
+    public func store(_ data: Data, forKey key: String, ttl: Duration? = nil, metadata: Data = Data()) async throws {
+        try await perform { try self.store(data, forKey: key, ttl: ttl, metadata: metadata) }
+    }
+
+    /// Removes the record stored under `key`; see ``removeRecord(forKey:)``.
+    public func removeRecord(forKey key: String) async throws {
+        try await perform { try self.removeRecord(forKey: key) }
+    }
+
+    /// Removes every record; see ``removeAll()``.
+    public func removeAll() async throws {
+        try await perform { try self.removeAll() }
+    }
+
+    /// Pins the record stored under `key`; see ``pin(_:)``.
+    @discardableResult
+    public func pin(_ key: String) async throws -> Int {
+        try await perform { try self.pin(key) }
+    }
+
+    /// Removes one pin; see ``unpin(_:)``.
+    @discardableResult
+    public func unpin(_ key: String) async throws -> Int {
+        try await perform { try self.unpin(key) }
+    }
+
+    /// Collects garbage; see ``collectGarbage()``.
+    @discardableResult
+    public func collectGarbage() async throws -> GarbageCollectionReport {
+        try await perform { try self.collectGarbage() }
+    }
+}

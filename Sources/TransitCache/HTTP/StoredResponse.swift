@@ -1,0 +1,137 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Transit
+
+/// What the HTTP cache stores with a response body (as the record's metadata): the status, the
+/// headers, the request header values the response varies on, and when it was requested and
+/// received. Also the freshness arithmetic of RFC 9111 §4.2 over those.
+struct StoredResponse: Codable, Equatable, Sendable {
+    var url: String
+    var status: Int
+    var headers: [String: String]
+    /// The lowercased header names of the response's `Vary`, or empty.
+    var varyNames: [String]
+    /// The request's values of those headers when the response was stored (`nil`: absent).
+    var varyValues: [String?]
+    /// Milliseconds since 1970: when the request was sent, and when the response head arrived.
+    var requestTime: Int64
+    var responseTime: Int64
+
+    /// Statuses a cache may store and reuse without explicit freshness (RFC 9110 §15.1), less
+    /// 206 (this cache does not combine partial content).
+    static let heuristicallyCacheable: Set<Int> = [200, 203, 204, 300, 301, 308, 404, 405, 410, 414, 501]
+
+    /// Headers that describe one connection or one transfer, not the response (RFC 9111 §3.1),
+    /// and those a 304 must not update (§3.2): never stored, never merged.
+    static let unstoredHeaders: Set<String> = [
+        "connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade",
+        "proxy-authenticate", "proxy-authentication-info",
+    ]
+    static let unmergedHeaders: Set<String> = unstoredHeaders.union(["content-length", "content-encoding", "content-range"])
+
+    init(url: URL, response: HTTPURLResponse, request: URLRequest, requestTime: Int64, responseTime: Int64) {
+        self.url = url.absoluteString
+        status = response.statusCode
+        var headers: [String: String] = [:]
+        for (name, value) in response.allHeaderFields {
+            let name = "\(name)"
+            guard !StoredResponse.unstoredHeaders.contains(name.lowercased()) else { continue }
+            headers[name] = "\(value)"
+        }
+        self.headers = headers
+        varyNames = StoredResponse.varyNames(headers.first { $0.key.lowercased() == "vary" }?.value)
+        varyValues = StoredResponse.values(of: varyNames, in: request)
+        self.requestTime = requestTime
+        self.responseTime = responseTime
+    }
+
+    /// The value of header `name`, matched case-insensitively.
+    func header(_ name: String) -> String? {
+        let lowered = name.lowercased()
+        return headers.first { $0.key.lowercased() == lowered }?.value
+    }
+
+    var cacheControl: CacheControl { CacheControl(header("Cache-Control")) }
+
+    /// `true` if a conditional request can revalidate the response.
+    var hasValidators: Bool { header("ETag") != nil || header("Last-Modified") != nil }
+
+    /// `true` if `request` sends the same values of the `Vary` headers as the stored request.
+    func matches(_ request: URLRequest) -> Bool {
+        StoredResponse.values(of: varyNames, in: request) == varyValues
+    }
+
+    /// The lowercased names in a `Vary` value ("*" stays "*").
+    static func varyNames(_ value: String?) -> [String] {
+        guard let value else { return [] }
+        return value.split(separator: ",").map { String($0).trimmingWhitespace.lowercased() }.filter { !$0.isEmpty }.sorted()
+    }
+
+    /// The values of the headers `names` in `request`, with whitespace around commas removed.
+    static func values(of names: [String], in request: URLRequest) -> [String?] {
+        names.map { name in
+            request.value(forHTTPHeaderField: name).map { value in
+                value.split(separator: ",", omittingEmptySubsequences: false).map { String($0).trimmingWhitespace }.joined(separator: ",")
+            }
+        }
+    }
+
+    private func date(_ name: String) -> Date? {
+        header(name).flatMap { RetryAfter.httpDate($0, now: Date(cacheMilliseconds: responseTime)) }
+    }
+
+    /// The freshness lifetime in seconds (RFC 9111 §4.2.1): `max-age`, else `Expires` − `Date`
+    /// (an invalid `Expires` means already expired), else — only for a status that allows it,
+    /// or a `public` response — the heuristic: `fraction` of the time since `Last-Modified`,
+    /// at most `maximumHeuristic`. Otherwise zero.
+    func freshnessLifetime(fraction: Double, maximumHeuristic: Double) -> Double {
+        let control = cacheControl
+        if let maxAge = control.maxAge { return Double(maxAge) }
+        let dateValue = date("Date") ?? Date(cacheMilliseconds: responseTime)
+        if let expires = header("Expires") {
+            guard let expiry = RetryAfter.httpDate(expires, now: dateValue) else { return 0 }
+            return max(0, expiry.timeIntervalSince(dateValue))
+        }
+        if StoredResponse.heuristicallyCacheable.contains(status) || control.isPublic, let lastModified = date("Last-Modified") {
+            return min(max(0, dateValue.timeIntervalSince(lastModified)) * fraction, maximumHeuristic)
+        }
+        return 0
+    }
+
+    /// The response's current age in seconds at `now` (milliseconds), per RFC 9111 §4.2.3.
+    func currentAge(now: Int64) -> Double {
+        let responseSeconds = Double(responseTime) / 1000
+        let dateValue = date("Date")?.timeIntervalSince1970 ?? responseSeconds
+        let apparentAge = max(0, responseSeconds - dateValue)
+        let ageValue = Double(CacheControl.deltaSeconds(header("Age")?.trimmingWhitespace) ?? 0)
+        let responseDelay = max(0, Double(responseTime - requestTime) / 1000)
+        let correctedInitialAge = max(apparentAge, ageValue + responseDelay)
+        let residentTime = max(0, Double(now - responseTime) / 1000)
+        return correctedInitialAge + residentTime
+    }
+
+    /// The stored response with the headers of a `304 Not Modified` merged in (RFC 9111 §3.2)
+    /// and the times of the revalidation.
+    func updated(with notModified: HTTPURLResponse, requestTime: Int64, responseTime: Int64) -> StoredResponse {
+        var copy = self
+        for (name, value) in notModified.allHeaderFields {
+            let name = "\(name)"
+            let lowered = name.lowercased()
+            guard !StoredResponse.unmergedHeaders.contains(lowered) else { continue }
+            copy.headers = copy.headers.filter { $0.key.lowercased() != lowered }
+            copy.headers[name] = "\(value)"
+        }
+        copy.requestTime = requestTime
+        copy.responseTime = responseTime
+        return copy
+    }
+
+    /// The response to hand out for `url`, with an `Age` header (RFC 9111 §5.1).
+    func response(for url: URL, age: Double) -> HTTPURLResponse? {
+        var fields = headers.filter { $0.key.lowercased() != "age" }
+        fields["Age"] = String(Int(min(max(0, age), Double(CacheControl.maximumDeltaSeconds))))
+        return HTTPURLResponse(url: url, statusCode: status, httpVersion: "HTTP/1.1", headerFields: fields)
+    }
+}

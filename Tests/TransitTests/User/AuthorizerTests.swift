@@ -1,0 +1,76 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Signals
+import Testing
+import Transit
+import TransitTesting
+
+@Suite("Authorizer attached to a client")
+struct AuthorizerTests {
+    let scheduler = TestScheduler()
+
+    @Test func theScopeNamesHostsAndRequiresHTTPSUnlessLoopbackIsAllowed() {
+        let scope = CredentialScope(hosts: ["api.example.com", "*.cdn.example.com"])
+        #expect(scope.allows(URL(string: "https://api.example.com/x")!))
+        #expect(scope.allows(URL(string: "https://API.example.com:8443/x")!))
+        #expect(scope.allows(URL(string: "https://eu.cdn.example.com/x")!))
+        #expect(!scope.allows(URL(string: "https://cdn.example.com.evil.net/x")!))
+        #expect(!scope.allows(URL(string: "https://evilapi.example.com/x")!))
+        #expect(!scope.allows(URL(string: "http://api.example.com/x")!))
+        let loopback = CredentialScope(hosts: ["127.0.0.1", "api.example.com"], insecureHTTP: .loopbackOnly)
+        #expect(loopback.allows(URL(string: "http://127.0.0.1:8080/x")!))
+        #expect(!loopback.allows(URL(string: "http://api.example.com/x")!))
+    }
+
+    private func setUp(refreshAnswer: StubResponse = .json(#"{"accessToken":"new"}"#)) -> (StubTransport, HTTPClient, TokenStore, SharedValue<Int>) {
+        let transport = StubTransport(scheduler: scheduler)
+        transport.stub(.get, path: "/me").thenRespond { request in
+            request.value(forHTTPHeaderField: "Authorization") == "Bearer new" ? .text("hello") : .status(401)
+        }
+        let refreshes = SharedValue(0)
+        let box = Mutex<HTTPClient?>(nil)
+        let store = TokenStore(token: AuthToken(accessToken: "old"), scope: CredentialScope(hosts: ["api.example.com"])) { _ in
+            refreshes.update { $0 += 1 }
+            var refresh = URLRequest(url: URL(string: "https://api.example.com/token")!)
+            refresh.httpMethod = "POST"
+            return box.withLock { $0! }.send(refresh)
+                .catchHTTPErrors()
+                .tryMap { try JSONDecoder().decode(AuthToken.self, from: $0.data) }
+        }
+        transport.stub(.post, path: "/token").thenRespond(refreshAnswer.delayed(by: .seconds(1)))
+        let client = HTTPClient(transport: transport, scheduler: scheduler, authorizer: store)
+        box.withLock { $0 = client }
+        return (transport, client, store, refreshes)
+    }
+
+    @Test func credentialsAreAddedAndA401IsRenewedOnceForConcurrentRequests() {
+        let (transport, client, store, refreshes) = setUp()
+        let probes = (0..<3).map { _ in RequestProbe(client.send(URLRequest(url: URL(string: "https://api.example.com/me")!))) }
+        scheduler.advance(by: .seconds(1))
+        #expect(probes.allSatisfy { $0.values.first?.text == "hello" })
+        #expect(refreshes.value == 1)
+        #expect(store.current.accessToken == "new")
+        let firstTries = transport.requests.filter { $0.url?.path == "/me" }.prefix(3)
+        #expect(firstTries.allSatisfy { $0.value(forHTTPHeaderField: "Authorization") == "Bearer old" })
+    }
+
+    @Test func requestsOutsideTheScopeGetNoCredentials() {
+        let (transport, client, _, _) = setUp()
+        transport.stub(matching: { $0.url?.host == "other.example.org" }).thenRespond(.text("public"))
+        _ = RequestProbe(client.send(URLRequest(url: URL(string: "https://other.example.org/x")!)))
+        _ = RequestProbe(client.send(URLRequest(url: URL(string: "http://api.example.com/me")!)))
+        #expect(transport.requests.allSatisfy { $0.value(forHTTPHeaderField: "Authorization") == nil })
+    }
+
+    @Test func aRevokedRefreshThroughTheSameClientFailsAtOnce() {
+        let (_, client, store, refreshes) = setUp(refreshAnswer: .status(401))
+        let probe = RequestProbe(client.send(URLRequest(url: URL(string: "https://api.example.com/me")!)))
+        scheduler.advance(by: .seconds(1))
+        #expect(probe.terminalCount == 1)
+        #expect(probe.failure as? TokenStore.RefreshError == .reentrantRefresh)
+        #expect(!store.isRefreshing)
+        #expect(refreshes.value == 1)
+    }
+}
