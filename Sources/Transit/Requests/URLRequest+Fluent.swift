@@ -35,7 +35,7 @@ extension URLRequest {
     /// - Throws: ``URLRequestError/invalidHeaderName(_:)`` for a name that is not a token,
     ///   ``URLRequestError/invalidHeaderValue(name:)`` for a value with a control character, and
     ///   ``URLRequestError/invalidURL`` for a request without a URL.
-    public func addingValue(_ value: String, forHTTPHeaderField field: String) throws -> URLRequest {
+    public consuming func addingValue(_ value: String, forHTTPHeaderField field: String) throws -> URLRequest {
         if let error = Self.checkHeader(field, value) { throw error }
         return try changed { $0.addValue(value, forHTTPHeaderField: field) }
     }
@@ -44,7 +44,7 @@ extension URLRequest {
     /// case-insensitively).
     ///
     /// - Throws: as ``addingValue(_:forHTTPHeaderField:)``.
-    public func settingValue(_ value: String, forHTTPHeaderField field: String) throws -> URLRequest {
+    public consuming func settingValue(_ value: String, forHTTPHeaderField field: String) throws -> URLRequest {
         if let error = Self.checkHeader(field, value) { throw error }
         return try changed { $0.setValue(value, forHTTPHeaderField: field) }
     }
@@ -55,7 +55,7 @@ extension URLRequest {
     ///   whitespace or a control character — a token read from a file with its trailing newline
     ///   among them (the token itself is not kept in the error); ``URLRequestError/invalidURL``
     ///   for a request without a URL.
-    public func addingBearerAuthorization(accessToken: String) throws -> URLRequest {
+    public consuming func addingBearerAuthorization(accessToken: String) throws -> URLRequest {
         guard !accessToken.isEmpty, accessToken.utf8.allSatisfy({ $0 > 0x20 && $0 != 0x7F }) else {
             throw URLRequestError.invalidBearerToken
         }
@@ -63,7 +63,7 @@ extension URLRequest {
     }
 
     /// A copy with `Accept: application/json`, replacing any `Accept` header.
-    public func receivingJSON() -> URLRequest {
+    public consuming func receivingJSON() -> URLRequest {
         modified { $0.setValue("application/json", forHTTPHeaderField: "Accept") }
     }
 
@@ -71,7 +71,7 @@ extension URLRequest {
     ///
     /// - Throws: the encoder's error (an `EncodingError`) if `value` cannot be encoded;
     ///   ``URLRequestError/invalidURL`` for a request without a URL. The receiver is not changed.
-    public func sendingJSON(_ value: some Encodable, encoder: JSONEncoder = JSONEncoder()) throws -> URLRequest {
+    public consuming func sendingJSON(_ value: some Encodable, encoder: JSONEncoder = JSONEncoder()) throws -> URLRequest {
         try sendingBody(try encoder.encode(value), contentType: "application/json")
     }
 
@@ -79,7 +79,7 @@ extension URLRequest {
     ///
     /// - Throws: ``URLRequestError/invalidHeaderValue(name:)`` for a `contentType` with a control
     ///   character; ``URLRequestError/invalidURL`` for a request without a URL.
-    public func sendingBody(_ data: Data, contentType: String) throws -> URLRequest {
+    public consuming func sendingBody(_ data: Data, contentType: String) throws -> URLRequest {
         try settingValue(contentType, forHTTPHeaderField: "Content-Type").modified { $0.httpBody = data }
     }
 
@@ -91,7 +91,7 @@ extension URLRequest {
     /// sent as its bare name. The existing query is kept byte for byte.
     ///
     /// - Throws: ``URLRequestError/invalidURL`` for a request without a valid URL.
-    public func addingQueryItems(_ items: [URLQueryItem]) throws -> URLRequest {
+    public consuming func addingQueryItems(_ items: [URLQueryItem]) throws -> URLRequest {
         guard let url, var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else {
             throw URLRequestError.invalidURL
         }
@@ -109,7 +109,7 @@ extension URLRequest {
     /// A copy with one query item `name=value` appended. See ``addingQueryItems(_:)``.
     ///
     /// - Throws: ``URLRequestError/invalidURL`` for a request without a valid URL.
-    public func addingQueryItem(name: String, value: String?) throws -> URLRequest {
+    public consuming func addingQueryItem(name: String, value: String?) throws -> URLRequest {
         try addingQueryItems([URLQueryItem(name: name, value: value)])
     }
 
@@ -117,7 +117,7 @@ extension URLRequest {
     ///
     /// - Throws: ``URLRequestError/invalidTimeout(_:)`` for a timeout that is not a finite number
     ///   above zero; ``URLRequestError/invalidURL`` for a request without a URL.
-    public func withTimeout(_ seconds: TimeInterval) throws -> URLRequest {
+    public consuming func withTimeout(_ seconds: TimeInterval) throws -> URLRequest {
         guard seconds.isFinite, seconds > 0 else { throw URLRequestError.invalidTimeout(seconds) }
         return try changed { $0.timeoutInterval = seconds }
     }
@@ -127,13 +127,13 @@ extension URLRequest {
     /// - Throws: ``URLRequestError/invalidMethod(_:)`` for a method that is not a token (empty,
     ///   or with a space or separator); ``URLRequestError/invalidURL`` for a request without a
     ///   URL.
-    public func withMethod(_ method: HTTPMethod) throws -> URLRequest {
+    public consuming func withMethod(_ method: HTTPMethod) throws -> URLRequest {
         guard HTTPSyntax.isToken(method.rawValue) else { throw URLRequestError.invalidMethod(method.rawValue) }
         return try changed { $0.httpMethod = method.rawValue }
     }
 
     /// A copy with `policy` as its cache policy.
-    public func withCachePolicy(_ policy: URLRequest.CachePolicy) -> URLRequest {
+    public consuming func withCachePolicy(_ policy: URLRequest.CachePolicy) -> URLRequest {
         modified { $0.cachePolicy = policy }
     }
 
@@ -146,7 +146,7 @@ extension URLRequest {
 
     /// A copy changed by `change`; throws ``URLRequestError/invalidURL`` for a request without a
     /// URL, which cannot be sent.
-    private func changed(_ change: (inout URLRequest) -> Void) throws -> URLRequest {
+    private consuming func changed(_ change: (inout URLRequest) -> Void) throws -> URLRequest {
         guard url != nil else { throw URLRequestError.invalidURL }
         return modified(change)
     }
@@ -154,7 +154,7 @@ extension URLRequest {
     /// A copy changed by `change`. A request without a URL is returned unchanged: it cannot be
     /// sent (``HTTPClient`` refuses it with ``URLRequestError/invalidURL``), and Linux Foundation
     /// traps when a copy of a URL-less request is changed.
-    func modified(_ change: (inout URLRequest) -> Void) -> URLRequest {
+    consuming func modified(_ change: (inout URLRequest) -> Void) -> URLRequest {
         guard url != nil else { return self }
         var copy = self
         change(&copy)
