@@ -30,22 +30,3 @@ public struct CacheClock: Sendable {
         Int64(clamping: Int64((now().timeIntervalSince1970 * 1000).rounded(.down)))
     }
 }
-
-extension Duration {
-    /// The duration in whole milliseconds, clamped to `Int64` (sub-millisecond parts round up, so
-    /// a positive duration is never zero).
-    var cacheMilliseconds: Int64 {
-        let (seconds, attoseconds) = components
-        let (whole, overflow) = seconds.multipliedReportingOverflow(by: 1000)
-        if overflow { return seconds < 0 ? .min : .max }
-        let fraction = attoseconds / 1_000_000_000_000_000
-        let remainder = attoseconds % 1_000_000_000_000_000
-        return whole.addingReportingOverflow(fraction + (remainder > 0 ? 1 : 0)).partialValue
-    }
-}
-
-extension Date {
-    init(cacheMilliseconds: Int64) {
-        self.init(timeIntervalSince1970: Double(cacheMilliseconds) / 1000)
-    }
-}

@@ -330,7 +330,7 @@ final class CacheExchange: Sendable {
             return (state.writer, state.notModified)
         }
         if let notModified, let fallback {
-            let updated = fallback.stored.updated(with: notModified, requestTime: requestTime, responseTime: now)
+            let updated = fallback.stored.updated(with: notModified, request: request.urlRequest, requestTime: requestTime, responseTime: now)
             restore(updated, body: fallback.record)
             cache.send(.revalidated(url))
             return serve(updated, fallback.record)

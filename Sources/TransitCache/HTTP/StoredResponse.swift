@@ -59,22 +59,33 @@ struct StoredResponse: Codable, Equatable, Sendable {
     var hasValidators: Bool { header("ETag") != nil || header("Last-Modified") != nil }
 
     /// `true` if `request` sends the same values of the `Vary` headers as the stored request.
+    /// A response that varies on `*` matches no request (RFC 9111 §4.1).
     func matches(_ request: URLRequest) -> Bool {
-        StoredResponse.values(of: varyNames, in: request) == varyValues
+        !varyNames.contains("*") && StoredResponse.values(of: varyNames, in: request) == varyValues
     }
 
     /// The lowercased names in a `Vary` value ("*" stays "*").
     static func varyNames(_ value: String?) -> [String] {
         guard let value else { return [] }
-        return value.split(separator: ",").map { String($0).trimmingWhitespace.lowercased() }.filter { !$0.isEmpty }.sorted()
+        return listElements(value).map { $0.lowercased() }.filter { !$0.isEmpty }.sorted()
     }
 
     /// The values of the headers `names` in `request`, with whitespace around commas removed.
     static func values(of names: [String], in request: URLRequest) -> [String?] {
         names.map { name in
-            request.value(forHTTPHeaderField: name).map { value in
-                value.split(separator: ",", omittingEmptySubsequences: false).map { String($0).trimmingWhitespace }.joined(separator: ",")
-            }
+            request.value(forHTTPHeaderField: name).map { listElements($0).joined(separator: ",") }
+        }
+    }
+
+    /// The elements of a comma-separated field value, without the spaces and tabs around them.
+    /// Split on Unicode scalars, as HTTP reads bytes: as Characters, a comma or a space followed
+    /// by a combining mark is one Character that is neither, and the whitespace would stay.
+    static func listElements(_ value: String) -> [String] {
+        value.unicodeScalars.split(separator: ",", omittingEmptySubsequences: false).map { element in
+            var scalars = element
+            while let first = scalars.first, first == " " || first == "\t" { scalars.removeFirst() }
+            while let last = scalars.last, last == " " || last == "\t" { scalars.removeLast() }
+            return String(Substring(scalars))
         }
     }
 
@@ -113,15 +124,22 @@ struct StoredResponse: Codable, Equatable, Sendable {
     }
 
     /// The stored response with the headers of a `304 Not Modified` merged in (RFC 9111 §3.2)
-    /// and the times of the revalidation.
-    func updated(with notModified: HTTPURLResponse, requestTime: Int64, responseTime: Int64) -> StoredResponse {
+    /// and the times of the revalidation. A `Vary` in the 304 replaces the stored one, and the
+    /// response then varies on it, with the values `request` (the request it revalidated) sent.
+    func updated(with notModified: HTTPURLResponse, request: URLRequest, requestTime: Int64, responseTime: Int64) -> StoredResponse {
         var copy = self
+        var varyUpdated = false
         for (name, value) in notModified.allHeaderFields {
             let name = "\(name)"
             let lowered = name.lowercased()
             guard !StoredResponse.unmergedHeaders.contains(lowered) else { continue }
             copy.headers = copy.headers.filter { $0.key.lowercased() != lowered }
             copy.headers[name] = "\(value)"
+            if lowered == "vary" { varyUpdated = true }
+        }
+        if varyUpdated {
+            copy.varyNames = StoredResponse.varyNames(copy.header("Vary"))
+            copy.varyValues = StoredResponse.values(of: copy.varyNames, in: request)
         }
         copy.requestTime = requestTime
         copy.responseTime = responseTime
