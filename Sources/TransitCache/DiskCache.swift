@@ -78,9 +78,9 @@ public final class DiskCache: Sendable {
     }
 
     /// The longest key, in UTF-8 bytes.
-    public static let maximumKeyLength = 16 * 1024
+    public static let maximumKeyLength = RecordFormat.maximumKeyLength
     /// The largest metadata, in bytes.
-    public static let maximumMetadataLength = 1024 * 1024
+    public static let maximumMetadataLength = RecordFormat.maximumMetadataLength
 
     /// The folder the records live in.
     public let directory: URL

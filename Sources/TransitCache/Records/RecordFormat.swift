@@ -39,6 +39,10 @@ enum RecordFormat {
     static let pinSlotSize = 8
     /// How much of a file a scan reads at once: the fixed header and, usually, key and metadata.
     static let scanReadSize = 4096
+    /// The longest key and the largest metadata a record may have (``DiskCache/maximumKeyLength``,
+    /// ``DiskCache/maximumMetadataLength``); a header that claims more is damaged.
+    static let maximumKeyLength = 16 * 1024
+    static let maximumMetadataLength = 1024 * 1024
 
     /// The usage slot for `lastUse`.
     static func usageSlot(lastUse: Int64) -> [UInt8] {
@@ -158,7 +162,7 @@ struct RecordHeader: Equatable, Sendable {
         let keyLength = Int(bytes.littleEndian(UInt32.self, at: 12))
         let metadataLength = Int(bytes.littleEndian(UInt32.self, at: 16))
         let payloadLength = bytes.littleEndian(UInt64.self, at: 24)
-        guard keyLength <= DiskCache.maximumKeyLength, metadataLength <= DiskCache.maximumMetadataLength,
+        guard keyLength <= RecordFormat.maximumKeyLength, metadataLength <= RecordFormat.maximumMetadataLength,
               headerLength == RecordFormat.fixedHeaderSize + keyLength + metadataLength,
               payloadLength <= UInt64(Int.max / 2)
         else { throw .headerChecksumMismatch }
