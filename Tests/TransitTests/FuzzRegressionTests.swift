@@ -2,6 +2,7 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
+import Signals
 import Testing
 import Transit
 @testable import TransitTesting
@@ -158,5 +159,21 @@ struct FuzzRegressionTests {
         let probe = RequestProbe(api.get(endpoint: lookalike))
         #expect(URLError.matches(probe.failure, .badURL), "\(lookalike.debugDescription) gave \(String(describing: probe.failure))")
         #expect(transport.requests.count == 1)
+    }
+
+    // MARK: Redirects (Fuzz/redirect-location)
+
+    /// `URL.fragment` is percent-encoded, but the fragment a Location inherits went through
+    /// `URLComponents.fragment`, which encodes what it is given: `#a%20b` became `#a%2520b`.
+    @Test("a Location without a fragment inherits the original fragment byte for byte")
+    func redirectInheritsFragmentUnchanged() throws {
+        let scheduler = TestScheduler()
+        let transport = StubTransport(scheduler: scheduler)
+        transport.stub(.get, path: "/old").thenRespond(.status(301, headers: ["Location": "/new"]))
+        transport.stub(.get, path: "/new").thenRespond(.text("new"))
+        let client = HTTPClient(transport: transport, scheduler: scheduler)
+        let probe = RequestProbe(client.send(URLRequest(url: URL(string: "https://fuzz-regression.example/old#a%20b%2Fc")!)))
+        #expect(probe.values.first?.text == "new")
+        #expect(transport.requests.last?.url?.absoluteString == "https://fuzz-regression.example/new#a%20b%2Fc")
     }
 }

@@ -34,22 +34,6 @@ public protocol HTTPTransport: Sendable {
     func exchange(_ request: TransportRequest) -> Signal<HTTPResponsePart, any Error>
 }
 
-/// What a transport sends: the request, and where its body comes from.
-public struct TransportRequest: Sendable {
-    /// The request: method, URL, headers and, unless ``bodyFile`` is set, its body
-    /// (`httpBody`).
-    public var urlRequest: URLRequest
-    /// A file whose contents are the body, streamed from disk without being read into memory.
-    /// When set, `urlRequest.httpBody` is ignored.
-    public var bodyFile: URL?
-
-    /// Creates a transport request.
-    public init(_ urlRequest: URLRequest, bodyFile: URL? = nil) {
-        self.urlRequest = urlRequest
-        self.bodyFile = bodyFile
-    }
-}
-
 extension HTTPTransport {
     /// A signal that sends `request` directly on this transport (no default headers, redirects,
     /// deadline or monitors: use ``HTTPClient`` for those) and delivers the response buffered,

@@ -146,12 +146,13 @@ extension RedirectPolicy {
         return "\(url.scheme ?? "?")://\(url.host ?? "?")\(port)"
     }
 
-    /// RFC 9110 §10.2.2: a `Location` without a fragment inherits the original one.
+    /// RFC 9110 §10.2.2: a `Location` without a fragment inherits the original one, byte for
+    /// byte (`URL.fragment` is percent-encoded, so it goes to `percentEncodedFragment`).
     private static func inheritingFragment(_ target: URL, from current: URL) -> URL {
         guard target.fragment == nil, let fragment = current.fragment,
               var components = URLComponents(url: target, resolvingAgainstBaseURL: false)
         else { return target }
-        components.fragment = fragment
+        components.percentEncodedFragment = fragment
         return components.url ?? target
     }
 }
