@@ -59,13 +59,13 @@ public final class Cooldowns: Sendable {
 
     /// Records `head`, the answer to `request`: a 429 or 503 with a `Retry-After` starts (or
     /// extends) the cooldown of its key.
-    func record(_ head: HTTPURLResponse, for request: URLRequest) {
+    func record(_ head: HTTPResponseHead, for request: URLRequest) {
         guard head.statusCode == 429 || head.statusCode == 503,
               let header = head.value(forHTTPHeaderField: "Retry-After"),
               let seconds = RetryAfter.seconds(from: header), seconds > 0
         else { return }
         let until = scheduler.now + ScheduledSubscription.duration(seconds: seconds)
-        let response = HTTPResponse(data: Data(), response: head, request: request)
+        let response = HTTPResponse(data: Data(), head: head, request: request)
         let name = key.key(request)
         entries.withLock { entries in
             if let existing = entries[name], existing.until >= until { return }
