@@ -45,6 +45,13 @@ struct HTTPResponseHeadTests {
         ([("Content-Length", "")], -1),
         ([("Content-Length", String(repeating: "9", count: 400))], -1),
         ([("Content-Length", "0x10")], -1),
+        ([("Content-Length", " 7\t")], 7),
+        ([("Content-Length", "7,7")], 7),
+        ([("Content-Length", "7, 8")], -1),
+        ([("Content-Length", "12,,12")], -1),
+        ([("Content-Length", "12,")], -1),
+        ([("Content-Length", "999999999999999999")], 999_999_999_999_999_999),
+        ([("Content-Length", "1000000000000000000")], -1),
     ] as [([(String, String)], Int64)])
     func declaredLengthIsOneNonNegativeNumberOrNone(fields: [(String, String)], expected: Int64) {
         #expect(head(fields).expectedContentLength == expected)
