@@ -5,8 +5,9 @@
 // The input: four choice bytes (status, method, policy mode and hop counts, flags), then lines
 // (LF): the current URL (empty: a default https URL with a fragment), the Location value,
 // header names the client marks sensitive (comma-separated), and more request headers as
-// `name:value`. The request carries Authorization, Cookie and Proxy-Authorization (in varying
-// case), the sensitive headers, and perhaps a body or a body file.
+// `name:value` (the first of them is also a second Location field, when a flag says so). The
+// request carries Authorization, Cookie and Proxy-Authorization (in varying case), the sensitive
+// headers, and perhaps a body or a body file.
 //
 // Invariants:
 // - `never`, a status other than 301/302/303/307/308, or no Location: delivered (nil);
@@ -72,9 +73,10 @@ func fuzzTarget(_ bytes: [UInt8]) {
     }
     if flags & 0x10 != 0 { bodyFile = URL(fileURLWithPath: "/tmp/body") }
 
-    var fields: [String: String] = ["Content-Length": "0"]
-    if flags & 0x08 == 0 { fields[flags & 0x04 == 0 ? "Location" : "location"] = location }
-    guard let head = HTTPURLResponse(url: current, statusCode: status, httpVersion: "HTTP/1.1", headerFields: fields) else { return }
+    var fields = [HTTPField(name: "Content-Length", value: "0")]
+    if flags & 0x08 == 0 { fields.append(HTTPField(name: flags & 0x04 == 0 ? "Location" : "location", value: location)) }
+    if flags & 0x0A == 0x02 { fields.append(HTTPField(name: "LOCATION", value: lines.first ?? "")) }  // a second Location field
+    let head = HTTPResponseHead(url: current, statusCode: status, fields: fields)
     let hasLocation = head.value(forHTTPHeaderField: "Location") != nil
 
     let outcome = policy.next(after: head, to: TransportRequest(request, bodyFile: bodyFile), hops: hops, sensitiveHeaders: sensitive)

@@ -3,8 +3,9 @@
 // sent (`varyValues`), and `matches(_:)`, which decides whether a later request may get the
 // stored response.
 //
-// The input: one choice byte, then lines (LF): the response's `Vary` value, then the storing
-// request's headers as `name:value`; the last line is also the value a changed request sends.
+// The input: one choice byte, then lines (LF): the response's `Vary` value (sent as one field, or
+// as two split at its first comma), then the storing request's headers as `name:value`; the last
+// line is also the value a changed request sends.
 //
 // Invariants:
 // - no crash, whatever the bytes of the Vary value, the header names and the values;
@@ -48,10 +49,19 @@ func fuzzTarget(_ bytes: [UInt8]) {
         request.setValue(String(value), forHTTPHeaderField: String(name))
     }
 
+    // The Vary field in some spelling; with bit 6, the value sent as two fields, split at its
+    // first comma (a head joins repeated fields with ", ").
     let varyField = ["Vary", "vary", "VARY", "vARY"][Int(choice & 3)]
-    guard let response = HTTPURLResponse(url: url, statusCode: 200, httpVersion: "HTTP/1.1",
-                                         headerFields: [varyField: varyValue, "Cache-Control": "max-age=60"])
-    else { return }
+    var fields = [HTTPField(name: "Cache-Control", value: "max-age=60")]
+    let varyBytes = Array(varyValue.utf8)
+    if choice & 0x40 != 0, let comma = varyBytes.firstIndex(of: UInt8(ascii: ",")) {
+        // Split as bytes: String.index(after:) would step over a combining mark after the comma.
+        fields.append(HTTPField(name: varyField, value: String(decoding: varyBytes[..<comma], as: UTF8.self)))
+        fields.append(HTTPField(name: "Vary", value: String(decoding: varyBytes[(comma + 1)...], as: UTF8.self)))
+    } else {
+        fields.append(HTTPField(name: varyField, value: varyValue))
+    }
+    let response = HTTPResponseHead(url: url, statusCode: 200, fields: fields)
     let stored = StoredResponse(url: url, response: response, request: request, requestTime: 1_000, responseTime: 2_000)
     let names = stored.varyNames
     let star = names.contains("*")
@@ -87,7 +97,7 @@ func fuzzTarget(_ bytes: [UInt8]) {
 
     // One varied header changed, added or removed.
     if !names.isEmpty {
-        let name = names[Int(choice >> 2) % names.count]
+        let name = names[Int((choice >> 2) & 0x0F) % names.count]
         var changed = request
         changed.setValue(choice & 0x80 == 0 ? newValue : nil, forHTTPHeaderField: name)
         let same = names.allSatisfy { name in
@@ -99,8 +109,8 @@ func fuzzTarget(_ bytes: [UInt8]) {
 
     // A 304 that names a Vary of its own: the Vary matching uses is the one the headers hold.
     let notModifiedVary = newValue
-    if let notModified = HTTPURLResponse(url: url, statusCode: 304, httpVersion: "HTTP/1.1",
-                                         headerFields: ["Vary": notModifiedVary, "ETag": "\"2\""]) {
+    do {
+        let notModified = HTTPResponseHead(url: url, statusCode: 304, headerFields: ["Vary": notModifiedVary, "ETag": "\"2\""])
         let updated = stored.updated(with: notModified, request: request, requestTime: 3_000, responseTime: 4_000)
         let updatedNames = StoredResponse.varyNames(updated.header("Vary"))
         require(updated.varyNames == updatedNames, "after a 304 with Vary \(notModifiedVary.debugDescription) the response varies on \(updated.varyNames), not on its Vary header's \(updatedNames)")

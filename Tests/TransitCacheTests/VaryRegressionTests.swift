@@ -12,8 +12,8 @@ import Transit
 struct VaryRegressionTests {
     private let url = URL(string: "https://api.example.com/greeting")!
 
-    private func stored(vary: String, requestHeaders: [String: String]) throws -> StoredResponse {
-        let response = try #require(HTTPURLResponse(url: url, statusCode: 200, httpVersion: "HTTP/1.1", headerFields: ["Vary": vary]))
+    private func stored(vary: String, requestHeaders: [String: String]) -> StoredResponse {
+        let response = HTTPResponseHead(url: url, statusCode: 200, headerFields: ["Vary": vary])
         return StoredResponse(url: url, response: response, request: request(requestHeaders), requestTime: 0, responseTime: 0)
     }
 
@@ -26,17 +26,17 @@ struct VaryRegressionTests {
     /// RFC 9111 §4.1: a stored response whose Vary has a `*` member always fails to match. It
     /// matched every request that, like its own, had no header named `*`.
     @Test("a stored response that varies on * matches no request, not even its own", arguments: ["*", "Accept, *", " * "])
-    func varyStarNeverMatches(vary: String) throws {
+    func varyStarNeverMatches(vary: String) {
         let headers = ["Accept": "text/html"]
-        #expect(try !stored(vary: vary, requestHeaders: headers).matches(request(headers)))
+        #expect(!stored(vary: vary, requestHeaders: headers).matches(request(headers)))
     }
 
     /// OWS around the commas of a varied header's value was removed on Characters, so a comma
     /// or a space followed by a combining mark (one Character with it) kept the whitespace, and
     /// the same list, spelled with other OWS, did not match.
     @Test("OWS around commas is ignored on Unicode scalars: a combining mark after a comma or space changes nothing")
-    func listWhitespaceOnScalars() throws {
-        let response = try stored(vary: "Accept", requestHeaders: ["Accept": "x ,\u{301}y"])
+    func listWhitespaceOnScalars() {
+        let response = stored(vary: "Accept", requestHeaders: ["Accept": "x ,\u{301}y"])
         #expect(response.matches(request(["Accept": "x,\u{301}y"])))
         #expect(response.matches(request(["Accept": "x , \u{301}y"])))
         #expect(!response.matches(request(["Accept": "x,y"])))

@@ -59,14 +59,18 @@ public final class Cooldowns: Sendable {
 
     /// Records `head`, the answer to `request`: a 429 or 503 with a `Retry-After` starts (or
     /// extends) the cooldown of its key.
-    func record(_ head: HTTPURLResponse, for request: URLRequest) {
+    func record(_ head: HTTPResponseHead, for request: URLRequest) {
+        record(head, for: request, key: key.key(request))
+    }
+
+    /// ``record(_:for:)`` for a key computed already.
+    func record(_ head: HTTPResponseHead, for request: URLRequest, key name: String) {
         guard head.statusCode == 429 || head.statusCode == 503,
               let header = head.value(forHTTPHeaderField: "Retry-After"),
               let seconds = RetryAfter.seconds(from: header), seconds > 0
         else { return }
         let until = scheduler.now + ScheduledSubscription.duration(seconds: seconds)
-        let response = HTTPResponse(data: Data(), response: head, request: request)
-        let name = key.key(request)
+        let response = HTTPResponse(data: Data(), head: head, request: request)
         entries.withLock { entries in
             if let existing = entries[name], existing.until >= until { return }
             entries[name] = Entry(until: until, response: response)
@@ -77,7 +81,22 @@ public final class Cooldowns: Sendable {
     /// key, or never — failing fast with the cooldown's answer when the wait is longer than
     /// ``maxWait``.
     func clearance(for request: URLRequest) -> Signal<Void, any Error> {
-        let name = key.key(request)
+        clearance(forKey: key.key(request))
+    }
+
+    /// Whether new requests to `name` may go now (no cooldown, or one that has passed): the fast
+    /// path of a client, which then needs no clearance signal.
+    func isClear(forKey name: String) -> Bool {
+        let now = scheduler.now
+        return entries.withLock { entries in
+            guard let entry = entries[name] else { return true }
+            if entry.until <= now { entries[name] = nil; return true }
+            return false
+        }
+    }
+
+    /// ``clearance(for:)`` for a key computed already.
+    func clearance(forKey name: String) -> Signal<Void, any Error> {
         let now = scheduler.now
         let entry = entries.withLock { entries -> Entry? in
             guard let entry = entries[name] else { return nil }

@@ -251,24 +251,51 @@ public final class HTTPClient: Sendable {
             sensitiveHeaders: sensitiveHeaders
         )
         let sent = request.urlRequest
+        // Each policy's key is computed once per request. A request that may go at once (a free
+        // token, no cooldown: the common case) is subscribed directly; only one that must wait
+        // goes through the permit or clearance signal.
         if let cooldowns {
+            let key = cooldowns.key.key(sent)
             parts = parts.handleEvents(receiveValue: { part in
-                if case .head(let head) = part { cooldowns.record(head, for: sent) }
+                if case .head(let head) = part { cooldowns.record(head, for: sent, key: key) }
             })
-        }
-        if let rateLimiter {
-            let exchange = parts
-            parts = rateLimiter.permit(for: sent).setFailureType().flatMap(maxConcurrent: 1) { _ in exchange }
-        }
-        if let cooldowns {
             let limited = parts
-            parts = cooldowns.clearance(for: sent).flatMap(maxConcurrent: 1) { _ in limited }
+            if let rateLimiter {
+                let limiterKey = rateLimiter.key.key(sent)
+                parts = Signal(deferred: {
+                    guard cooldowns.isClear(forKey: key) else {
+                        return cooldowns.clearance(forKey: key).flatMap(maxConcurrent: 1) { _ in
+                            Self.afterPermit(of: rateLimiter, key: limiterKey, limited)
+                        }
+                    }
+                    return Self.afterPermit(of: rateLimiter, key: limiterKey, limited)
+                })
+            } else {
+                parts = Signal(deferred: {
+                    cooldowns.isClear(forKey: key) ? limited : cooldowns.clearance(forKey: key).flatMap(maxConcurrent: 1) { _ in limited }
+                })
+            }
+        } else if let rateLimiter {
+            let limiterKey = rateLimiter.key.key(sent)
+            let exchange = parts
+            parts = Signal(deferred: { Self.afterPermit(of: rateLimiter, key: limiterKey, exchange) })
         }
         guard let deadline else { return parts }
         // The deadline's `URLError(.timedOut)` carries the request like a transport's would.
         return parts.within(deadline, deadlines: deadlines).mapError { error in
             error is URLError ? Self.annotate(error, sentWith: sent) : error
         }
+    }
+
+    /// `exchange` once `rateLimiter` grants `key` a token: at once when one is free (no extra
+    /// stage), else after waiting in its queue.
+    private static func afterPermit(
+        of rateLimiter: RateLimiter,
+        key: String,
+        _ exchange: Signal<HTTPResponsePart, any Error>
+    ) -> Signal<HTTPResponsePart, any Error> {
+        if rateLimiter.acquireImmediately(forKey: key) { return exchange }
+        return rateLimiter.permit(forKey: key).setFailureType().flatMap(maxConcurrent: 1) { _ in exchange }
     }
 
     private func monitored<Output>(_ signal: Signal<Output, any Error>, _ sent: URLRequest) -> Signal<Output, any Error> {

@@ -60,8 +60,29 @@ public final class RateLimiter: Sendable {
     /// A signal that sends one value, then finishes, when `request` may be sent. Cancelling it
     /// while it waits removes the request from the queue.
     public func permit(for request: URLRequest) -> Signal<Void, Never> {
-        let name = key.key(request)
-        return Signal { [self] observer in
+        permit(forKey: key.key(request))
+    }
+
+    /// Takes a token for `name` now if one is free and nobody waits: `true` if the request may go
+    /// at once (the fast path of a client, which then needs no permit signal), `false` if it must
+    /// wait its turn through ``permit(for:)``.
+    func acquireImmediately(forKey name: String) -> Bool {
+        buckets.withLock { buckets -> Bool in
+            var bucket = buckets[name] ?? Bucket(tokens: Double(burst), refilledAt: scheduler.now)
+            refill(&bucket)
+            guard bucket.queue.isEmpty, bucket.tokens >= 1 else {
+                buckets[name] = bucket
+                return false
+            }
+            bucket.tokens -= 1
+            buckets[name] = bucket
+            return true
+        }
+    }
+
+    /// ``permit(for:)`` for a key computed already.
+    func permit(forKey name: String) -> Signal<Void, Never> {
+        Signal { [self] observer in
             let id = nextWaiter.withLock { id in
                 defer { id += 1 }
                 return id

@@ -14,7 +14,7 @@ extension Signal where Output == HTTPResponsePart, Failure == any Error {
         let parts = self
         return Signal<HTTPResponse, any Error> { observer in
             let scope = CancellationToken()
-            let buffer = Locked<(head: HTTPURLResponse?, body: Data, declared: Int)>((nil, Data(), 0))
+            let buffer = Locked<(head: HTTPResponseHead?, body: Data, declared: Int)>((nil, Data(), 0))
             let tooLarge: @Sendable (Int64?) -> Void = { declared in
                 scope.cancel()
                 observer.fail(ResponseTooLargeError(limit: maxBytes, declaredLength: declared))
@@ -55,7 +55,7 @@ extension Signal where Output == HTTPResponsePart, Failure == any Error {
                             NSLocalizedDescriptionKey: "The transport ended without a response head.",
                         ]))
                     }
-                    observer.send(HTTPResponse(data: body, response: head, request: request))
+                    observer.send(HTTPResponse(data: body, head: head, request: request))
                     observer.finish()
                 case .failed(let error):
                     observer.fail(error)
