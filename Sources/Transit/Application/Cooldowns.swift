@@ -58,42 +58,54 @@ public final class Cooldowns: Sendable {
     }
 
     /// Records `head`, the answer to `request`: a 429 or 503 with a `Retry-After` starts (or
-    /// extends) the cooldown of its key.
-    func record(_ head: HTTPURLResponse, for request: URLRequest) {
+    /// extends) the cooldown of its key, reported to `events` (the client's monitors).
+    func record(_ head: HTTPURLResponse, for request: URLRequest, events: HTTPEventSink? = nil) {
         guard head.statusCode == 429 || head.statusCode == 503,
               let header = head.value(forHTTPHeaderField: "Retry-After"),
               let seconds = RetryAfter.seconds(from: header), seconds > 0
         else { return }
-        let until = scheduler.now + ScheduledSubscription.duration(seconds: seconds)
-        let response = HTTPResponse(data: Data(), response: head, request: request)
+        let duration = ScheduledSubscription.duration(seconds: seconds)
+        let until = scheduler.now + duration
+        var response = HTTPResponse(data: Data(), response: head, request: request)
+        response.eventSink = events
         let name = key.key(request)
-        entries.withLock { entries in
-            if let existing = entries[name], existing.until >= until { return }
+        let started = entries.withLock { entries -> Bool in
+            if let existing = entries[name], existing.until >= until { return false }
             entries[name] = Entry(until: until, response: response)
+            return true
+        }
+        if started, let events {
+            events.emit(.cooldownStarted(key: name, duration: duration, statusCode: head.statusCode), request: request)
         }
     }
 
     /// A signal that sends one value when `request` may go: at once, after the cooldown of its
     /// key, or never — failing fast with the cooldown's answer when the wait is longer than
-    /// ``maxWait``.
-    func clearance(for request: URLRequest) -> Signal<Void, any Error> {
+    /// ``maxWait``. Waits and refusals are reported to `events` (the client's monitors).
+    func clearance(for request: URLRequest, events: HTTPEventSink? = nil) -> Signal<Void, any Error> {
         let name = key.key(request)
-        let now = scheduler.now
-        let entry = entries.withLock { entries -> Entry? in
-            guard let entry = entries[name] else { return nil }
-            if entry.until <= now { entries[name] = nil; return nil }
-            return entry
-        }
-        guard let entry else { return Signal(value: ()) }
-        let left = entry.until - now
-        guard left <= maxWait else {
-            let response = entry.response
-            let retryAfter = left.timeInterval
-            let error: any Error = response.statusCode == 429
-                ? HTTPClientError.tooManyRequests(retryAfter: retryAfter, response: response)
-                : HTTPServerError.serviceUnavailable(retryAfter: retryAfter, response: response)
-            return Signal(error: error)
-        }
-        return ScheduledSubscription.signal(Signal(value: ()), after: left.timeInterval, on: scheduler)
+        // Decided at subscription, not when the signal is built: a signal kept and subscribed
+        // later (or again, by a retry) sees the cooldowns of that moment.
+        return Signal(deferred: { [self] in
+            let now = scheduler.now
+            let entry = entries.withLock { entries -> Entry? in
+                guard let entry = entries[name] else { return nil }
+                if entry.until <= now { entries[name] = nil; return nil }
+                return entry
+            }
+            guard let entry else { return Signal(value: ()) }
+            let left = entry.until - now
+            guard left <= maxWait else {
+                events?.emit(.cooldownRefused(key: name, remaining: left), request: request)
+                let response = entry.response
+                let retryAfter = left.timeInterval
+                let error: any Error = response.statusCode == 429
+                    ? HTTPClientError.tooManyRequests(retryAfter: retryAfter, response: response)
+                    : HTTPServerError.serviceUnavailable(retryAfter: retryAfter, response: response)
+                return Signal(error: error)
+            }
+            events?.emit(.cooldownWait(key: name, duration: left), request: request)
+            return ScheduledSubscription.signal(Signal(value: ()), after: left.timeInterval, on: scheduler)
+        })
     }
 }

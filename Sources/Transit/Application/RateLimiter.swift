@@ -27,6 +27,10 @@ public final class RateLimiter: Sendable {
     private struct Waiter {
         let id: UInt64
         let observer: Observer<Void, Never>
+        /// When it joined the queue, on the scheduler's clock.
+        let queuedAt: Duration
+        /// Told how long it waited, once it is let through.
+        let waited: (@Sendable (_ key: String, _ waited: Duration) -> Void)?
     }
 
     /// A token bucket and the FIFO queue of the requests waiting for it.
@@ -60,6 +64,12 @@ public final class RateLimiter: Sendable {
     /// A signal that sends one value, then finishes, when `request` may be sent. Cancelling it
     /// while it waits removes the request from the queue.
     public func permit(for request: URLRequest) -> Signal<Void, Never> {
+        permit(for: request, waited: nil)
+    }
+
+    /// ``permit(for:)``; `waited` is told the key and how long the request waited in the queue
+    /// when it is let through after waiting (not when it goes at once).
+    func permit(for request: URLRequest, waited: (@Sendable (_ key: String, _ waited: Duration) -> Void)?) -> Signal<Void, Never> {
         let name = key.key(request)
         return Signal { [self] observer in
             let id = nextWaiter.withLock { id in
@@ -74,7 +84,7 @@ public final class RateLimiter: Sendable {
                     bucket.tokens -= 1
                     return true
                 }
-                bucket.queue.append(Waiter(id: id, observer: observer))
+                bucket.queue.append(Waiter(id: id, observer: observer, queuedAt: bucket.refilledAt, waited: waited))
                 return false
             }
             if grantedNow {
@@ -132,7 +142,9 @@ public final class RateLimiter: Sendable {
             buckets[name] = bucket
             return granted
         }
+        let now = scheduler.now
         for waiter in granted {
+            waiter.waited?(name, now - waiter.queuedAt)
             waiter.observer.send(())
             waiter.observer.finish()
         }
