@@ -65,13 +65,27 @@ final class HTTPEventSink: Sendable {
 /// Watches one exchange with the transport and reports it as
 /// ``HTTPEvent/Kind/attemptStarted(id:)`` and one ``HTTPEvent/Kind/attemptEnded(_:)``.
 enum AttemptMonitoring {
-    /// Set by the redirect-following hop just before it cancels an exchange to follow its
-    /// redirect, so that the exchange ends as ``HTTPAttemptMetrics/Outcome/redirected`` rather
-    /// than cancelled.
+    /// Fired by the redirect-following hop when it follows the redirect of the exchange in
+    /// flight, just before it cancels it: that exchange ends at once as
+    /// ``HTTPAttemptMetrics/Outcome/redirected`` (rather than cancelled, and before the next
+    /// hop starts, even when the cancellation's teardown is deferred by a delivery in progress).
     final class RedirectMark: Sendable {
-        private let marked = Atomic<Bool>(false)
-        func mark() { marked.store(true, ordering: .releasing) }
-        var isMarked: Bool { marked.load(ordering: .acquiring) }
+        private let end = Locked<(@Sendable () -> Void)?>(nil)
+
+        /// The exchange in flight registers how to end it; with failover, each attempt in turn.
+        func register(_ end: @escaping @Sendable () -> Void) {
+            // The previous attempt's closure is released after the lock.
+            let previous = self.end.withLock { current in
+                defer { current = end }
+                return current
+            }
+            withExtendedLifetime(previous) {}
+        }
+
+        /// Ends the registered exchange as redirected.
+        func fire() {
+            end.withLock { $0 }?()
+        }
     }
 
     private struct State {
@@ -112,6 +126,7 @@ enum AttemptMonitoring {
                 sink.emit(.attemptEnded(metrics), request: sent)
             }
             sink.emit(.attemptStarted(id: id), request: sent)
+            redirectMark?.register { end(.redirected) }
             let scope = CancellationToken()
             exchange.observe(Observer { event in
                 switch event {
@@ -132,7 +147,7 @@ enum AttemptMonitoring {
             }, in: scope)
             return {
                 scope.cancel()
-                end(redirectMark?.isMarked == true ? .redirected : .cancelled)
+                end(.cancelled)
             }
         }
     }

@@ -88,7 +88,7 @@ enum RedirectingExchange {
                         observer.send(.head(head))
                     case .success(let next)?:
                         // Nothing more of this hop is delivered once its token is cancelled.
-                        mark?.mark()
+                        mark?.fire()
                         exchange.cancel()
                         if let events { report(head.statusCode, from: request.urlRequest, to: next.urlRequest, to: events) }
                         start(next, hops: hops + 1)
