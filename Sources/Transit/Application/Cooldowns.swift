@@ -15,6 +15,10 @@ import Signals
 /// ``HTTPServerError/serviceUnavailable(retryAfter:response:)``, with `retryAfter` set to the
 /// time that remains), so a caller's own `respondToRateLimiting` still decides as documented.
 ///
+/// The client's ``HTTPEventMonitor``s are told when a cooldown starts, when a request waits for
+/// one and when one refuses a request (``HTTPEvent/Kind/cooldownStarted(key:duration:statusCode:)``,
+/// …).
+///
 /// Thread safety: state behind one lock.
 public final class Cooldowns: Sendable {
     /// The longest a request waits for a cooldown to end before failing fast.
@@ -23,6 +27,9 @@ public final class Cooldowns: Sendable {
     public let key: RequestKey
     let scheduler: any Scheduler
     private let entries = Locked<[String: Entry]>([:])
+
+    /// The clearance of a key without a cooldown.
+    private static let clear = Signal<Void, any Error>(value: ())
 
     struct Entry {
         /// When new requests may go again, on the scheduler's clock.
@@ -83,6 +90,7 @@ public final class Cooldowns: Sendable {
     /// key, or never — failing fast with the cooldown's answer when the wait is longer than
     /// ``maxWait``. Waits and refusals are reported to `events` (the client's monitors).
     func clearance(for request: URLRequest, events: HTTPEventSink? = nil) -> Signal<Void, any Error> {
+        // (`clear` is shared: the common case, no cooldown, allocates nothing more.)
         let name = key.key(request)
         // Decided at subscription, not when the signal is built: a signal kept and subscribed
         // later (or again, by a retry) sees the cooldowns of that moment.
@@ -93,7 +101,7 @@ public final class Cooldowns: Sendable {
                 if entry.until <= now { entries[name] = nil; return nil }
                 return entry
             }
-            guard let entry else { return Signal(value: ()) }
+            guard let entry else { return Self.clear }
             let left = entry.until - now
             guard left <= maxWait else {
                 events?.emit(.cooldownRefused(key: name, remaining: left), request: request)

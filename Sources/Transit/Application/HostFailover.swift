@@ -24,6 +24,9 @@ import Signals
 /// When every origin is quarantined, the request still goes to the one whose quarantine ends
 /// first, rather than failing without trying.
 ///
+/// The client's ``HTTPEventMonitor``s are told about each quarantine, each failover and each
+/// recovery (``HTTPEvent/Kind/failover(from:to:error:)``, …); `onEvent` sees failovers only.
+///
 /// Thread safety: state behind one lock.
 public final class HostFailover: Sendable {
     /// What the failover did, for monitors.
@@ -100,7 +103,7 @@ public final class HostFailover: Sendable {
         }
         let healthy = origins.filter { (bad[$0] ?? .zero) <= now }
         let sick = origins.filter { (bad[$0] ?? .zero) > now }.sorted { bad[$0]! < bad[$1]! }
-        return (healthy + sick, origins.filter(recovered.contains))
+        return (healthy + sick, recovered.isEmpty ? [] : origins.filter(recovered.contains))
     }
 
     /// Marks `origin` bad after `error`.

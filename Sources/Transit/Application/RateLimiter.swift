@@ -12,6 +12,9 @@ import Signals
 /// the queue at once and gives its turn to the next. Waits are timed by the scheduler, so tests
 /// run them in virtual time.
 ///
+/// A request that had to wait is reported to its client's ``HTTPEventMonitor``s when it is let
+/// through (``HTTPEvent/Kind/rateLimitWaited(key:waited:)``).
+///
 /// Thread safety: all state is behind one lock; permits are granted outside it.
 public final class RateLimiter: Sendable {
     /// Requests per second per key.

@@ -58,6 +58,10 @@ public struct AuthToken: Sendable, Hashable, Codable {
 /// - **The store owns the refresh.** A waiter that is cancelled just stops waiting; the refresh
 ///   goes on for the others, and its result is stored even if every waiter went away.
 ///
+/// Monitors: a refresh asked for by a client's request (through `HTTPClient(authorizer:)` or
+/// `retryWithFreshToken(from:)`) is reported to that client's ``HTTPEventMonitor``s — started,
+/// joined, succeeded, failed or refused — once per client however many of its requests wait.
+///
 /// Thread safety: all state is behind one `Locked`; the refresh closure, the refresh signal and
 /// every observer run outside it. Any method may be called from any thread.
 public final class TokenStore: Sendable {
@@ -389,13 +393,15 @@ public final class TokenStore: Sendable {
         ended.subscription.cancel()
         let waiters = ended.waiters.sorted { $0.key < $1.key }.map(\.value)
         ended.add(extra)
-        let report: HTTPEvent.Kind = switch result {
-        case .success: .tokenRefreshSucceeded(sharedBy: ended.joined)
-        case .failure(let error as RefreshError) where error == .reentrantRefresh || error == .tooManyRefreshes:
-            .tokenRefreshRefused(error, sharedBy: ended.joined)
-        case .failure(let error): .tokenRefreshFailed(error, sharedBy: ended.joined)
+        if !ended.sinks.isEmpty {
+            let report: HTTPEvent.Kind = switch result {
+            case .success: .tokenRefreshSucceeded(sharedBy: ended.joined)
+            case .failure(let error as RefreshError) where error == .reentrantRefresh || error == .tooManyRefreshes:
+                .tokenRefreshRefused(error, sharedBy: ended.joined)
+            case .failure(let error): .tokenRefreshFailed(error, sharedBy: ended.joined)
+            }
+            for sink in ended.sinks { sink.emit(report) }
         }
-        for sink in ended.sinks { sink.emit(report) }
         switch result {
         case .success(let token):
             onEvent?(.refreshed(token, sharedBy: ended.joined))
