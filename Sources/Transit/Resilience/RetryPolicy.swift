@@ -123,6 +123,8 @@ public struct RetryPolicy: Sendable {
     /// `attempt` (1 for the first), or `nil` if it must not be retried.
     ///
     /// - Parameters:
+    ///   - error: the failure of the attempt.
+    ///   - attempt: the number of the attempt that failed, 1 for the first.
     ///   - method: the request's method, when the caller knows it. The method of the request in
     ///     an HTTP error's response takes precedence.
     public func retryDelay(after error: any Error, attempt: Int, method: HTTPMethod? = nil) -> TimeInterval? {

@@ -182,6 +182,7 @@ public final class TokenStore: Sendable {
     ///   - token: the credentials to start with.
     ///   - onEvent: told about every refresh decision, outside the store's lock, on the thread
     ///     that made it. Must return quickly.
+    ///   - limits: the deadline of a refresh and how many may start in a window.
     ///   - refresh: builds the signal that renews a token. See ``Refresh``.
     public init(
         token: AuthToken,
@@ -203,6 +204,7 @@ public final class TokenStore: Sendable {
     ///   - token: the credentials to start with.
     ///   - scope: where the tokens may go (hosts, https unless allowed otherwise).
     ///   - onEvent: told about every refresh decision.
+    ///   - limits: the deadline of a refresh and how many may start in a window.
     ///   - refresh: builds the signal that renews a token. See ``Refresh``.
     public init(
         token: AuthToken,
