@@ -42,7 +42,7 @@ while let argument = arguments.popFirst() {
 
 let narrator = Narrator()
 /// The requests of step 8's client, told by their own narrator.
-nonisolated(unsafe) var policyRequests = 0
+var policyRequests = 0
 let client = HTTPClient(monitors: [narrator])
 let failures = Locked<[String]>([])
 
