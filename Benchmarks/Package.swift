@@ -11,6 +11,11 @@ let package = Package(
     dependencies: [
         .package(name: "Transit", path: ".."),
         .package(url: "https://github.com/OpenCombine/OpenCombine", exact: "0.14.0"),
+        // The AsyncHTTPClient adapter and AsyncHTTPClient itself, for transport-bench's raw
+        // AsyncHTTPClient contender and the chain on the adapter.
+        .package(name: "TransitAsyncHTTPClient", path: "../Adapters/TransitAsyncHTTPClient"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.81.0"),
     ],
     targets: [
         // Counts the calls to malloc and the bytes they ask for (Linux: it replaces the C
@@ -38,13 +43,17 @@ let package = Package(
                 .product(name: "Signals", package: "Transit"),
             ]
         ),
-        // Transit's transport and request chain against raw URLSession, over nginx on loopback
-        // (nginx/nginx.sh): `swift run -c release transport-bench`.
+        // Transit's transport and request chain against raw URLSession and raw AsyncHTTPClient,
+        // over nginx on loopback (nginx/nginx.sh): `swift run -c release transport-bench`.
         .executableTarget(
             name: "transport-bench",
             dependencies: [
                 .product(name: "Signals", package: "Transit"),
                 .product(name: "Transit", package: "Transit"),
+                .product(name: "TransitAsyncHTTPClient", package: "TransitAsyncHTTPClient"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
     ],

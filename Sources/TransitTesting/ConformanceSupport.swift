@@ -45,7 +45,7 @@ enum ConformanceTimeout {
 /// lets a check wait for a point in the exchange.
 final class PartRecorder: Sendable {
     private struct State {
-        var head: HTTPURLResponse?
+        var head: HTTPResponseHead?
         var chunks: [Data] = []
         var byteCount = 0
         var completion: Completion<any Error>?
@@ -113,7 +113,7 @@ final class PartRecorder: Sendable {
         token?.cancel()
     }
 
-    var head: HTTPURLResponse? { state.withLock { $0.head } }
+    var head: HTTPResponseHead? { state.withLock { $0.head } }
     var chunks: [Data] { state.withLock { $0.chunks } }
     var body: Data { state.withLock { $0.chunks.reduce(into: Data()) { $0.append($1) } } }
     var byteCount: Int { state.withLock { $0.byteCount } }
@@ -134,7 +134,7 @@ final class PartRecorder: Sendable {
 
     /// Waits for the head.
     @discardableResult
-    func waitForHead(timeout: Duration = ConformanceTimeout.event) async throws -> HTTPURLResponse {
+    func waitForHead(timeout: Duration = ConformanceTimeout.event) async throws -> HTTPResponseHead {
         try await wait(for: "head", timeout: timeout) { [self] in head != nil || completion != nil }
         guard let head else { throw ConformanceFailure(check: "", message: "\(label) ended without a head: \(summary)") }
         return head
@@ -155,7 +155,7 @@ final class PartRecorder: Sendable {
     }
 
     /// Waits for the end and requires that it is `finished`; returns the head and the whole body.
-    func waitForSuccess(timeout: Duration = ConformanceTimeout.event) async throws -> (head: HTTPURLResponse, body: Data) {
+    func waitForSuccess(timeout: Duration = ConformanceTimeout.event) async throws -> (head: HTTPResponseHead, body: Data) {
         let completion = try await waitForEnd(timeout: timeout)
         if case .failure(let error) = completion {
             throw ConformanceFailure(check: "", message: "\(label) failed with \(describe(error)); expected a response")

@@ -184,13 +184,12 @@ public final class StubTransport: HTTPTransport {
                 case .failure(let error):
                     observer.fail(error)
                 case .response(let status, let headers, let chunks, let interval, let failure):
-                    guard let url = urlRequest.url,
-                          let http = HTTPURLResponse(url: url, statusCode: status, httpVersion: "HTTP/1.1", headerFields: headers)
-                    else {
+                    guard let url = urlRequest.url else {
                         observer.fail(URLError(.badServerResponse))
                         return
                     }
-                    var steps: [Event<HTTPResponsePart, any Error>] = [.value(.head(http))]
+                    let head = HTTPResponseHead(url: url, statusCode: status, headerFields: headers)
+                    var steps: [Event<HTTPResponsePart, any Error>] = [.value(.head(head))]
                     steps += chunks.map { .value(.body($0)) }
                     steps.append(failure.map { .failed($0) } ?? .finished)
                     run(steps[...], interval: interval)

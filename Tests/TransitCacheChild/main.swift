@@ -208,10 +208,10 @@ struct GeneratedTransport: HTTPTransport {
     func exchange(_ request: TransportRequest) -> Signal<HTTPResponsePart, any Error> {
         let bytes = self.bytes
         return Signal { observer in
-            let head = HTTPURLResponse(
-                url: request.urlRequest.url!, statusCode: 200, httpVersion: "HTTP/1.1",
+            let head = HTTPResponseHead(
+                url: request.urlRequest.url!, statusCode: 200,
                 headerFields: ["Cache-Control": "max-age=600", "Content-Length": "\(bytes)"]
-            )!
+            )
             observer.send(.head(head))
             for index in 0..<(bytes / (64 * 1024)) {
                 observer.send(.body(GeneratedTransport.chunk(index)))

@@ -229,10 +229,10 @@ struct GeneratedTransport: HTTPTransport {
     func exchange(_ request: TransportRequest) -> Signal<HTTPResponsePart, any Error> {
         let bytes = self.bytes
         return Signal { observer in
-            observer.send(.head(HTTPURLResponse(
-                url: request.urlRequest.url!, statusCode: 200, httpVersion: "HTTP/1.1",
+            observer.send(.head(HTTPResponseHead(
+                url: request.urlRequest.url!, statusCode: 200,
                 headerFields: ["Cache-Control": "max-age=600", "Content-Length": "\(bytes)"]
-            )!))
+            )))
             for index in 0..<(bytes / 65536) {
                 observer.send(.body(Data(repeating: UInt8(truncatingIfNeeded: index), count: 65536)))
             }

@@ -47,7 +47,7 @@ func usage() -> Never {
     print("""
     usage: transport-bench [--repetitions N] [--big-runs N] [--quick] [--requests N]
                            [--url http://127.0.0.1:PORT] [--only requests|bodies]
-           transport-bench --profile raw|delegate|transport|client|chain --url URL [--requests N] [--concurrency C]
+           transport-bench --profile raw|delegate|transport|client|chain|policies|ahc-raw|ahc-chain --url URL [--requests N] [--concurrency C]
     Without --url, nginx is started with nginx/nginx.sh and stopped at the end.
     """)
     exit(2)
@@ -252,6 +252,44 @@ struct BenchPostService: RESTAPI {
     }
 }
 
+/// The same service with every policy declared once on its client instead of in the chain: a
+/// client-side rate limiter (set far above the benchmark's rate, so it never makes a request
+/// wait: what is measured is its bookkeeping), shared cooldowns, host failover to a second origin
+/// (never needed here: its cost is the health check per attempt), the token store as the client's
+/// authoriser (credentials added by the client, 401 renewed once), and a retry policy with a
+/// client-wide retry budget. Request coalescing is left off: with identical GETs in flight it
+/// changes the workload itself (32 concurrent requests become one), so it is not a cost to compare.
+struct BenchPolicyService: RESTAPI {
+    let baseURL: String
+    let client: HTTPClient
+    let retryPolicy: RetryPolicy
+
+    var posts: Signal<Data, any Error> {
+        return get(endpoint: "json") { request in
+            request.receivingJSON()
+        }
+        .catchHTTPErrors()
+        .retry(retryPolicy, method: .get)
+        .respondToRateLimiting(maxSecondsToWait: 5)
+        .map(\.data)
+    }
+
+    static func make(base: String) -> BenchPolicyService {
+        let tokens = TokenStore(
+            token: AuthToken(accessToken: bearerToken),
+            scope: CredentialScope(hosts: ["127.0.0.1"], insecureHTTP: .loopbackOnly)
+        ) { current in Signal(value: current) }
+        let client = HTTPClient(
+            transport: URLSessionTransport(configuration: .default),
+            rateLimiter: RateLimiter(requestsPerSecond: 10_000_000, burst: 1_000_000),
+            cooldowns: Cooldowns(),
+            failover: HostFailover(origins: [base, "http://127.0.0.1:9"]),
+            authorizer: tokens
+        )
+        return BenchPolicyService(baseURL: base, client: client, retryPolicy: RetryPolicy(budget: RetryBudget()))
+    }
+}
+
 /// Starts one request and calls the closure it is given, with the body's byte count (or -1 on
 /// failure), when it ends.
 typealias StartRequest = @Sendable (_ done: @escaping @Sendable (Int) -> Void) -> Void
@@ -331,6 +369,8 @@ func makeContenders(base: String) -> [(name: String, key: String, makeStart: (To
         client: HTTPClient(transport: URLSessionTransport(configuration: .default)),
         tokens: TokenStore(token: AuthToken(accessToken: bearerToken)) { current in Signal(value: current) }
     )
+    let policyService = BenchPolicyService.make(base: base)
+    let ahcService = asyncHTTPClientChain(base: base)
     return [
         ("raw URLSession (completion handler)", "raw", { _ in
             { done in
@@ -360,6 +400,13 @@ func makeContenders(base: String) -> [(name: String, key: String, makeStart: (To
         }),
         ("README PostService chain", "chain", signalStart {
             service.posts.map(\.count)
+        }),
+        ("README service, every policy on", "policies", signalStart {
+            policyService.posts.map(\.count)
+        }),
+        ("raw AsyncHTTPClient", "ahc-raw", { _ in rawAsyncHTTPClientStart(url: url.absoluteString) }),
+        ("README PostService chain on the AsyncHTTPClient adapter", "ahc-chain", signalStart {
+            ahcService.posts.map(\.count)
         }),
     ]
 }
@@ -465,13 +512,23 @@ func requestsPerSecond(base: String, repetitions: Int, requestsPerRun: [Int: Int
             let cpuRatio = median(zip(cpu["raw"]!, cpu[contender.key]!).map { $0 / $1 })
             print("| \(contender.name) | \(fmt(median(values))) | \(fmt(ratio, 3)) | \(fmt(median(cpu[contender.key]!), 0)) | \(fmt(cpuRatio, 3)) | \(fmt(values.min()!)) – \(fmt(values.max()!)) |")
         }
+        if let chain = rates["ahc-chain"], let raw = rates["ahc-raw"], let chainCPU = cpu["ahc-chain"], let rawCPU = cpu["ahc-raw"] {
+            let ratio = median(zip(chain, raw).map { $0 / $1 })
+            let cpuRatio = median(zip(rawCPU, chainCPU).map { $0 / $1 })
+            print("\nThe README chain on the AsyncHTTPClient adapter against raw AsyncHTTPClient (median of rounds): \(fmt(ratio, 3))× the requests/s, \(fmt(cpuRatio, 3))× the CPU per request (above 1: cheaper).")
+        }
+        if let policies = rates["policies"], let chain = rates["chain"], let policiesCPU = cpu["policies"], let chainCPU = cpu["chain"] {
+            let ratio = median(zip(policies, chain).map { $0 / $1 })
+            let cpuRatio = median(zip(chainCPU, policiesCPU).map { $0 / $1 })
+            print("\nEvery policy on against the README chain without them (median of rounds): \(fmt(ratio, 3))× the requests/s, \(fmt(cpuRatio, 3))× the CPU per request (above 1: cheaper).")
+        }
         print("")
     }
 }
 
 // MARK: - 1 GiB bodies, one process per run
 
-let bodyCases = ["download-urlsession", "download-transit", "stream-urlsession", "stream-transit"]
+let bodyCases = ["download-urlsession", "download-transit", "stream-urlsession", "stream-transit", "stream-ahc"]
 
 /// A URLSession data delegate that hashes every chunk.
 final class HashingDelegate: NSObject, URLSessionDataDelegate, Sendable {
@@ -546,8 +603,8 @@ func runBodyCase(_ name: String, base: String, folder: String) {
         guard delegate.status.withLock({ $0 }) == 200 else { fail("URLSession stream failed") }
         (bytes, hash) = delegate.hasher.withLock { ($0.byteCount, $0.value) }
         session.invalidateAndCancel()
-    case "stream-transit":
-        let client = HTTPClient(transport: URLSessionTransport(configuration: .default))
+    case "stream-transit", "stream-ahc":
+        let client = name == "stream-ahc" ? asyncHTTPClientStreamingClient() : HTTPClient(transport: URLSessionTransport(configuration: .default))
         let hasher = Mutex(BodyHasher())
         let status = Mutex(0)
         let started = clock.now
@@ -623,10 +680,11 @@ func largeBodies(base: String, folder: String, repetitions: Int) {
         "download-transit": ("download to a file", "Transit HTTPClient.download"),
         "stream-urlsession": ("stream, hash every chunk", "URLSession data delegate"),
         "stream-transit": ("stream, hash every chunk", "Transit HTTPClient.stream"),
+        "stream-ahc": ("stream, hash every chunk", "Transit HTTPClient.stream on the AsyncHTTPClient adapter"),
     ]
     let mib = { (kib: Int) in fmt(Double(kib) / 1024, 1) }
     for name in bodyCases {
-        let peer = name.replacingOccurrences(of: "transit", with: "urlsession")
+        let peer = name.replacingOccurrences(of: "transit", with: "urlsession").replacingOccurrences(of: "ahc", with: "urlsession")
         let rates = throughput[name]!
         let ratio = median(zip(rates, throughput[peer]!).map { $0 / $1 })
         let cpuRatio = median(zip(cpu[peer]!, cpu[name]!).map { $0 / $1 })

@@ -66,14 +66,14 @@ public final class Cooldowns: Sendable {
 
     /// Records `head`, the answer to `request`: a 429 or 503 with a `Retry-After` starts (or
     /// extends) the cooldown of its key, reported to `events` (the client's monitors).
-    func record(_ head: HTTPURLResponse, for request: URLRequest, events: HTTPEventSink? = nil) {
+    func record(_ head: HTTPResponseHead, for request: URLRequest, events: HTTPEventSink? = nil) {
         guard head.statusCode == 429 || head.statusCode == 503,
               let header = head.value(forHTTPHeaderField: "Retry-After"),
               let seconds = RetryAfter.seconds(from: header), seconds > 0
         else { return }
         let duration = ScheduledSubscription.duration(seconds: seconds)
         let until = scheduler.now + duration
-        var response = HTTPResponse(data: Data(), response: head, request: request)
+        var response = HTTPResponse(data: Data(), head: head, request: request)
         response.eventSink = events
         let name = key.key(request)
         let started = entries.withLock { entries -> Bool in

@@ -36,10 +36,13 @@ public struct DownloadProgress: Sendable, Hashable {
 public struct DownloadedFile: Sendable {
     /// Where the body is: the destination given to the download.
     public let url: URL
-    /// The response's status line and headers.
-    public let response: HTTPURLResponse
+    /// The response's status line and header fields.
+    public let head: HTTPResponseHead
     /// The body's size in bytes.
     public let byteCount: Int64
+
+    /// The status line and headers as Foundation's `HTTPURLResponse`, made when first read.
+    public var response: HTTPURLResponse { head.urlResponse }
 }
 
 /// Writes one download: to a hidden temporary file beside the destination, renamed over the
@@ -51,7 +54,7 @@ final class DownloadWriter: Sendable {
         var handle: FileHandle?
         var received: Int64 = 0
         var expected: Int64?
-        var head: HTTPURLResponse?
+        var head: HTTPResponseHead?
         /// The first bytes of an error response's body, kept for its ``HTTPError``.
         var errorBody = Data()
     }
@@ -71,7 +74,7 @@ final class DownloadWriter: Sendable {
     }
 
     /// The head arrived: open the temporary file (for a 2xx), or start keeping the error body.
-    func begin(_ head: HTTPURLResponse) throws -> DownloadProgress? {
+    func begin(_ head: HTTPResponseHead) throws -> DownloadProgress? {
         let declared = head.expectedContentLength >= 0 ? head.expectedContentLength : nil
         if let maxBytes, let declared, declared > maxBytes {
             throw ResponseTooLargeError(limit: maxBytes, declaredLength: declared)
@@ -117,7 +120,7 @@ final class DownloadWriter: Sendable {
         }
         guard let head else { throw URLError(.badServerResponse) }
         guard let handle else {
-            let response = HTTPResponse(data: errorBody, response: head, request: request)
+            let response = HTTPResponse(data: errorBody, head: head, request: request)
             if let error = makeHTTPError(for: response) { throw error }
             throw URLError(.badServerResponse, userInfo: [
                 NSLocalizedDescriptionKey: "The download was answered \(head.statusCode), not with a body to save.",
@@ -132,7 +135,7 @@ final class DownloadWriter: Sendable {
                 NSLocalizedDescriptionKey: "Cannot move the download into place at \(destination.path): \(String(cString: strerror(code))).",
             ])
         }
-        return DownloadedFile(url: destination, response: head, byteCount: received)
+        return DownloadedFile(url: destination, head: head, byteCount: received)
     }
 
     /// The download failed or was cancelled: close and remove the temporary file.

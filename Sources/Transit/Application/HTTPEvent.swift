@@ -201,7 +201,8 @@ public struct HTTPEvent: Sendable, CustomStringConvertible {
 ///   set), the blank line; then the body (`httpBody`, or the size of the body file). Headers the
 ///   URL loading system adds on its own (`Accept-Encoding`, `Connection`, …) are not counted;
 /// - received: the status line (`HTTP/1.1 200 OK\r\n`, with the standard reason phrase), every
-///   header line of the response, the blank line; then every body byte delivered (after content
+///   header line of the response (a repeated field once per time it came, when the transport
+///   keeps them: see ``HTTPResponseHead/fields``), the blank line; then every body byte delivered (after content
 ///   decoding, as `URLSession` delivers them). A redirect's body is never read: it counts 0.
 ///
 /// **Timings** are read from the client's ``HTTPClient/scheduler`` (so a `TestScheduler` gives
@@ -226,8 +227,8 @@ public struct HTTPAttemptMetrics: Sendable {
     public let id: UInt64
     /// The request exactly as handed to the transport.
     public let request: URLRequest
-    /// The response head, if one arrived.
-    public let response: HTTPURLResponse?
+    /// The response head (status line and header fields as received), if one arrived.
+    public let head: HTTPResponseHead?
     /// The request line, header lines and blank line, as HTTP/1.1 serialises them.
     public let sentHeadBytes: Int
     /// The request body: `httpBody`'s size or the body file's.
@@ -248,13 +249,13 @@ public struct HTTPAttemptMetrics: Sendable {
 
     /// Creates metrics (for tests of monitors).
     public init(
-        id: UInt64, request: URLRequest, response: HTTPURLResponse?,
+        id: UInt64, request: URLRequest, head: HTTPResponseHead?,
         sentHeadBytes: Int, sentBodyBytes: Int64, receivedHeadBytes: Int, receivedBodyBytes: Int64,
         startedAt: Duration, headAt: Duration?, endedAt: Duration, outcome: Outcome
     ) {
         self.id = id
         self.request = request
-        self.response = response
+        self.head = head
         self.sentHeadBytes = sentHeadBytes
         self.sentBodyBytes = sentBodyBytes
         self.receivedHeadBytes = receivedHeadBytes
@@ -266,7 +267,7 @@ public struct HTTPAttemptMetrics: Sendable {
     }
 
     /// The status code, if a head arrived.
-    public var statusCode: Int? { response?.statusCode }
+    public var statusCode: Int? { head?.statusCode }
     /// Head and body bytes sent.
     public var sentBytes: Int64 { Int64(sentHeadBytes) + sentBodyBytes }
     /// Head and body bytes received.

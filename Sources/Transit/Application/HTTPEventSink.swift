@@ -89,7 +89,7 @@ enum AttemptMonitoring {
     }
 
     private struct State {
-        var head: HTTPURLResponse?
+        var head: HTTPResponseHead?
         var headAt: Duration?
         var receivedBody: Int64 = 0
         var ended = false
@@ -117,7 +117,7 @@ enum AttemptMonitoring {
                     return state
                 }) else { return }
                 let metrics = HTTPAttemptMetrics(
-                    id: id, request: sent, response: ended.head,
+                    id: id, request: sent, head: ended.head,
                     sentHeadBytes: sentHead, sentBodyBytes: sentBody,
                     receivedHeadBytes: ended.head.map(HTTPWireSize.responseHead) ?? 0,
                     receivedBodyBytes: ended.receivedBody,
@@ -200,14 +200,14 @@ enum HTTPWireSize {
         return Int64(request.urlRequest.httpBody?.count ?? 0)
     }
 
-    /// The status line, the header lines and the blank line of `response`.
-    static func responseHead(_ response: HTTPURLResponse) -> Int {
-        let status = response.statusCode
+    /// The status line, the header lines and the blank line of `head`.
+    static func responseHead(_ head: HTTPResponseHead) -> Int {
+        let status = head.statusCode
         let reason = reasonPhrase(status)
         // "HTTP/1.1 200 OK\r\n"
         var size = "HTTP/1.1".utf8.count + 1 + String(status).utf8.count + 1 + reason.utf8.count + lineEnd
-        for (name, value) in response.allHeaderFields {
-            size += "\(name)".utf8.count + separator + "\(value)".utf8.count + lineEnd
+        for field in head.fields {
+            size += field.name.utf8.count + separator + field.value.utf8.count + lineEnd
         }
         return size + lineEnd
     }

@@ -85,7 +85,7 @@ extension RedirectPolicy {
     /// What to do with a response `head` to `request` after `hops` redirects: `nil` to deliver it,
     /// the next request to follow it, or an error.
     func next(
-        after head: HTTPURLResponse,
+        after head: HTTPResponseHead,
         to request: TransportRequest,
         hops: Int,
         sensitiveHeaders: Set<String>

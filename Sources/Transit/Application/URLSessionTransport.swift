@@ -190,7 +190,7 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable 
             }
             return .cancel
         }
-        observer.send(.head(http))
+        observer.send(.head(HTTPResponseHead(http)))
         return .allow
     }
 
@@ -211,7 +211,7 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable 
         } else if !state.notHTTP, let http = task.response as? HTTPURLResponse {
             // A head that never went through didReceive response (some platforms skip it for
             // empty bodies) is delivered now.
-            state.observer.send(.head(http))
+            state.observer.send(.head(HTTPResponseHead(http)))
             state.observer.finish()
         } else {
             let error = URLError(.badServerResponse, userInfo: [

@@ -8,8 +8,8 @@ import FoundationNetworking
 public struct HTTPResponse: Sendable {
     /// The response body. Empty when the response had none.
     public let data: Data
-    /// The status line and headers.
-    public let response: HTTPURLResponse
+    /// The status line and header fields, as the server sent them.
+    public let head: HTTPResponseHead
     /// The request that was sent, as the transport sent it.
     public let request: URLRequest
     /// The monitors of the client that received the response, so that operators further down
@@ -17,27 +17,34 @@ public struct HTTPResponse: Sendable {
     var eventSink: HTTPEventSink?
 
     /// Creates a response value.
-    public init(data: Data, response: HTTPURLResponse, request: URLRequest) {
+    public init(data: Data, head: HTTPResponseHead, request: URLRequest) {
         self.data = data
-        self.response = response
+        self.head = head
         self.request = request
     }
 
+    /// Creates a response value from Foundation's response type.
+    public init(data: Data, response: HTTPURLResponse, request: URLRequest) {
+        self.init(data: data, head: HTTPResponseHead(response), request: request)
+    }
+
+    /// The status line and headers as Foundation's `HTTPURLResponse`, made the first time it is
+    /// read (see ``HTTPResponseHead/urlResponse``); ``head`` costs nothing and keeps repeated
+    /// fields.
+    public var response: HTTPURLResponse { head.urlResponse }
+
     /// The HTTP status code.
-    public var statusCode: Int { response.statusCode }
+    public var statusCode: Int { head.statusCode }
 
     /// The value of the header `field`, matched case-insensitively.
     public func value(forHTTPHeaderField field: String) -> String? {
-        response.value(forHTTPHeaderField: field)
+        head.value(forHTTPHeaderField: field)
     }
 
-    /// The response headers, with the names the server sent.
+    /// The response headers, with the names the server sent (repeated fields joined with
+    /// `", "`).
     public var headers: [String: String] {
-        var headers: [String: String] = [:]
-        for (name, value) in response.allHeaderFields {
-            headers["\(name)"] = "\(value)"
-        }
-        return headers
+        head.allHeaderFields
     }
 
     /// The body decoded as UTF-8 text, or `nil` if it is not valid UTF-8.

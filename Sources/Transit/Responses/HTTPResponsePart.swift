@@ -7,7 +7,7 @@ import FoundationNetworking
 /// end of the signal.
 public enum HTTPResponsePart: Sendable {
     /// The status line and headers. Always the first part, exactly once.
-    case head(HTTPURLResponse)
+    case head(HTTPResponseHead)
     /// A chunk of the body, in order, never empty.
     case body(Data)
 }

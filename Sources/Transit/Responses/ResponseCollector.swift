@@ -16,7 +16,7 @@ extension Signal where Output == HTTPResponsePart, Failure == any Error {
         let parts = self
         return Signal<HTTPResponse, any Error> { observer in
             let scope = CancellationToken()
-            let buffer = Locked<(head: HTTPURLResponse?, body: Data, declared: Int)>((nil, Data(), 0))
+            let buffer = Locked<(head: HTTPResponseHead?, body: Data, declared: Int)>((nil, Data(), 0))
             let tooLarge: @Sendable (Int64?) -> Void = { declared in
                 scope.cancel()
                 observer.fail(ResponseTooLargeError(limit: maxBytes, declaredLength: declared))
@@ -57,7 +57,7 @@ extension Signal where Output == HTTPResponsePart, Failure == any Error {
                             NSLocalizedDescriptionKey: "The transport ended without a response head.",
                         ]))
                     }
-                    var response = HTTPResponse(data: body, response: head, request: request)
+                    var response = HTTPResponse(data: body, head: head, request: request)
                     response.eventSink = events
                     observer.send(response)
                     observer.finish()

@@ -109,7 +109,7 @@ final class CacheExchange: Sendable {
         var writer: RecordWriter?
         var headSent = false
         /// The head of a 304 answering our conditional request: served at the end of the exchange.
-        var notModified: HTTPURLResponse?
+        var notModified: HTTPResponseHead?
     }
 
     /// A stored response found for the request, with its open record.
@@ -273,7 +273,7 @@ final class CacheExchange: Sendable {
         }, in: token)
     }
 
-    private func receiveHead(_ head: HTTPURLResponse, storing: Bool, validating: Bool, fallback: Candidate?, requestTime: Int64, token: CancellationToken) {
+    private func receiveHead(_ head: HTTPResponseHead, storing: Bool, validating: Bool, fallback: Candidate?, requestTime: Int64, token: CancellationToken) {
         if head.statusCode == 304, validating {
             // Our own conditional request: the stored body answers it, once the exchange ends.
             state.withLock { $0.notModified = head }
@@ -325,7 +325,7 @@ final class CacheExchange: Sendable {
     }
 
     private func finish(fallback: Candidate?, requestTime: Int64) {
-        let (writer, notModified) = state.withLock { state -> (RecordWriter?, HTTPURLResponse?) in
+        let (writer, notModified) = state.withLock { state -> (RecordWriter?, HTTPResponseHead?) in
             defer { state.writer = nil; state.upstream = nil }
             return (state.writer, state.notModified)
         }
@@ -360,7 +360,7 @@ final class CacheExchange: Sendable {
     }
 
     /// RFC 9111 §3: may this response to a `GET` be stored?
-    private func isStorable(_ head: HTTPURLResponse) -> Bool {
+    private func isStorable(_ head: HTTPResponseHead) -> Bool {
         let status = head.statusCode
         guard status >= 200, status != 206, status != 304 else { return false }
         let control = CacheControl(head.value(forHTTPHeaderField: "Cache-Control"))
@@ -407,10 +407,7 @@ final class CacheExchange: Sendable {
 
     /// The answer to `only-if-cached` when nothing stored fits (RFC 9111 §5.2.1.7).
     private func gatewayTimeout() {
-        guard let head = HTTPURLResponse(url: url, statusCode: 504, httpVersion: "HTTP/1.1", headerFields: ["Content-Length": "0"]) else {
-            return observer.fail(URLError(.resourceUnavailable))
-        }
-        observer.send(.head(head))
+        observer.send(.head(HTTPResponseHead(url: url, statusCode: 504, headerFields: ["Content-Length": "0"])))
         observer.finish()
     }
 }

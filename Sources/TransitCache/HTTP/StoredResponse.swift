@@ -31,7 +31,7 @@ struct StoredResponse: Codable, Equatable, Sendable {
     ]
     static let unmergedHeaders: Set<String> = unstoredHeaders.union(["content-length", "content-encoding", "content-range"])
 
-    init(url: URL, response: HTTPURLResponse, request: URLRequest, requestTime: Int64, responseTime: Int64) {
+    init(url: URL, response: HTTPResponseHead, request: URLRequest, requestTime: Int64, responseTime: Int64) {
         self.url = url.absoluteString
         status = response.statusCode
         var headers: [String: String] = [:]
@@ -114,7 +114,7 @@ struct StoredResponse: Codable, Equatable, Sendable {
 
     /// The stored response with the headers of a `304 Not Modified` merged in (RFC 9111 §3.2)
     /// and the times of the revalidation.
-    func updated(with notModified: HTTPURLResponse, requestTime: Int64, responseTime: Int64) -> StoredResponse {
+    func updated(with notModified: HTTPResponseHead, requestTime: Int64, responseTime: Int64) -> StoredResponse {
         var copy = self
         for (name, value) in notModified.allHeaderFields {
             let name = "\(name)"
@@ -129,9 +129,9 @@ struct StoredResponse: Codable, Equatable, Sendable {
     }
 
     /// The response to hand out for `url`, with an `Age` header (RFC 9111 §5.1).
-    func response(for url: URL, age: Double) -> HTTPURLResponse? {
+    func response(for url: URL, age: Double) -> HTTPResponseHead? {
         var fields = headers.filter { $0.key.lowercased() != "age" }
         fields["Age"] = String(Int(min(max(0, age), Double(CacheControl.maximumDeltaSeconds))))
-        return HTTPURLResponse(url: url, statusCode: status, httpVersion: "HTTP/1.1", headerFields: fields)
+        return HTTPResponseHead(url: url, statusCode: status, headerFields: fields)
     }
 }

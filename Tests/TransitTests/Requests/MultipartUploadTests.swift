@@ -44,7 +44,7 @@ final class BodyRecordingTransport: HTTPTransport {
             switch answer {
             case .status(let status, let headers):
                 let url = request.urlRequest.url!
-                observer.send(.head(HTTPURLResponse(url: url, statusCode: status, httpVersion: "HTTP/1.1", headerFields: headers)!))
+                observer.send(.head(HTTPResponseHead(url: url, statusCode: status, headerFields: headers)))
                 observer.finish()
                 return nil
             case .failure(let code):

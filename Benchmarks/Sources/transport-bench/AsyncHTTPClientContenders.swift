@@ -1,0 +1,66 @@
+// The AsyncHTTPClient contenders of transport-bench: raw AsyncHTTPClient (SwiftNIO) and the
+// README's PostService chain on Transit's AsyncHTTPClient adapter (Adapters/TransitAsyncHTTPClient).
+// In their own file because AsyncHTTPClient's `HTTPClient` would shadow Transit's elsewhere.
+import AsyncHTTPClient
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import NIOCore
+import NIOHTTP1
+import Signals
+import Synchronization
+import Transit
+import TransitAsyncHTTPClient
+
+/// One AsyncHTTPClient client for the raw contender, with the configuration the adapter uses
+/// (redirects and connection retries left to the caller), so both keep one pool of connections
+/// each and differ only in what runs above the pool.
+let rawAsyncHTTPClient = AsyncHTTPClient.HTTPClient(
+    eventLoopGroup: AsyncHTTPClient.HTTPClient.defaultEventLoopGroup,
+    configuration: AsyncHTTPClientTransport.defaultConfiguration
+)
+
+/// Raw AsyncHTTPClient: the same request (URL, `Authorization`, `Accept`), built per request,
+/// sent with `execute(request:)` (the body collected by AsyncHTTPClient), its status and size
+/// checked.
+func rawAsyncHTTPClientStart(url: String) -> StartRequest {
+    { done in
+        do {
+            let request = try AsyncHTTPClient.HTTPClient.Request(
+                url: url,
+                method: .GET,
+                headers: ["Authorization": "Bearer \(bearerToken)", "Accept": "application/json"]
+            )
+            rawAsyncHTTPClient.execute(request: request).whenComplete { result in
+                switch result {
+                case .success(let response) where response.status == .ok:
+                    done(response.body?.readableBytes ?? 0)
+                case .success(let response):
+                    FileHandle.standardError.write(Data("raw AsyncHTTPClient: status \(response.status.code)\n".utf8))
+                    done(-1)
+                case .failure(let error):
+                    FileHandle.standardError.write(Data("raw AsyncHTTPClient failed: \(error)\n".utf8))
+                    done(-1)
+                }
+            }
+        } catch {
+            FileHandle.standardError.write(Data("raw AsyncHTTPClient request refused: \(error)\n".utf8))
+            done(-1)
+        }
+    }
+}
+
+/// The README chain on a client whose transport is the adapter.
+func asyncHTTPClientChain(base: String) -> BenchPostService {
+    BenchPostService(
+        baseURL: base,
+        client: Transit.HTTPClient(transport: AsyncHTTPClientTransport()),
+        tokens: TokenStore(token: AuthToken(accessToken: bearerToken)) { current in Signal(value: current) }
+    )
+}
+
+/// A Transit client on the adapter, for the 1 GiB stream.
+func asyncHTTPClientStreamingClient() -> Transit.HTTPClient {
+    Transit.HTTPClient(transport: AsyncHTTPClientTransport())
+}

@@ -1,0 +1,223 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Signals
+
+/// One header field of a response, as the server sent it.
+public struct HTTPField: Sendable, Hashable {
+    /// The field name, with the case the server sent.
+    public let name: String
+    /// The field value, without surrounding whitespace.
+    public let value: String
+
+    /// Creates a field.
+    public init(name: String, value: String) {
+        self.name = name
+        self.value = value
+    }
+}
+
+/// The status line and header fields of a response: the first part of every exchange
+/// (``HTTPResponsePart/head(_:)``) and the head of every ``HTTPResponse``.
+///
+/// Transit's own type rather than Foundation's `HTTPURLResponse`, for two reasons:
+/// - **It keeps what the server sent.** ``fields`` lists every header field in order, a field
+///   sent twice (`Set-Cookie`, `Link`, `WWW-Authenticate`) twice; an `HTTPURLResponse` is built
+///   from a dictionary and keeps one value per name. (A transport that only has an
+///   `HTTPURLResponse`, such as `URLSessionTransport`, can only pass on what it was given.)
+/// - **It costs nothing to make.** On Linux, `HTTPURLResponse.init` canonicalises every field
+///   name through `NSString` (about 20 µs for a response with eight fields, measured in
+///   `BENCHMARKS.md`), a large part of a loopback request on a fast transport. The
+///   `HTTPURLResponse` of a head is made only if ``urlResponse`` is read, and then once.
+///
+/// Lookups by name (``value(forHTTPHeaderField:)``) ignore case, as HTTP does, and join the
+/// values of a repeated field with `", "` (RFC 9110, section 5.3).
+///
+/// Thread safety: immutable once made; ``urlResponse`` is made once under a lock.
+public final class HTTPResponseHead: Sendable, CustomStringConvertible {
+    /// The URL of the response (the request's URL, after redirects the final one).
+    public let url: URL
+    /// The HTTP status code.
+    public let statusCode: Int
+    private let storage: Storage
+    private let madeResponse = Locked<HTTPURLResponse?>(nil)
+
+    private enum Storage: Sendable {
+        /// Fields as received, in order; `HTTPURLResponse` made on demand.
+        case fields([HTTPField])
+        /// A transport's `HTTPURLResponse`, used as it is.
+        case foundation(HTTPURLResponse)
+    }
+
+    /// Creates a head from the fields the server sent, in order.
+    ///
+    /// - Parameters:
+    ///   - url: the response's URL.
+    ///   - statusCode: the status code.
+    ///   - fields: the header fields, in the order received; repeated fields kept.
+    public init(url: URL, statusCode: Int, fields: [HTTPField]) {
+        self.url = url
+        self.statusCode = statusCode
+        storage = .fields(fields)
+    }
+
+    /// Creates a head from a dictionary of header fields (one value per name; the order of the
+    /// fields is the names' order).
+    public convenience init(url: URL, statusCode: Int, headerFields: [String: String] = [:]) {
+        self.init(
+            url: url,
+            statusCode: statusCode,
+            fields: headerFields.sorted { $0.key < $1.key }.map { HTTPField(name: $0.key, value: $0.value) }
+        )
+    }
+
+    /// Creates a head that wraps a transport's `HTTPURLResponse` (nothing is copied).
+    public init(_ response: HTTPURLResponse) {
+        url = response.url ?? URL(fileURLWithPath: "/")
+        statusCode = response.statusCode
+        storage = .foundation(response)
+        madeResponse.withLock { $0 = response }
+    }
+
+    /// Every header field in the order received, a repeated field as often as it was sent. For a
+    /// head made from an `HTTPURLResponse`, one field per name, sorted by name.
+    public var fields: [HTTPField] {
+        switch storage {
+        case .fields(let fields):
+            return fields
+        case .foundation(let response):
+            return response.allHeaderFields
+                .map { HTTPField(name: "\($0.key)", value: "\($0.value)") }
+                .sorted { $0.name < $1.name }
+        }
+    }
+
+    /// The value of the header `field` (its name matched without regard to case); the values of
+    /// a field sent more than once, joined with `", "`; `nil` if the server did not send it.
+    public func value(forHTTPHeaderField field: String) -> String? {
+        switch storage {
+        case .foundation(let response):
+            return response.value(forHTTPHeaderField: field)
+        case .fields(let fields):
+            var found: String?
+            for candidate in fields where Self.sameName(candidate.name, field) {
+                found = found.map { "\($0), \(candidate.value)" } ?? candidate.value
+            }
+            return found
+        }
+    }
+
+    /// Every value of the header `field`, one per time it was sent, in order.
+    public func values(forHTTPHeaderField field: String) -> [String] {
+        switch storage {
+        case .foundation(let response):
+            return response.value(forHTTPHeaderField: field).map { [$0] } ?? []
+        case .fields(let fields):
+            return fields.filter { Self.sameName($0.name, field) }.map(\.value)
+        }
+    }
+
+    /// The header fields as a dictionary, one value per name (repeated fields joined with
+    /// `", "`), with the names the server sent.
+    public var allHeaderFields: [String: String] {
+        switch storage {
+        case .foundation(let response):
+            var headers: [String: String] = [:]
+            for (name, value) in response.allHeaderFields { headers["\(name)"] = "\(value)" }
+            return headers
+        case .fields(let fields):
+            var headers: [String: String] = [:]
+            var names: [String: String] = [:]  // lowercased name → the first spelling seen
+            for field in fields {
+                let key = field.name.lowercased()
+                if let name = names[key] {
+                    headers[name] = headers[name].map { "\($0), \(field.value)" } ?? field.value
+                } else {
+                    names[key] = field.name
+                    headers[field.name] = field.value
+                }
+            }
+            return headers
+        }
+    }
+
+    /// The body length the head declares (`Content-Length`), or -1 when it declares none or a
+    /// value that is not one non-negative decimal number (conflicting repeated values included).
+    public var expectedContentLength: Int64 {
+        switch storage {
+        case .foundation(let response):
+            return response.expectedContentLength
+        case .fields(let fields):
+            // Every Content-Length field, and every comma-separated element of each, must be the
+            // same decimal number (`12, 12` is accepted, as RFC 9110 §8.6 allows). Read as bytes:
+            // Foundation's trimming and splitting cost microseconds per response.
+            var length: Int64?
+            for field in fields where Self.sameName(field.name, "Content-Length") {
+                var current: Int64 = 0
+                var digits = 0
+                var trailingSpace = false
+                for byte in field.value.utf8 {
+                    switch byte {
+                    case 0x30...0x39:
+                        guard !trailingSpace, digits < 18 else { return -1 }
+                        current = current * 10 + Int64(byte - 0x30)
+                        digits += 1
+                    case 0x20, 0x09:
+                        if digits > 0 { trailingSpace = true }
+                    case 0x2C:  // ","
+                        guard digits > 0, length == nil || length == current else { return -1 }
+                        length = current
+                        current = 0
+                        digits = 0
+                        trailingSpace = false
+                    default:
+                        return -1
+                    }
+                }
+                guard digits > 0, length == nil || length == current else { return -1 }
+                length = current
+            }
+            return length ?? -1
+        }
+    }
+
+    /// The head as Foundation's `HTTPURLResponse` (one value per field name), made the first
+    /// time it is read.
+    public var urlResponse: HTTPURLResponse {
+        if let made = madeResponse.withLock({ $0 }) { return made }
+        let made = HTTPURLResponse(url: url, statusCode: statusCode, httpVersion: "HTTP/1.1", headerFields: allHeaderFields)
+            ?? HTTPURLResponse(url: url, statusCode: statusCode, httpVersion: "HTTP/1.1", headerFields: nil)!
+        return madeResponse.withLock { current in
+            if let current { return current }
+            current = made
+            return made
+        }
+    }
+
+    /// The status and the field names (not their values, which may carry credentials), and the
+    /// URL with any credentials redacted.
+    public var description: String {
+        let names = fields.map(\.name).joined(separator: ", ")
+        return "HTTPResponseHead(\(statusCode), \(Redaction.redact(url: url)), fields: [\(names)])"
+    }
+
+    /// Whether two field names are the same, ASCII case ignored (field names are tokens).
+    static func sameName(_ lhs: String, _ rhs: String) -> Bool {
+        var left = lhs.utf8.makeIterator()
+        var right = rhs.utf8.makeIterator()
+        while true {
+            switch (left.next(), right.next()) {
+            case (nil, nil):
+                return true
+            case (let l?, let r?):
+                if l == r { continue }
+                let lowerL = l >= 0x41 && l <= 0x5A ? l | 0x20 : l
+                let lowerR = r >= 0x41 && r <= 0x5A ? r | 0x20 : r
+                if lowerL != lowerR { return false }
+            default:
+                return false
+            }
+        }
+    }
+}
