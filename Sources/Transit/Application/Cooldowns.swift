@@ -28,9 +28,6 @@ public final class Cooldowns: Sendable {
     let scheduler: any Scheduler
     private let entries = Locked<[String: Entry]>([:])
 
-    /// The clearance of a key without a cooldown.
-    private static let clear = Signal<Void, any Error>(value: ())
-
     struct Entry {
         /// When new requests may go again, on the scheduler's clock.
         let until: Duration
@@ -65,8 +62,14 @@ public final class Cooldowns: Sendable {
     }
 
     /// Records `head`, the answer to `request`: a 429 or 503 with a `Retry-After` starts (or
-    /// extends) the cooldown of its key, reported to `events` (the client's monitors).
-    func record(_ head: HTTPResponseHead, for request: URLRequest, events: HTTPEventSink? = nil) {
+    /// extends) the cooldown of its key.
+    func record(_ head: HTTPResponseHead, for request: URLRequest) {
+        record(head, for: request, key: key.key(request))
+    }
+
+    /// ``record(_:for:)`` for a key computed already; a cooldown started or extended is reported
+    /// to `events` (the client's monitors).
+    func record(_ head: HTTPResponseHead, for request: URLRequest, key name: String, events: HTTPEventSink? = nil) {
         guard head.statusCode == 429 || head.statusCode == 503,
               let header = head.value(forHTTPHeaderField: "Retry-After"),
               let seconds = RetryAfter.seconds(from: header), seconds > 0
@@ -75,7 +78,6 @@ public final class Cooldowns: Sendable {
         let until = scheduler.now + duration
         var response = HTTPResponse(data: Data(), head: head, request: request)
         response.eventSink = events
-        let name = key.key(request)
         let started = entries.withLock { entries -> Bool in
             if let existing = entries[name], existing.until >= until { return false }
             entries[name] = Entry(until: until, response: response)
@@ -88,32 +90,44 @@ public final class Cooldowns: Sendable {
 
     /// A signal that sends one value when `request` may go: at once, after the cooldown of its
     /// key, or never — failing fast with the cooldown's answer when the wait is longer than
-    /// ``maxWait``. Waits and refusals are reported to `events` (the client's monitors).
-    func clearance(for request: URLRequest, events: HTTPEventSink? = nil) -> Signal<Void, any Error> {
-        // (`clear` is shared: the common case, no cooldown, allocates nothing more.)
-        let name = key.key(request)
-        // Decided at subscription, not when the signal is built: a signal kept and subscribed
-        // later (or again, by a retry) sees the cooldowns of that moment.
-        return Signal(deferred: { [self] in
-            let now = scheduler.now
-            let entry = entries.withLock { entries -> Entry? in
-                guard let entry = entries[name] else { return nil }
-                if entry.until <= now { entries[name] = nil; return nil }
-                return entry
-            }
-            guard let entry else { return Self.clear }
-            let left = entry.until - now
-            guard left <= maxWait else {
-                events?.emit(.cooldownRefused(key: name, remaining: left), request: request)
-                let response = entry.response
-                let retryAfter = left.timeInterval
-                let error: any Error = response.statusCode == 429
-                    ? HTTPClientError.tooManyRequests(retryAfter: retryAfter, response: response)
-                    : HTTPServerError.serviceUnavailable(retryAfter: retryAfter, response: response)
-                return Signal(error: error)
-            }
-            events?.emit(.cooldownWait(key: name, duration: left), request: request)
-            return ScheduledSubscription.signal(Signal(value: ()), after: left.timeInterval, on: scheduler)
-        })
+    /// ``maxWait``. The cooldown is looked up when this is called: call it when the request is
+    /// subscribed (the client does, inside a deferred signal).
+    func clearance(for request: URLRequest) -> Signal<Void, any Error> {
+        clearance(forKey: key.key(request))
+    }
+
+    /// Whether new requests to `name` may go now (no cooldown, or one that has passed): the fast
+    /// path of a client, which then needs no clearance signal.
+    func isClear(forKey name: String) -> Bool {
+        let now = scheduler.now
+        return entries.withLock { entries in
+            guard let entry = entries[name] else { return true }
+            if entry.until <= now { entries[name] = nil; return true }
+            return false
+        }
+    }
+
+    /// ``clearance(for:)`` for a key computed already. A wait, or a refusal, is reported to
+    /// `events` (the client's monitors) as about `request`.
+    func clearance(forKey name: String, request: URLRequest? = nil, events: HTTPEventSink? = nil) -> Signal<Void, any Error> {
+        let now = scheduler.now
+        let entry = entries.withLock { entries -> Entry? in
+            guard let entry = entries[name] else { return nil }
+            if entry.until <= now { entries[name] = nil; return nil }
+            return entry
+        }
+        guard let entry else { return Signal(value: ()) }
+        let left = entry.until - now
+        guard left <= maxWait else {
+            events?.emit(.cooldownRefused(key: name, remaining: left), request: request)
+            let response = entry.response
+            let retryAfter = left.timeInterval
+            let error: any Error = response.statusCode == 429
+                ? HTTPClientError.tooManyRequests(retryAfter: retryAfter, response: response)
+                : HTTPServerError.serviceUnavailable(retryAfter: retryAfter, response: response)
+            return Signal(error: error)
+        }
+        events?.emit(.cooldownWait(key: name, duration: left), request: request)
+        return ScheduledSubscription.signal(Signal(value: ()), after: left.timeInterval, on: scheduler)
     }
 }

@@ -259,28 +259,62 @@ public final class HTTPClient: Sendable {
             events: events
         )
         let sent = request.urlRequest
+        // Each policy's key is computed once per request. A request that may go at once (a free
+        // token, no cooldown: the common case) is subscribed directly; only one that must wait
+        // goes through the permit or clearance signal.
         if let cooldowns {
+            let key = cooldowns.key.key(sent)
             parts = parts.handleEvents(receiveValue: { part in
-                if case .head(let head) = part { cooldowns.record(head, for: sent, events: events) }
+                if case .head(let head) = part { cooldowns.record(head, for: sent, key: key, events: events) }
             })
-        }
-        if let rateLimiter {
-            let exchange = parts
-            var waited: (@Sendable (String, Duration) -> Void)?
-            if let events {
-                waited = { key, duration in events.emit(.rateLimitWaited(key: key, waited: duration), request: sent) }
-            }
-            parts = rateLimiter.permit(for: sent, waited: waited).setFailureType().flatMap(maxConcurrent: 1) { _ in exchange }
-        }
-        if let cooldowns {
             let limited = parts
-            parts = cooldowns.clearance(for: sent, events: events).flatMap(maxConcurrent: 1) { _ in limited }
+            if let rateLimiter {
+                let limiterKey = rateLimiter.key.key(sent)
+                let waited = Self.rateLimitReport(sent, to: events)
+                parts = Signal(deferred: {
+                    guard cooldowns.isClear(forKey: key) else {
+                        return cooldowns.clearance(forKey: key, request: sent, events: events).flatMap(maxConcurrent: 1) { _ in
+                            Self.afterPermit(of: rateLimiter, key: limiterKey, waited: waited, limited)
+                        }
+                    }
+                    return Self.afterPermit(of: rateLimiter, key: limiterKey, waited: waited, limited)
+                })
+            } else {
+                parts = Signal(deferred: {
+                    cooldowns.isClear(forKey: key)
+                        ? limited
+                        : cooldowns.clearance(forKey: key, request: sent, events: events).flatMap(maxConcurrent: 1) { _ in limited }
+                })
+            }
+        } else if let rateLimiter {
+            let limiterKey = rateLimiter.key.key(sent)
+            let waited = Self.rateLimitReport(sent, to: events)
+            let exchange = parts
+            parts = Signal(deferred: { Self.afterPermit(of: rateLimiter, key: limiterKey, waited: waited, exchange) })
         }
         guard let deadline else { return parts }
         // The deadline's `URLError(.timedOut)` carries the request like a transport's would.
         return parts.within(deadline, deadlines: deadlines).mapError { error in
             error is URLError ? Self.annotate(error, sentWith: sent, events: events) : error
         }
+    }
+
+    /// `exchange` once `rateLimiter` grants `key` a token: at once when one is free (no extra
+    /// stage), else after waiting in its queue (`waited` is told how long).
+    private static func afterPermit(
+        of rateLimiter: RateLimiter,
+        key: String,
+        waited: (@Sendable (String, Duration) -> Void)?,
+        _ exchange: Signal<HTTPResponsePart, any Error>
+    ) -> Signal<HTTPResponsePart, any Error> {
+        if rateLimiter.acquireImmediately(forKey: key) { return exchange }
+        return rateLimiter.permit(forKey: key, waited: waited).setFailureType().flatMap(maxConcurrent: 1) { _ in exchange }
+    }
+
+    /// What tells the monitors that `request` waited for the rate limiter; `nil` without monitors.
+    private static func rateLimitReport(_ request: URLRequest, to events: HTTPEventSink?) -> (@Sendable (String, Duration) -> Void)? {
+        guard let events else { return nil }
+        return { key, waited in events.emit(.rateLimitWaited(key: key, waited: waited), request: request) }
     }
 
     /// `signal`, reported to the monitors as ``HTTPEvent/Kind/requestStarted``,

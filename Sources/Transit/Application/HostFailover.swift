@@ -132,6 +132,8 @@ public final class HostFailover: Sendable {
 
     /// `request` sent to `origin` instead of its own.
     static func request(_ request: TransportRequest, at origin: String) -> TransportRequest {
+        // The common case, the request's own origin while it is healthy, is sent as it is.
+        if let url = request.urlRequest.url, Self.origin(url) == origin { return request }
         guard let url = request.urlRequest.url, let target = URL(string: origin),
               var components = URLComponents(url: url, resolvingAgainstBaseURL: false)
         else { return request }

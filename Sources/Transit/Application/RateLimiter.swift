@@ -67,14 +67,34 @@ public final class RateLimiter: Sendable {
     /// A signal that sends one value, then finishes, when `request` may be sent. Cancelling it
     /// while it waits removes the request from the queue.
     public func permit(for request: URLRequest) -> Signal<Void, Never> {
-        permit(for: request, waited: nil)
+        permit(forKey: key.key(request))
     }
 
-    /// ``permit(for:)``; `waited` is told the key and how long the request waited in the queue
-    /// when it is let through after waiting (not when it goes at once).
-    func permit(for request: URLRequest, waited: (@Sendable (_ key: String, _ waited: Duration) -> Void)?) -> Signal<Void, Never> {
-        let name = key.key(request)
-        return Signal { [self] observer in
+    /// Takes a token for `name` now if one is free and nobody waits: `true` if the request may go
+    /// at once (the fast path of a client, which then needs no permit signal), `false` if it must
+    /// wait its turn through ``permit(for:)``.
+    func acquireImmediately(forKey name: String) -> Bool {
+        buckets.withLock { buckets -> Bool in
+            var bucket = buckets[name] ?? Bucket(tokens: Double(burst), refilledAt: scheduler.now)
+            refill(&bucket)
+            guard bucket.queue.isEmpty, bucket.tokens >= 1 else {
+                buckets[name] = bucket
+                return false
+            }
+            bucket.tokens -= 1
+            buckets[name] = bucket
+            return true
+        }
+    }
+
+    /// ``permit(for:)`` for a key computed already; `waited` is told the key and how long the
+    /// request waited in the queue when it is let through after waiting (not when it goes at
+    /// once).
+    func permit(
+        forKey name: String,
+        waited: (@Sendable (_ key: String, _ waited: Duration) -> Void)? = nil
+    ) -> Signal<Void, Never> {
+        Signal { [self] observer in
             let id = nextWaiter.withLock { id in
                 defer { id += 1 }
                 return id

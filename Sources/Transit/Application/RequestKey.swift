@@ -23,8 +23,16 @@ public struct RequestKey: Sendable {
         guard let url = request.url else { return "" }
         let scheme = url.scheme?.lowercased() ?? ""
         let port = url.port ?? (scheme == "https" ? 443 : 80)
-        let first = url.path.split(separator: "/", omittingEmptySubsequences: true).first.map { "/\($0)" } ?? "/"
-        return "\(scheme)://\(url.host?.lowercased() ?? ""):\(port)\(first)"
+        return "\(scheme)://\(url.host?.lowercased() ?? ""):\(port)/\(firstSegment(of: url.path))"
+    }
+
+    /// The first non-empty segment of `path` (`v1` of `//v1/users`), found without splitting the
+    /// whole path: every request of a client with a rate limit or cooldowns computes it.
+    static func firstSegment(of path: String) -> Substring {
+        let utf8 = path.utf8
+        guard let start = utf8.firstIndex(where: { $0 != UInt8(ascii: "/") }) else { return "" }
+        let end = utf8[start...].firstIndex(of: UInt8(ascii: "/")) ?? utf8.endIndex
+        return path[start..<end]
     }
 
     /// Scheme, host and port: one key per origin.

@@ -52,9 +52,31 @@ public struct CredentialScope: Sendable, Hashable {
     }
 
     static func isLoopback(_ host: String) -> Bool {
-        let bare = host.trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
-        return bare == "localhost" || bare == "::1" || bare.hasPrefix("127.")
-            && bare.split(separator: ".").count == 4 && bare.split(separator: ".").allSatisfy { UInt8($0) != nil }
+        var bare = Substring(host)
+        if bare.hasPrefix("["), bare.hasSuffix("]") { bare = bare.dropFirst().dropLast() }
+        if bare == "localhost" || bare == "::1" { return true }
+        // 127.x.y.z: four decimal octets of at most 255, the first 127 (read as bytes: this runs
+        // for every request the authoriser sees).
+        var octets = 0
+        var value = 0
+        var digits = 0
+        var first = -1
+        for byte in bare.utf8 {
+            if byte == UInt8(ascii: ".") {
+                guard digits > 0 else { return false }
+                if first < 0 { first = value }
+                octets += 1
+                value = 0
+                digits = 0
+            } else if byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9"), digits < 3 {
+                value = value * 10 + Int(byte - UInt8(ascii: "0"))
+                digits += 1
+                guard value <= 255 else { return false }
+            } else {
+                return false
+            }
+        }
+        return digits > 0 && octets == 3 && first == 127
     }
 }
 

@@ -4,7 +4,7 @@ import FoundationNetworking
 #endif
 import Signals
 import Testing
-import Transit
+@testable import Transit
 import TransitTesting
 
 @Suite("Rate limiter and shared cooldowns")
@@ -22,6 +22,12 @@ struct RateLimiterAndCooldownTests {
         #expect(key(get("https://api.example.com/search/q")) == "https://api.example.com:443/search")
         #expect(key(get("http://api.example.com:8080/")) == "http://api.example.com:8080/")
         #expect(RequestKey.origin.key(get("https://api.example.com/v1/x")) == "https://api.example.com:443")
+        #expect(key(get("https://api.example.com//v2//x")) == "https://api.example.com:443/v2")
+        #expect(key(get("https://api.example.com/v3")) == "https://api.example.com:443/v3")
+        #expect(key(get("https://api.example.com")) == "https://api.example.com:443/")
+        #expect(key(get("https://api.example.com/%C3%A9t%C3%A9/x")) == "https://api.example.com:443/été")
+        #expect(RequestKey.firstSegment(of: "///") == "")
+        #expect(RequestKey.firstSegment(of: "/é/x") == "é")
     }
 
     @Test func excessRequestsWaitTheirTurnInOrder() {

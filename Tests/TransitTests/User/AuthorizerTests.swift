@@ -4,7 +4,7 @@ import FoundationNetworking
 #endif
 import Signals
 import Testing
-import Transit
+@testable import Transit
 import TransitTesting
 
 @Suite("Authorizer attached to a client")
@@ -22,6 +22,16 @@ struct AuthorizerTests {
         let loopback = CredentialScope(hosts: ["127.0.0.1", "api.example.com"], insecureHTTP: .loopbackOnly)
         #expect(loopback.allows(URL(string: "http://127.0.0.1:8080/x")!))
         #expect(!loopback.allows(URL(string: "http://api.example.com/x")!))
+    }
+
+    @Test func loopbackMeansLocalhostOrOne127AddressOrTheIPv6One() {
+        for host in ["localhost", "::1", "[::1]", "127.0.0.1", "127.255.255.254", "127.1.2.3"] {
+            #expect(CredentialScope.isLoopback(host), "\(host)")
+        }
+        for host in ["127.0.0", "127.0.0.1.5", "127.0.0.256", "127..0.1", "127.0.0.", "128.0.0.1", "0127.0.0.1",
+                     "127.0.0.1.evil.net", "127.0.0.+1", "", "[127.0.0.1", "10.0.0.1", "localhost.evil.net", "::2"] {
+            #expect(!CredentialScope.isLoopback(host), "\(host)")
+        }
     }
 
     private func setUp(refreshAnswer: StubResponse = .json(#"{"accessToken":"new"}"#)) -> (StubTransport, HTTPClient, TokenStore, SharedValue<Int>) {
