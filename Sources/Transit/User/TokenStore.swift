@@ -251,7 +251,7 @@ public final class TokenStore: Sendable {
         }
         guard request.url != nil else { throw URLRequestError.invalidURL }
         var request = request
-        request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+        request.setCheckedHeader("Bearer \(token)", canonicalName: "Authorization")
         return request
     }
 
