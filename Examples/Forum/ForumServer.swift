@@ -9,19 +9,26 @@ import TransitTesting
 /// - `GET /posts[?userId=N]` with `Authorization: Bearer <access token>` → posts, or 401 when the
 ///   token is unknown or expired, or 429 with `Retry-After` when the server is rate limiting.
 ///
+/// - `/v2/…`: the API of step 8, whose client declares its policies once (see
+///   `ForumServer+V2.swift`). A mirror (`ForumServer(mirroring:)`) serves it from a second port
+///   with the same accounts and tokens, for failover.
+///
 /// Access tokens expire after `tokenLifetime` seconds; the example also expires them on demand
 /// and asks for 429s, so that every run tells the same story.
 final class ForumServer: Sendable {
-    private struct State {
+    struct State {
         var accessTokens: [String: Date] = [:]
         var refreshTokens: Set<String> = []
         var nextTokenNumber = 1
         var pendingRateLimits: [Int] = []
         var refreshCount = 0
         var archiveURL: URL?
+        var v2 = V2State()
     }
 
-    private let state = Locked(State())
+    let state: Locked<State>
+    /// `true` for a mirror: it serves `/v2/` from its own port, sharing the primary's state.
+    let isMirror: Bool
     private let tokenLifetime: TimeInterval
     private let server = LoopbackServer()
 
@@ -34,10 +41,22 @@ final class ForumServer: Sendable {
         Post(userId: 3, id: 6, title: "Cancel when the view goes", body: "A bag per view model does it."),
     ]
 
-    init(tokenLifetime: TimeInterval = 60) {
+    convenience init(tokenLifetime: TimeInterval = 60) {
+        self.init(state: Locked(State()), isMirror: false, tokenLifetime: tokenLifetime)
+    }
+
+    /// A mirror of `primary` on another port: same accounts, same tokens, same `/v2/` API.
+    convenience init(mirroring primary: ForumServer) {
+        self.init(state: primary.state, isMirror: true, tokenLifetime: primary.tokenLifetime)
+    }
+
+    private init(state: Locked<State>, isMirror: Bool, tokenLifetime: TimeInterval) {
+        self.state = state
+        self.isMirror = isMirror
         self.tokenLifetime = tokenLifetime
         server.handler = { [state, tokenLifetime] request in
-            Self.handle(request, state: state, tokenLifetime: tokenLifetime)
+            if request.path.hasPrefix("/v2/") { return Self.handleV2(request, state: state, isMirror: isMirror) }
+            return Self.handle(request, state: state, tokenLifetime: tokenLifetime)
         }
     }
 

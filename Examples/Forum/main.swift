@@ -7,8 +7,10 @@ import TransitTesting
 //
 // By default it starts an embedded forum API on 127.0.0.1 and shows, step by step, what Transit
 // does: requests sent, a 401 answered by ONE token refresh shared by concurrent requests, a 429
-// answered by waiting what the server asked, posts decoded. `--base-url URL` runs the same
-// service against a real server instead (any JSONPlaceholder-style API with GET /posts).
+// answered by waiting what the server asked, posts decoded, a download, an HTTP cache, and a
+// second service whose policies are declared once on its client (step 8), each narrated from
+// the client's lifecycle events. `--base-url URL` runs the same service against a real server
+// instead (any JSONPlaceholder-style API with GET /posts).
 
 let usage = """
     usage: forum [--base-url URL] [--token ACCESS_TOKEN]
@@ -39,6 +41,8 @@ while let argument = arguments.popFirst() {
 }
 
 let narrator = Narrator()
+/// The requests of step 8's client, told by their own narrator.
+var policyRequests = 0
 let client = HTTPClient(monitors: [narrator])
 let failures = Locked<[String]>([])
 
@@ -76,7 +80,7 @@ if let baseURL = baseURLArgument {
     // The same service, against a real server.
     print("Transit forum example — against \(baseURL)")
     let auth = AuthService(baseURL: baseURL, client: client)
-    let tokens = TokenStore(token: AuthToken(accessToken: tokenArgument ?? "no-token"), onEvent: narrator.tokenEvent) { current in
+    let tokens = TokenStore(token: AuthToken(accessToken: tokenArgument ?? "no-token")) { current in
         auth.refresh(current)
     }
     let service = LivePostService(baseURL: baseURL, client: client, tokens: tokens)
@@ -112,7 +116,7 @@ if let baseURL = baseURLArgument {
         exit(1)
     }
 
-    let tokens = TokenStore(token: token, onEvent: narrator.tokenEvent) { current in
+    let tokens = TokenStore(token: token) { current in
         auth.refresh(current)
     }
     let service = LivePostService(baseURL: forum.baseURL, client: client, tokens: tokens)
@@ -191,9 +195,15 @@ if let baseURL = baseURLArgument {
 
     narrator.heading("7. An HTTP cache in front of the transport: a hit, a 304, a stale answer while the server is down")
     await demonstrateCaching(narrator: narrator, check: check)
+
+    narrator.heading("8. A second service declares its policies once, on its client")
+    let policies = narrator.sibling(showsTokens: false)
+    await demonstratePolicies(forum: forum, auth: auth, narrator: policies, check: check)
+    policyRequests = policies.requestCount
 }
 
-print("\n\(narrator.requestCount) requests sent, \(narrator.refreshCount) token refresh\(narrator.refreshCount == 1 ? "" : "es").")
+let requests = narrator.requestCount + policyRequests
+print("\n\(requests) requests sent, \(narrator.refreshCount) token refresh\(narrator.refreshCount == 1 ? "" : "es").")
 let failed = failures.withLock { $0 }
 if failed.isEmpty {
     print("Done.")

@@ -519,3 +519,26 @@ struct URLRequestFluentTests {
         #expect(outcome.sent.isEmpty)
     }
 }
+
+@Suite("Fluent helpers write the same headers as Foundation")
+struct FluentHeaderParityTests {
+    @Test func bearerAndAcceptReplaceAFieldOfAnyCaseAsSetValueDoes() throws {
+        var request = URLRequest(url: URL(string: "https://api.example.com/x")!)
+        request.allHTTPHeaderFields = ["authorization": "Bearer old", "ACCEPT": "text/plain", "X-Kept": "1"]
+        var foundation = request
+        foundation.setValue("Bearer new", forHTTPHeaderField: "Authorization")
+        foundation.setValue("application/json", forHTTPHeaderField: "Accept")
+
+        let fluent = try request.addingBearerAuthorization(accessToken: "new").receivingJSON()
+        let fields = fluent.allHTTPHeaderFields ?? [:]
+        #expect(fields.count == 3)
+        #expect(fields["Authorization"] == "Bearer new")
+        #expect(fields["Accept"] == "application/json")
+        #expect(fields["X-Kept"] == "1")
+        #expect(fluent.value(forHTTPHeaderField: "authorization") == foundation.value(forHTTPHeaderField: "authorization"))
+        #expect(fluent.value(forHTTPHeaderField: "accept") == foundation.value(forHTTPHeaderField: "accept"))
+        #expect(Set(fields.keys.map { $0.lowercased() }) == Set((foundation.allHTTPHeaderFields ?? [:]).keys.map { $0.lowercased() }))
+        // The receiver is untouched.
+        #expect(request.allHTTPHeaderFields?["authorization"] == "Bearer old")
+    }
+}

@@ -38,20 +38,29 @@ final class Coalescer: Sendable {
         return "\(method) \(url)\n\(headers)"
     }
 
-    /// Joins the flight of `key`, or starts it with `signal`.
-    func send(_ key: String, _ signal: Signal<HTTPResponse, any Error>) -> Signal<HTTPResponse, any Error> {
+    /// Joins the flight of `key`, or starts it with `signal`. A join is reported to `events` (the
+    /// client's monitors) as about `request`.
+    func send(
+        _ key: String,
+        _ signal: Signal<HTTPResponse, any Error>,
+        request: URLRequest,
+        events: HTTPEventSink? = nil
+    ) -> Signal<HTTPResponse, any Error> {
         Signal { [self] observer in
-            let (id, start) = state.withLock { state -> (UInt64, CancellationToken?) in
+            let (id, start, sharing) = state.withLock { state -> (UInt64, CancellationToken?, Int) in
                 let id = state.nextID
                 state.nextID += 1
                 if state.flights[key] != nil {
                     state.flights[key]!.subscribers[id] = observer
-                    return (id, nil)
+                    return (id, nil, state.flights[key]!.subscribers.count)
                 }
                 var flight = Flight()
                 flight.subscribers[id] = observer
                 state.flights[key] = flight
-                return (id, flight.scope)
+                return (id, flight.scope, 1)
+            }
+            if start == nil, let events {
+                events.emit(.coalescedRequestJoined(subscribers: sharing), request: request)
             }
             if let scope = start {
                 signal.observe(Observer { [self] event in

@@ -15,6 +15,10 @@ import Signals
 /// ``HTTPServerError/serviceUnavailable(retryAfter:response:)``, with `retryAfter` set to the
 /// time that remains), so a caller's own `respondToRateLimiting` still decides as documented.
 ///
+/// The client's ``HTTPEventMonitor``s are told when a cooldown starts, when a request waits for
+/// one and when one refuses a request (``HTTPEvent/Kind/cooldownStarted(key:duration:statusCode:)``,
+/// …).
+///
 /// Thread safety: state behind one lock.
 public final class Cooldowns: Sendable {
     /// The longest a request waits for a cooldown to end before failing fast.
@@ -63,23 +67,31 @@ public final class Cooldowns: Sendable {
         record(head, for: request, key: key.key(request))
     }
 
-    /// ``record(_:for:)`` for a key computed already.
-    func record(_ head: HTTPResponseHead, for request: URLRequest, key name: String) {
+    /// ``record(_:for:)`` for a key computed already; a cooldown started or extended is reported
+    /// to `events` (the client's monitors).
+    func record(_ head: HTTPResponseHead, for request: URLRequest, key name: String, events: HTTPEventSink? = nil) {
         guard head.statusCode == 429 || head.statusCode == 503,
               let header = head.value(forHTTPHeaderField: "Retry-After"),
               let seconds = RetryAfter.seconds(from: header), seconds > 0
         else { return }
-        let until = scheduler.now + ScheduledSubscription.duration(seconds: seconds)
-        let response = HTTPResponse(data: Data(), head: head, request: request)
-        entries.withLock { entries in
-            if let existing = entries[name], existing.until >= until { return }
+        let duration = ScheduledSubscription.duration(seconds: seconds)
+        let until = scheduler.now + duration
+        var response = HTTPResponse(data: Data(), head: head, request: request)
+        response.eventSink = events
+        let started = entries.withLock { entries -> Bool in
+            if let existing = entries[name], existing.until >= until { return false }
             entries[name] = Entry(until: until, response: response)
+            return true
+        }
+        if started, let events {
+            events.emit(.cooldownStarted(key: name, duration: duration, statusCode: head.statusCode), request: request)
         }
     }
 
     /// A signal that sends one value when `request` may go: at once, after the cooldown of its
     /// key, or never — failing fast with the cooldown's answer when the wait is longer than
-    /// ``maxWait``.
+    /// ``maxWait``. The cooldown is looked up when this is called: call it when the request is
+    /// subscribed (the client does, inside a deferred signal).
     func clearance(for request: URLRequest) -> Signal<Void, any Error> {
         clearance(forKey: key.key(request))
     }
@@ -95,8 +107,9 @@ public final class Cooldowns: Sendable {
         }
     }
 
-    /// ``clearance(for:)`` for a key computed already.
-    func clearance(forKey name: String) -> Signal<Void, any Error> {
+    /// ``clearance(for:)`` for a key computed already. A wait, or a refusal, is reported to
+    /// `events` (the client's monitors) as about `request`.
+    func clearance(forKey name: String, request: URLRequest? = nil, events: HTTPEventSink? = nil) -> Signal<Void, any Error> {
         let now = scheduler.now
         let entry = entries.withLock { entries -> Entry? in
             guard let entry = entries[name] else { return nil }
@@ -106,6 +119,7 @@ public final class Cooldowns: Sendable {
         guard let entry else { return Signal(value: ()) }
         let left = entry.until - now
         guard left <= maxWait else {
+            events?.emit(.cooldownRefused(key: name, remaining: left), request: request)
             let response = entry.response
             let retryAfter = left.timeInterval
             let error: any Error = response.statusCode == 429
@@ -113,6 +127,7 @@ public final class Cooldowns: Sendable {
                 : HTTPServerError.serviceUnavailable(retryAfter: retryAfter, response: response)
             return Signal(error: error)
         }
+        events?.emit(.cooldownWait(key: name, duration: left), request: request)
         return ScheduledSubscription.signal(Signal(value: ()), after: left.timeInterval, on: scheduler)
     }
 }

@@ -36,8 +36,13 @@ extension HTTPClient {
 
     /// The failure of the transport for `request`, as a ``TransportError`` carrying the request
     /// as it was sent. An error that already is one passes through unchanged.
-    static func annotate(_ error: any Error, sentWith request: URLRequest) -> any Error {
+    ///
+    /// `events`, the client's monitors, travels with the error so that a retry further down the
+    /// chain can report to them.
+    static func annotate(_ error: any Error, sentWith request: URLRequest, events: HTTPEventSink? = nil) -> any Error {
         if error is TransportError { return error }
-        return TransportError(request: request, underlying: error)
+        var annotated = TransportError(request: request, underlying: error)
+        annotated.eventSink = events
+        return annotated
     }
 }

@@ -34,8 +34,11 @@ public final class HTTPClient: Sendable {
     public let transport: any HTTPTransport
     /// Headers added to every request that does not set them itself.
     public let defaultHeaders: [String: String]
-    /// Monitors told about every request.
+    /// Monitors told about the whole lifecycle of every request (see ``HTTPEventMonitor``).
     public let monitors: [any HTTPEventMonitor]
+    /// The monitors and the clock of their events; `nil` without monitors, so that nothing is
+    /// built for them.
+    let events: HTTPEventSink?
     /// The most body bytes ``send(_:bodyFile:options:)`` buffers; ``RequestOptions`` can change it
     /// per request.
     public let maxResponseBytes: Int
@@ -73,13 +76,15 @@ public final class HTTPClient: Sendable {
     ///   - transport: where requests go; ``URLSessionTransport/shared`` by default.
     ///   - defaultHeaders: headers added to every request that does not set them itself.
     ///   - userAgent: the `User-Agent` header, unless `defaultHeaders` or the request sets one.
-    ///   - monitors: observers of every request and response.
+    ///   - monitors: observers of the whole lifecycle of every request: each attempt with its
+    ///     bytes and timings, redirects, waits, retries, failovers, token refreshes (see
+    ///     ``HTTPEventMonitor``). Their events are timed on `scheduler`.
     ///   - maxResponseBytes: the largest body a buffered request accepts (32 MiB by default).
     ///   - deadline: the total time a buffered request may take (300 s by default).
     ///   - redirectPolicy: which redirects to follow (all, by default, dropping credentials
     ///     across origins and refusing https → http).
     ///   - sensitiveHeaders: more headers to drop across origins, such as `X-API-Key`.
-    ///   - scheduler: where deadlines are timed.
+    ///   - scheduler: where deadlines and the monitors' timings are timed.
     ///   - rateLimiter: a client-side rate limit per key; excess requests wait their turn.
     ///   - cooldowns: shared cooldowns: one 429/503 with `Retry-After` pauses new requests to
     ///     its key.
@@ -112,6 +117,7 @@ public final class HTTPClient: Sendable {
         self.defaultHeaders = headers
         defaultHeaderError = headers.sorted { $0.key < $1.key }.lazy.compactMap { URLRequest.checkHeader($0.key, $0.value) }.first
         self.monitors = monitors
+        events = monitors.isEmpty ? nil : HTTPEventSink(monitors: monitors, scheduler: scheduler)
         self.maxResponseBytes = max(0, maxResponseBytes)
         self.deadline = deadline
         self.redirectPolicy = redirectPolicy
@@ -148,13 +154,13 @@ public final class HTTPClient: Sendable {
         let buffered: @Sendable (URLRequest) -> Signal<HTTPResponse, any Error> = { request in
             self.prepared(request) { sent in
                 let response = self.parts(of: TransportRequest(sent, bodyFile: bodyFile), options: options, deadline: deadline)
-                    .collectResponse(for: sent, maxBytes: limit)
+                    .collectResponse(for: sent, maxBytes: limit, events: self.events)
                 guard self.coalescesRequests, bodyFile == nil, let key = Coalescer.key(for: sent) else { return response }
-                return self.coalescer.send(key + "\n\(limit)", response)
+                return self.coalescer.send(key + "\n\(limit)", response, request: sent, events: self.events)
             }
         }
         guard let authorizer else { return buffered(request) }
-        return Self.authorized(request, by: authorizer, attempt: buffered)
+        return Self.authorized(request, by: authorizer, events: events, attempt: buffered)
     }
 
     /// `body` for `request` with the authorizer's credentials added on every subscription, when
@@ -245,10 +251,12 @@ public final class HTTPClient: Sendable {
         options: RequestOptions,
         deadline: Duration?
     ) -> Signal<HTTPResponsePart, any Error> {
+        let events = self.events
         var parts = RedirectingExchange.signal(
             request, transport: transport, failover: failover,
             policy: options.redirectPolicy ?? redirectPolicy,
-            sensitiveHeaders: sensitiveHeaders
+            sensitiveHeaders: sensitiveHeaders,
+            events: events
         )
         let sent = request.urlRequest
         // Each policy's key is computed once per request. A request that may go at once (a free
@@ -257,60 +265,72 @@ public final class HTTPClient: Sendable {
         if let cooldowns {
             let key = cooldowns.key.key(sent)
             parts = parts.handleEvents(receiveValue: { part in
-                if case .head(let head) = part { cooldowns.record(head, for: sent, key: key) }
+                if case .head(let head) = part { cooldowns.record(head, for: sent, key: key, events: events) }
             })
             let limited = parts
             if let rateLimiter {
                 let limiterKey = rateLimiter.key.key(sent)
+                let waited = Self.rateLimitReport(sent, to: events)
                 parts = Signal(deferred: {
                     guard cooldowns.isClear(forKey: key) else {
-                        return cooldowns.clearance(forKey: key).flatMap(maxConcurrent: 1) { _ in
-                            Self.afterPermit(of: rateLimiter, key: limiterKey, limited)
+                        return cooldowns.clearance(forKey: key, request: sent, events: events).flatMap(maxConcurrent: 1) { _ in
+                            Self.afterPermit(of: rateLimiter, key: limiterKey, waited: waited, limited)
                         }
                     }
-                    return Self.afterPermit(of: rateLimiter, key: limiterKey, limited)
+                    return Self.afterPermit(of: rateLimiter, key: limiterKey, waited: waited, limited)
                 })
             } else {
                 parts = Signal(deferred: {
-                    cooldowns.isClear(forKey: key) ? limited : cooldowns.clearance(forKey: key).flatMap(maxConcurrent: 1) { _ in limited }
+                    cooldowns.isClear(forKey: key)
+                        ? limited
+                        : cooldowns.clearance(forKey: key, request: sent, events: events).flatMap(maxConcurrent: 1) { _ in limited }
                 })
             }
         } else if let rateLimiter {
             let limiterKey = rateLimiter.key.key(sent)
+            let waited = Self.rateLimitReport(sent, to: events)
             let exchange = parts
-            parts = Signal(deferred: { Self.afterPermit(of: rateLimiter, key: limiterKey, exchange) })
+            parts = Signal(deferred: { Self.afterPermit(of: rateLimiter, key: limiterKey, waited: waited, exchange) })
         }
         guard let deadline else { return parts }
         // The deadline's `URLError(.timedOut)` carries the request like a transport's would.
         return parts.within(deadline, deadlines: deadlines).mapError { error in
-            error is URLError ? Self.annotate(error, sentWith: sent) : error
+            error is URLError ? Self.annotate(error, sentWith: sent, events: events) : error
         }
     }
 
     /// `exchange` once `rateLimiter` grants `key` a token: at once when one is free (no extra
-    /// stage), else after waiting in its queue.
+    /// stage), else after waiting in its queue (`waited` is told how long).
     private static func afterPermit(
         of rateLimiter: RateLimiter,
         key: String,
+        waited: (@Sendable (String, Duration) -> Void)?,
         _ exchange: Signal<HTTPResponsePart, any Error>
     ) -> Signal<HTTPResponsePart, any Error> {
         if rateLimiter.acquireImmediately(forKey: key) { return exchange }
-        return rateLimiter.permit(forKey: key).setFailureType().flatMap(maxConcurrent: 1) { _ in exchange }
+        return rateLimiter.permit(forKey: key, waited: waited).setFailureType().flatMap(maxConcurrent: 1) { _ in exchange }
     }
 
+    /// What tells the monitors that `request` waited for the rate limiter; `nil` without monitors.
+    private static func rateLimitReport(_ request: URLRequest, to events: HTTPEventSink?) -> (@Sendable (String, Duration) -> Void)? {
+        guard let events else { return nil }
+        return { key, waited in events.emit(.rateLimitWaited(key: key, waited: waited), request: request) }
+    }
+
+    /// `signal`, reported to the monitors as ``HTTPEvent/Kind/requestStarted``,
+    /// ``HTTPEvent/Kind/responseReceived(_:)`` and ``HTTPEvent/Kind/requestFailed(_:)``.
     private func monitored<Output>(_ signal: Signal<Output, any Error>, _ sent: URLRequest) -> Signal<Output, any Error> {
-        guard !monitors.isEmpty else { return signal }
-        let monitors = self.monitors
+        guard let events else { return signal }
         return signal.handleEvents(
-            receiveSubscription: { monitors.forEach { $0.requestWillSend(sent) } },
+            receiveSubscription: { events.emit(.requestStarted, request: sent) },
             receiveValue: { value in
                 if let response = value as? HTTPResponse {
-                    monitors.forEach { $0.request(sent, didReceive: response) }
+                    events.emit(.responseReceived(response), request: sent)
                 }
             },
             receiveCompletion: { completion in
                 if case .failure(let error) = completion {
-                    monitors.forEach { $0.request(sent, didFailWith: error) }
+                    events.emit(.requestFailed(error), request: sent)
                 }
             }
         )

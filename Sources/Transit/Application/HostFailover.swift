@@ -24,6 +24,9 @@ import Signals
 /// When every origin is quarantined, the request still goes to the one whose quarantine ends
 /// first, rather than failing without trying.
 ///
+/// The client's ``HTTPEventMonitor``s are told about each quarantine, each failover and each
+/// recovery (``HTTPEvent/Kind/failover(from:to:error:)``, …); `onEvent` sees failovers only.
+///
 /// Thread safety: state behind one lock.
 public final class HostFailover: Sendable {
     /// What the failover did, for monitors.
@@ -80,12 +83,27 @@ public final class HostFailover: Sendable {
     /// then quarantined ones by the end of their quarantine. `nil` if the request is not for
     /// this group.
     func plan(for request: URLRequest) -> [String]? {
+        plan(for: request, forgettingRecovered: false)?.origins
+    }
+
+    /// ``plan(for:)``, and, when `forgettingRecovered`, the origins whose quarantine has ended
+    /// since they were last planned (they are forgotten, so each recovery is reported once).
+    func plan(for request: URLRequest, forgettingRecovered: Bool) -> (origins: [String], recovered: [String])? {
         guard let url = request.url, let origin = Self.origin(url), origins.contains(origin) else { return nil }
         let now = scheduler.now
-        let bad = badUntil.withLock { $0 }
+        var recovered: [String] = []
+        let bad = badUntil.withLock { badUntil -> [String: Duration] in
+            if forgettingRecovered {
+                for (origin, until) in badUntil where until <= now {
+                    badUntil[origin] = nil
+                    recovered.append(origin)
+                }
+            }
+            return badUntil
+        }
         let healthy = origins.filter { (bad[$0] ?? .zero) <= now }
         let sick = origins.filter { (bad[$0] ?? .zero) > now }.sorted { bad[$0]! < bad[$1]! }
-        return healthy + sick
+        return (healthy + sick, recovered.isEmpty ? [] : origins.filter(recovered.contains))
     }
 
     /// Marks `origin` bad after `error`.
@@ -131,15 +149,22 @@ public final class HostFailover: Sendable {
 
 /// One request over a failover group: each origin in turn until one answers.
 enum FailoverExchange {
+    /// `events`, the client's monitors, are told about quarantines, failovers and recoveries.
     static func signal(
         _ request: TransportRequest,
         failover: HostFailover,
+        events: HTTPEventSink? = nil,
         exchange: @escaping @Sendable (TransportRequest) -> Signal<HTTPResponsePart, any Error>
     ) -> Signal<HTTPResponsePart, any Error> {
-        guard let plan = failover.plan(for: request.urlRequest), !plan.isEmpty else { return exchange(request) }
+        guard let plan = failover.plan(for: request.urlRequest, forgettingRecovered: events != nil), !plan.origins.isEmpty else {
+            return exchange(request)
+        }
+        if let events {
+            for origin in plan.recovered { events.emit(.hostRecovered(origin: origin)) }
+        }
         return Signal { observer in
             let scope = CancellationToken()
-            attempt(request, plan: plan[...], failover: failover, exchange: exchange, observer: observer, scope: scope)
+            attempt(request, plan: plan.origins[...], failover: failover, events: events, exchange: exchange, observer: observer, scope: scope)
             return { scope.cancel() }
         }
     }
@@ -148,6 +173,7 @@ enum FailoverExchange {
         _ request: TransportRequest,
         plan: ArraySlice<String>,
         failover: HostFailover,
+        events: HTTPEventSink?,
         exchange: @escaping @Sendable (TransportRequest) -> Signal<HTTPResponsePart, any Error>,
         observer: Observer<HTTPResponsePart, any Error>,
         scope: CancellationToken
@@ -162,10 +188,12 @@ enum FailoverExchange {
                let urlError = (error as? TransportError)?.urlError ?? (error as? URLError),
                HostFailover.failsOver(urlError, method: method) {
                 failover.markFailed(origin)
+                events?.emit(.hostQuarantined(origin: origin, duration: failover.quarantine, error: urlError))
                 if let next = rest.first {
                     hop.cancel()
                     failover.report(from: origin, to: next, error: urlError)
-                    attempt(request, plan: rest, failover: failover, exchange: exchange, observer: observer, scope: scope)
+                    events?.emit(.failover(from: origin, to: next, error: urlError))
+                    attempt(request, plan: rest, failover: failover, events: events, exchange: exchange, observer: observer, scope: scope)
                     return
                 }
             }

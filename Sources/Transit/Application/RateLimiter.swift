@@ -12,6 +12,9 @@ import Signals
 /// the queue at once and gives its turn to the next. Waits are timed by the scheduler, so tests
 /// run them in virtual time.
 ///
+/// A request that had to wait is reported to its client's ``HTTPEventMonitor``s when it is let
+/// through (``HTTPEvent/Kind/rateLimitWaited(key:waited:)``).
+///
 /// Thread safety: all state is behind one lock; permits are granted outside it.
 public final class RateLimiter: Sendable {
     /// Requests per second per key.
@@ -27,6 +30,10 @@ public final class RateLimiter: Sendable {
     private struct Waiter {
         let id: UInt64
         let observer: Observer<Void, Never>
+        /// When it joined the queue, on the scheduler's clock.
+        let queuedAt: Duration
+        /// Told how long it waited, once it is let through.
+        let waited: (@Sendable (_ key: String, _ waited: Duration) -> Void)?
     }
 
     /// A token bucket and the FIFO queue of the requests waiting for it.
@@ -80,8 +87,13 @@ public final class RateLimiter: Sendable {
         }
     }
 
-    /// ``permit(for:)`` for a key computed already.
-    func permit(forKey name: String) -> Signal<Void, Never> {
+    /// ``permit(for:)`` for a key computed already; `waited` is told the key and how long the
+    /// request waited in the queue when it is let through after waiting (not when it goes at
+    /// once).
+    func permit(
+        forKey name: String,
+        waited: (@Sendable (_ key: String, _ waited: Duration) -> Void)? = nil
+    ) -> Signal<Void, Never> {
         Signal { [self] observer in
             let id = nextWaiter.withLock { id in
                 defer { id += 1 }
@@ -95,7 +107,7 @@ public final class RateLimiter: Sendable {
                     bucket.tokens -= 1
                     return true
                 }
-                bucket.queue.append(Waiter(id: id, observer: observer))
+                bucket.queue.append(Waiter(id: id, observer: observer, queuedAt: bucket.refilledAt, waited: waited))
                 return false
             }
             if grantedNow {
@@ -153,7 +165,9 @@ public final class RateLimiter: Sendable {
             buckets[name] = bucket
             return granted
         }
+        let now = scheduler.now
         for waiter in granted {
+            waiter.waited?(name, now - waiter.queuedAt)
             waiter.observer.send(())
             waiter.observer.finish()
         }

@@ -30,6 +30,9 @@ public struct TransportError: Error, Sendable, CustomStringConvertible, Localize
     public let request: URLRequest
     /// The error the transport failed with.
     public let underlying: any Error
+    /// The monitors of the client that sent the request, so that a retry further down the chain
+    /// reports to them. `nil` for a client without monitors.
+    var eventSink: HTTPEventSink?
 
     /// Wraps `underlying`, the failure of the attempt that sent `request`.
     public init(request: URLRequest, underlying: any Error) {

@@ -27,9 +27,9 @@ import Signals
 ///   `.badServerResponse`, `.unknown` and `.unsupportedURL`; they are delivered as
 ///   `.networkConnectionLost` and `.cannotParseResponse`, as on Darwin, so retry policies see
 ///   the same codes everywhere.
-/// - Byte counts: pass a ``TransferObserver`` to see every chunk's size as it arrives and a
-///   ``TransferReport`` (status, bytes received and sent, chunks, outcome) when each transfer
-///   ends, cancelled ones included. ``HTTPResponse`` itself is unchanged.
+/// - Byte counts and timings of every exchange are reported to the ``HTTPEventMonitor``s of the
+///   ``HTTPClient`` that uses the transport (``HTTPAttemptMetrics``), whatever the transport:
+///   the transport itself observes nothing.
 ///
 /// Linux (swift-corelibs-foundation) compatibility: the transport uses only what works there —
 /// one session-wide delegate (no per-task delegates), data tasks (no `bytes(for:)`), and no
@@ -45,60 +45,19 @@ import Signals
 /// Thread safety: all task state is behind a `Locked`; `send` may be called from any thread and
 /// events arrive on the session's delegate queue.
 public final class URLSessionTransport: HTTPTransport {
-    /// Sees the bytes of every transfer of one transport: for metrics, progress or data-usage
-    /// accounting. Methods run on the session's delegate queue and must return quickly. Both have
-    /// empty default implementations.
-    public protocol TransferObserver: Sendable {
-        /// `byteCount` body bytes of `request` just arrived; `totalBytes` have arrived so far
-        /// for it (counted after content decoding, as `URLSession` delivers them).
-        func transfer(_ request: URLRequest, didReceive byteCount: Int, totalBytes: Int)
-        /// The transfer of `report.request` ended: completed, failed or cancelled. Called once
-        /// per transfer.
-        func transferDidEnd(_ report: TransferReport)
-    }
-
-    /// How one transfer ended, and what it moved.
-    public struct TransferReport: Sendable {
-        /// How a transfer ended.
-        public enum Outcome: Sendable {
-            /// A response was received and delivered.
-            case completed
-            /// The transfer failed with this error (a `URLError`).
-            case failed(any Error)
-            /// The subscription was cancelled before the transfer ended.
-            case cancelled
-        }
-
-        /// The request, as given to ``URLSessionTransport/exchange(_:)``.
-        public let request: URLRequest
-        /// The response head, if one arrived before the transfer ended.
-        public let response: URLResponse?
-        /// Body bytes received (after content decoding).
-        public let receivedBytes: Int
-        /// How many pieces the body arrived in (`didReceive data` calls).
-        public let chunkCount: Int
-        /// Body bytes sent, as counted by the task.
-        public let sentBytes: Int64
-        /// How the transfer ended.
-        public let outcome: Outcome
-
-        /// The status code, if an HTTP response arrived.
-        public var statusCode: Int? { (response as? HTTPURLResponse)?.statusCode }
-    }
-
     /// A transport with the default session configuration.
     public static let shared = URLSessionTransport()
 
     private let session: URLSession
     private let delegate: SessionDelegate
 
-    /// Creates a transport with its own session built from `configuration`, and an optional
-    /// `observer` of the bytes it transfers.
+    /// Creates a transport with its own session built from `configuration`.
     ///
     /// The configuration is copied by `URLSession`: later changes to it have no effect. Leave
-    /// `waitsForConnectivity` off (it is not implemented on Linux).
-    public init(configuration: URLSessionConfiguration = .default, observer: (any TransferObserver)? = nil) {
-        delegate = SessionDelegate(observer: observer)
+    /// `waitsForConnectivity` off (it is not implemented on Linux). To count the bytes and time
+    /// the exchanges, give the ``HTTPClient`` that uses it an ``HTTPEventMonitor``.
+    public init(configuration: URLSessionConfiguration = .default) {
+        delegate = SessionDelegate()
         session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
     }
 
@@ -151,32 +110,14 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable 
         var headDelivered = false
         /// The response was not HTTP: the task was cancelled and fails with `.badServerResponse`.
         var notHTTP = false
-        var receivedBytes = 0
-        var chunkCount = 0
 
         init(request: URLRequest, observer: Observer<HTTPResponsePart, any Error>) {
             self.request = request
             self.observer = observer
         }
-
-        func report(
-            _ outcome: URLSessionTransport.TransferReport.Outcome,
-            response: URLResponse?,
-            sentBytes: Int64
-        ) -> URLSessionTransport.TransferReport {
-            URLSessionTransport.TransferReport(
-                request: request, response: response, receivedBytes: receivedBytes,
-                chunkCount: chunkCount, sentBytes: sentBytes, outcome: outcome
-            )
-        }
     }
 
     private let tasks = Locked<[Int: TaskState]>([:])
-    private let observer: (any URLSessionTransport.TransferObserver)?
-
-    init(observer: (any URLSessionTransport.TransferObserver)?) {
-        self.observer = observer
-    }
 
     var activeTaskCount: Int {
         tasks.withLock { $0.count }
@@ -186,12 +127,10 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable 
         tasks.withLock { $0[id] = state }
     }
 
-    /// Forgets `task` (its subscription was cancelled or ended) and reports a cancellation if it
-    /// was still running. Returns whether it was still running.
+    /// Forgets `task` (its subscription was cancelled or ended). Returns whether it was still
+    /// running.
     func cancel(_ task: URLSessionTask) -> Bool {
-        guard let state = tasks.withLock({ $0.removeValue(forKey: task.taskIdentifier) }) else { return false }
-        observer?.transferDidEnd(state.report(.cancelled, response: task.response, sentBytes: task.countOfBytesSent))
-        return true
+        tasks.withLock { $0.removeValue(forKey: task.taskIdentifier) } != nil
     }
 
     #if canImport(FoundationNetworking)
@@ -257,34 +196,19 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable 
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
         guard !data.isEmpty else { return }
-        let progress = tasks.withLock { tasks -> (Observer<HTTPResponsePart, any Error>, URLRequest?, Int)? in
-            guard let index = tasks.index(forKey: dataTask.taskIdentifier) else { return nil }
-            tasks.values[index].receivedBytes += data.count
-            tasks.values[index].chunkCount += 1
-            let state = tasks.values[index]
-            return (state.observer, observer == nil ? nil : state.request, state.receivedBytes)
-        }
-        guard let (observer, request, total) = progress else { return }
-        observer.send(.body(data))
-        if let request { self.observer?.transfer(request, didReceive: data.count, totalBytes: total) }
+        let observer = tasks.withLock { $0[dataTask.taskIdentifier]?.observer }
+        observer?.send(.body(data))
     }
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
         guard let state = tasks.withLock({ $0.removeValue(forKey: task.taskIdentifier) }) else { return }
-        // `task.response` and `countOfBytesSent` each take a trip through the session's work
-        // queue: read them only when a report or a late head needs them.
-        let report: (URLSessionTransport.TransferReport.Outcome) -> Void = { [observer] outcome in
-            observer?.transferDidEnd(state.report(outcome, response: task.response, sentBytes: task.countOfBytesSent))
-        }
+        // `task.response` takes a trip through the session's work queue: it is read only when a
+        // late head needs it.
         if let error, !state.notHTTP {
-            let error = Self.urlError(error)
-            report(.failed(error))
-            state.observer.fail(error)
+            state.observer.fail(Self.urlError(error))
         } else if !state.notHTTP, state.headDelivered {
-            report(.completed)
             state.observer.finish()
         } else if !state.notHTTP, let http = task.response as? HTTPURLResponse {
-            report(.completed)
             // A head that never went through didReceive response (some platforms skip it for
             // empty bodies) is delivered now.
             state.observer.send(.head(HTTPResponseHead(http)))
@@ -293,7 +217,6 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable 
             let error = URLError(.badServerResponse, userInfo: [
                 NSLocalizedDescriptionKey: "The response to \(state.request.url?.absoluteString ?? "the request") is not an HTTP response",
             ])
-            report(.failed(error))
             state.observer.fail(error)
         }
     }
@@ -331,10 +254,5 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable 
         userInfo[NSUnderlyingErrorKey] = urlError as NSError
         return URLError(corrected, userInfo: userInfo)
     }
-}
-
-extension URLSessionTransport.TransferObserver {
-    public func transfer(_ request: URLRequest, didReceive byteCount: Int, totalBytes: Int) {}
-    public func transferDidEnd(_ report: URLSessionTransport.TransferReport) {}
 }
 

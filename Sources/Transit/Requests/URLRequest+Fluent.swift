@@ -59,12 +59,12 @@ extension URLRequest {
         guard !accessToken.isEmpty, accessToken.utf8.allSatisfy({ $0 > 0x20 && $0 != 0x7F }) else {
             throw URLRequestError.invalidBearerToken
         }
-        return try changed { $0.setValue("Bearer \(accessToken)", forHTTPHeaderField: "Authorization") }
+        return try changed { $0.setCheckedHeader("Bearer \(accessToken)", canonicalName: "Authorization") }
     }
 
     /// A copy with `Accept: application/json`, replacing any `Accept` header.
     public consuming func receivingJSON() -> URLRequest {
-        modified { $0.setValue("application/json", forHTTPHeaderField: "Accept") }
+        modified { $0.setCheckedHeader("application/json", canonicalName: "Accept") }
     }
 
     /// A copy whose body is `value` encoded by `encoder`, with `Content-Type: application/json`.
@@ -142,6 +142,27 @@ extension URLRequest {
         guard HTTPSyntax.isToken(field) else { return .invalidHeaderName(field) }
         guard HTTPSyntax.isFieldValue(value) else { return .invalidHeaderValue(name: field) }
         return nil
+    }
+
+    /// Sets the header `canonicalName` (a name spelled as Foundation stores it, such as
+    /// `Authorization`) to `value`, a value already checked, replacing any field of that name
+    /// whatever its case.
+    ///
+    /// On Linux this writes the header dictionary directly: Foundation's `setValue` checks the
+    /// value again Character by Character, capitalises the name through `NSString` and lowercases
+    /// every stored name to find the old field, about 35,000 instructions a call — more than the
+    /// rest of what Transit does to a request (BENCHMARKS.md). The result is the same dictionary.
+    mutating func setCheckedHeader(_ value: String, canonicalName: String) {
+        #if canImport(FoundationNetworking)
+        var fields = allHTTPHeaderFields ?? [:]
+        if fields[canonicalName] == nil, let old = fields.keys.first(where: { HTTPClient.sameFieldName($0, canonicalName) }) {
+            fields.removeValue(forKey: old)
+        }
+        fields[canonicalName] = value
+        allHTTPHeaderFields = fields
+        #else
+        setValue(value, forHTTPHeaderField: canonicalName)
+        #endif
     }
 
     /// A copy changed by `change`; throws ``URLRequestError/invalidURL`` for a request without a

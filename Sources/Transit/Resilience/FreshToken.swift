@@ -31,6 +31,8 @@ extension Signal where Failure == any Error {
     ///   same store (the refresh token was revoked) fails at once with
     ///   ``TokenStore/RefreshError/reentrantRefresh`` instead of waiting for itself; the store
     ///   stays usable.
+    /// - The refresh is reported (``HTTPEvent/Kind/tokenRefreshStarted`` and how it ended) to
+    ///   the monitors of the client that answered 401.
     public func retryWithFreshToken(from store: TokenStore) -> Signal<Output, any Error> {
         let upstream = self
         return Signal(deferred: {
@@ -46,7 +48,10 @@ extension Signal where Failure == any Error {
             guard let clientError = error as? HTTPClientError, case .unauthorized(let response) = clientError else {
                 return Signal(error: error)
             }
-            let fresh = store.freshToken(replacing: TokenStore.bearerToken(in: response?.request), fromRefresh: ownRefresh)
+            // The 401 came from a client: its monitors are told about the refresh.
+            let fresh = store.freshToken(
+                replacing: TokenStore.bearerToken(in: response?.request), fromRefresh: ownRefresh, events: response?.eventSink
+            )
             return Signal { observer in
                 let scope = CancellationToken()
                 let waiting = scope.makeChild()

@@ -19,6 +19,8 @@ extension Signal where Failure == any Error {
     /// - A 429 on the retried request fails the signal with that 429.
     /// - Values and other errors (a 401 among them) pass through untouched.
     /// - Cancelling during the wait cancels the scheduled action: no further request is sent.
+    /// - The wait is reported to the monitors of the client that answered 429, as
+    ///   ``HTTPEvent/Kind/retryScheduled(attempt:delay:failure:)`` (attempt 1).
     ///
     /// - Parameters:
     ///   - maxSecondsToWait: the longest wait the caller accepts. Negative or NaN means zero.
@@ -35,6 +37,9 @@ extension Signal where Failure == any Error {
             else { return Signal(error: error) }
             let wait = retryAfter ?? cap
             guard wait <= cap else { return Signal(error: error) }
+            HTTPEventSink.report(
+                .retryScheduled(attempt: 1, delay: ScheduledSubscription.duration(seconds: wait), failure: error), about: error
+            )
             return ScheduledSubscription.signal(upstream, after: wait, on: scheduler)
         }
     }

@@ -17,6 +17,10 @@ import Signals
 /// `retries < ratio × requests + minRetriesPerSecond × window`. A retry the budget refuses fails
 /// the request with ``RetryBudgetExhausted``, which carries the failure it would have retried.
 ///
+/// A refusal is reported to the ``HTTPEventMonitor``s of the client that sent the request, as
+/// ``HTTPEvent/Kind/retryRefusedByBudget(attempt:failure:)``: the failure carries its client's
+/// monitors, so the budget needs no reference to them.
+///
 /// Thread safety: state behind one lock. Time comes from the scheduler.
 public final class RetryBudget: Sendable {
     /// The share of requests that may be retried.

@@ -62,7 +62,9 @@ public struct RetryPolicy: Sendable {
     /// Inject a fixed one in tests.
     public var random: @Sendable () -> Double
     /// A budget shared with other policies (one per client): a retry it refuses fails with
-    /// ``RetryBudgetExhausted``. `nil`: no budget.
+    /// ``RetryBudgetExhausted``. `nil`: no budget. Retries and refusals are reported to the
+    /// monitors of the client the failure came from (see ``HTTPEvent/Kind/retryScheduled(attempt:delay:failure:)``):
+    /// neither the policy nor the budget needs to know the client.
     public var budget: RetryBudget?
 
     /// Creates a policy. The defaults: 3 attempts, 0.5 s base, ×2, 30 s max, full jitter,
@@ -121,6 +123,8 @@ public struct RetryPolicy: Sendable {
     /// `attempt` (1 for the first), or `nil` if it must not be retried.
     ///
     /// - Parameters:
+    ///   - error: the failure of the attempt.
+    ///   - attempt: the number of the attempt that failed, 1 for the first.
     ///   - method: the request's method, when the caller knows it. The method of the request in
     ///     an HTTP error's response takes precedence.
     public func retryDelay(after error: any Error, attempt: Int, method: HTTPMethod? = nil) -> TimeInterval? {

@@ -22,6 +22,14 @@ extension Signal where Failure == any Error {
     ///   `method`; without it they are retried only if they mean the request never reached the
     ///   server, or if `policy.retryNonIdempotent` is `true`.
     /// - A 503's Retry-After is honoured (see ``RetryPolicy/maxRetryAfter``).
+    /// - Monitors: each retry scheduled (``HTTPEvent/Kind/retryScheduled(attempt:delay:failure:)``)
+    ///   and each retry the budget refuses (``HTTPEvent/Kind/retryRefusedByBudget(attempt:failure:)``)
+    ///   is reported to the ``HTTPEventMonitor``s of the ``HTTPClient`` that sent the request. The
+    ///   operator does not know that client: the failure does — every ``HTTPError`` made from a
+    ///   client's response and every client ``TransportError`` carries the client's monitors — so
+    ///   nothing has to be passed, and a policy (or budget) shared by several clients reports each
+    ///   retry to the client it belongs to. A failure that did not come from a client (a bare
+    ///   transport) is retried the same way, unreported.
     /// - Cancelling during a wait cancels the scheduled action: no further request is sent.
     /// - Any number of attempts runs in constant stack and memory: one state object per
     ///   subscription subscribes to the upstream again from the scheduled action (or, when the
@@ -146,9 +154,14 @@ private final class PolicyRetrier<Output: Sendable>: Sendable {
                 return
             }
             if let budget = policy.budget, !budget.withdrawRetry() {
+                HTTPEventSink.report(.retryRefusedByBudget(attempt: number, failure: error), about: error)
                 finish(with: .failed(RetryBudgetExhausted(failure: error)), from: number)
                 return
             }
+            HTTPEventSink.report(
+                .retryScheduled(attempt: number, delay: ScheduledSubscription.duration(seconds: delay), failure: error),
+                about: error
+            )
             scheduleAttempt(after: delay, following: number)
         }
     }

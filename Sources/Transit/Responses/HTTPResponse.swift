@@ -12,6 +12,9 @@ public struct HTTPResponse: Sendable {
     public let head: HTTPResponseHead
     /// The request that was sent, as the transport sent it.
     public let request: URLRequest
+    /// The monitors of the client that received the response, so that operators further down
+    /// the chain (retries, token refreshes) report to them. `nil` for a client without monitors.
+    var eventSink: HTTPEventSink?
 
     /// Creates a response value.
     public init(data: Data, head: HTTPResponseHead, request: URLRequest) {

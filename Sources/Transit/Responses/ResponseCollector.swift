@@ -10,7 +10,9 @@ extension Signal where Output == HTTPResponsePart, Failure == any Error {
     /// A `Content-Length` above the limit fails at the head, before any body byte is read; a
     /// body that grows past it fails with the chunk that crosses it. Either way the upstream (the
     /// transfer) is cancelled at once and the signal fails with ``ResponseTooLargeError``.
-    func collectResponse(for request: URLRequest, maxBytes: Int) -> Signal<HTTPResponse, any Error> {
+    ///
+    /// The response carries `events`, the client's monitors (see ``HTTPEventSink``).
+    func collectResponse(for request: URLRequest, maxBytes: Int, events: HTTPEventSink? = nil) -> Signal<HTTPResponse, any Error> {
         let parts = self
         return Signal<HTTPResponse, any Error> { observer in
             let scope = CancellationToken()
@@ -55,7 +57,9 @@ extension Signal where Output == HTTPResponsePart, Failure == any Error {
                             NSLocalizedDescriptionKey: "The transport ended without a response head.",
                         ]))
                     }
-                    observer.send(HTTPResponse(data: body, head: head, request: request))
+                    var response = HTTPResponse(data: body, head: head, request: request)
+                    response.eventSink = events
+                    observer.send(response)
                     observer.finish()
                 case .failed(let error):
                     observer.fail(error)

@@ -122,9 +122,14 @@ extension TokenStore: Authorizer {
     /// refreshes: such a request answered 401 fails the refresh with
     /// ``RefreshError/reentrantRefresh`` instead of waiting for itself.
     public func renewal() -> @Sendable (_ rejected: URLRequest) -> Signal<Void, any Error> {
+        renewal(events: nil)
+    }
+
+    /// ``renewal()``, with the refresh reported to `events` (the client's monitors).
+    func renewal(events: HTTPEventSink?) -> @Sendable (_ rejected: URLRequest) -> Signal<Void, any Error> {
         let ownRefresh = refreshBeingSubscribed
         return { [self] rejected in
-            freshToken(replacing: TokenStore.bearerToken(in: rejected), fromRefresh: ownRefresh).map { _ in () }
+            freshToken(replacing: TokenStore.bearerToken(in: rejected), fromRefresh: ownRefresh, events: events).map { _ in () }
         }
     }
 }
@@ -133,9 +138,13 @@ extension HTTPClient {
     /// `attempt` for `request` with the authorizer's credentials added on every subscription
     /// (when the request is in its scope), and, on a 401 to credentials the authorizer added,
     /// one renewal and one more attempt.
+    ///
+    /// A ``TokenStore``'s refreshes are reported to `events` (the client's monitors); another
+    /// authorizer's renewals are its own business and are not reported.
     static func authorized(
         _ request: URLRequest,
         by authorizer: any Authorizer,
+        events: HTTPEventSink?,
         attempt: @escaping @Sendable (URLRequest) -> Signal<HTTPResponse, any Error>
     ) -> Signal<HTTPResponse, any Error> {
         guard let url = request.url, authorizer.scope.allows(url) else { return attempt(request) }
@@ -144,7 +153,11 @@ extension HTTPClient {
         }
         return Signal(deferred: {
             // At subscription, so a request made by a renewal is known as such.
-            let renew = authorizer.renewal()
+            let renew = if let events, let store = authorizer as? TokenStore {
+                store.renewal(events: events)
+            } else {
+                authorizer.renewal()
+            }
             return send().flatMap(maxConcurrent: 1) { response -> Signal<HTTPResponse, any Error> in
                 guard response.statusCode == 401 else { return Signal(value: response) }
                 return renew(response.request).flatMap(maxConcurrent: 1) { _ in send() }

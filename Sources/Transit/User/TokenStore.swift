@@ -58,6 +58,10 @@ public struct AuthToken: Sendable, Hashable, Codable {
 /// - **The store owns the refresh.** A waiter that is cancelled just stops waiting; the refresh
 ///   goes on for the others, and its result is stored even if every waiter went away.
 ///
+/// Monitors: a refresh asked for by a client's request (through `HTTPClient(authorizer:)` or
+/// `retryWithFreshToken(from:)`) is reported to that client's ``HTTPEventMonitor``s — started,
+/// joined, succeeded, failed or refused — once per client however many of its requests wait.
+///
 /// Thread safety: all state is behind one `Locked`; the refresh closure, the refresh signal and
 /// every observer run outside it. Any method may be called from any thread.
 public final class TokenStore: Sendable {
@@ -121,6 +125,13 @@ public final class TokenStore: Sendable {
         /// (that would be a cycle through the refresh's own subscription).
         let id: UInt64
         let subscription = CancellationToken()
+        /// The monitors of the clients whose requests wait for this refresh (each once).
+        var sinks: [HTTPEventSink] = []
+
+        mutating func add(_ sink: HTTPEventSink?) {
+            guard let sink, !sinks.contains(where: { $0 === sink }) else { return }
+            sinks.append(sink)
+        }
     }
 
     /// Bounds on refreshing: a deadline per refresh, and how many refreshes may start in a window.
@@ -171,6 +182,7 @@ public final class TokenStore: Sendable {
     ///   - token: the credentials to start with.
     ///   - onEvent: told about every refresh decision, outside the store's lock, on the thread
     ///     that made it. Must return quickly.
+    ///   - limits: the deadline of a refresh and how many may start in a window.
     ///   - refresh: builds the signal that renews a token. See ``Refresh``.
     public init(
         token: AuthToken,
@@ -192,6 +204,7 @@ public final class TokenStore: Sendable {
     ///   - token: the credentials to start with.
     ///   - scope: where the tokens may go (hosts, https unless allowed otherwise).
     ///   - onEvent: told about every refresh decision.
+    ///   - limits: the deadline of a refresh and how many may start in a window.
     ///   - refresh: builds the signal that renews a token. See ``Refresh``.
     public init(
         token: AuthToken,
@@ -238,7 +251,7 @@ public final class TokenStore: Sendable {
         }
         guard request.url != nil else { throw URLRequestError.invalidURL }
         var request = request
-        request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+        request.setCheckedHeader("Bearer \(token)", canonicalName: "Authorization")
         return request
     }
 
@@ -268,7 +281,14 @@ public final class TokenStore: Sendable {
     /// `ownFlight` of this store (see ``refreshBeingSubscribed``): if that refresh is still
     /// running, waiting for it would wait for itself, so the refresh fails with
     /// ``RefreshError/reentrantRefresh`` (and so does this request).
-    func freshToken(replacing staleAccessToken: String?, fromRefresh ownFlight: UInt64?) -> Signal<AuthToken, any Error> {
+    ///
+    /// `events` are the monitors of the client whose request asks (see ``HTTPEventSink``): they
+    /// are told when this request starts or joins a refresh, and how the refresh ends.
+    func freshToken(
+        replacing staleAccessToken: String?,
+        fromRefresh ownFlight: UInt64?,
+        events: HTTPEventSink? = nil
+    ) -> Signal<AuthToken, any Error> {
         Signal { [self] observer in
             enum Decision { case current(AuthToken), start(UInt64, CancellationToken, AuthToken), join(Int), reentrant(UInt64) }
             let (id, decision) = state.withLock { state -> (UInt64, Decision) in
@@ -280,20 +300,22 @@ public final class TokenStore: Sendable {
                     state.nextWaiterID += 1
                     state.flight!.waiters[id] = observer
                     state.flight!.joined += 1
+                    state.flight!.add(events)
                     return (id, .join(state.flight!.joined))
                 }
                 if let staleAccessToken, staleAccessToken != state.current.accessToken {
                     return (id, .current(state.current))
                 }
                 state.nextWaiterID += 1
-                let flight = Flight(waiters: [id: observer], joined: 1, id: state.nextFlightID)
+                var flight = Flight(waiters: [id: observer], joined: 1, id: state.nextFlightID)
+                flight.add(events)
                 state.nextFlightID += 1
                 state.flight = flight
                 return (id, .start(flight.id, flight.subscription, state.current))
             }
             switch decision {
             case .reentrant(let flight):
-                complete(flight, with: .failure(RefreshError.reentrantRefresh))
+                complete(flight, with: .failure(RefreshError.reentrantRefresh), alsoTelling: events)
                 observer.fail(RefreshError.reentrantRefresh)
                 return nil
             case .current(let token):
@@ -303,9 +325,10 @@ public final class TokenStore: Sendable {
                 return nil
             case .join(let waiters):
                 onEvent?(.refreshJoined(waiters: waiters))
+                events?.emit(.tokenRefreshJoined(waiters: waiters))
             case .start(let flight, let subscription, let current):
                 onEvent?(.refreshStarted)
-                startRefresh(flight, replacing: current, in: subscription)
+                startRefresh(flight, replacing: current, in: subscription, events: events)
             }
             // Strong on purpose: a waiter keeps the store (and so its refresh) alive. The cycle
             // through the flight's waiters ends when the refresh ends or the waiter is cancelled.
@@ -323,7 +346,10 @@ public final class TokenStore: Sendable {
     /// While the refresh signal is being subscribed (synchronously, on this thread), the store
     /// marks the thread with the flight, so that a `retryWithFreshToken(from: self)` inside the
     /// refresh chain knows it belongs to this refresh (``refreshBeingSubscribed``).
-    private func startRefresh(_ flight: UInt64, replacing current: AuthToken, in subscription: CancellationToken) {
+    ///
+    /// `events` (the monitors of the client whose request started it) are told that it started,
+    /// unless the limits refuse it.
+    private func startRefresh(_ flight: UInt64, replacing current: AuthToken, in subscription: CancellationToken, events: HTTPEventSink?) {
         let now = limits.scheduler.now
         let allowed = state.withLock { state -> Bool in
             state.refreshStarts.removeAll { now - $0 >= limits.window }
@@ -332,6 +358,7 @@ public final class TokenStore: Sendable {
             return true
         }
         guard allowed else { return complete(flight, with: .failure(RefreshError.tooManyRefreshes)) }
+        events?.emit(.tokenRefreshStarted)
         let timer = limits.scheduler.schedule(after: limits.deadline) { [weak self] in
             self?.complete(flight, with: .failure(RefreshError.timedOut))
         }
@@ -355,17 +382,28 @@ public final class TokenStore: Sendable {
         RefreshContext.current.flatMap { $0.store == ObjectIdentifier(self) ? $0.flight : nil }
     }
 
-    /// Ends flight number `id` (once), stores the token and tells every waiter.
-    private func complete(_ id: UInt64, with result: Result<AuthToken, any Error>) {
+    /// Ends flight number `id` (once), stores the token and tells every waiter, the monitors of
+    /// their clients and `extra` (the monitors of a re-entrant request that ended the flight).
+    private func complete(_ id: UInt64, with result: Result<AuthToken, any Error>, alsoTelling extra: HTTPEventSink? = nil) {
         let ended = state.withLock { state -> Flight? in
             guard let flight = state.flight, flight.id == id else { return nil }
             state.flight = nil
             if case .success(let token) = result { state.current = token }
             return flight
         }
-        guard let ended else { return }
+        guard var ended else { return }
         ended.subscription.cancel()
         let waiters = ended.waiters.sorted { $0.key < $1.key }.map(\.value)
+        ended.add(extra)
+        if !ended.sinks.isEmpty {
+            let report: HTTPEvent.Kind = switch result {
+            case .success: .tokenRefreshSucceeded(sharedBy: ended.joined)
+            case .failure(let error as RefreshError) where error == .reentrantRefresh || error == .tooManyRefreshes:
+                .tokenRefreshRefused(error, sharedBy: ended.joined)
+            case .failure(let error): .tokenRefreshFailed(error, sharedBy: ended.joined)
+            }
+            for sink in ended.sinks { sink.emit(report) }
+        }
         switch result {
         case .success(let token):
             onEvent?(.refreshed(token, sharedBy: ended.joined))

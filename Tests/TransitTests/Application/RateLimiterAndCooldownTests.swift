@@ -117,6 +117,21 @@ struct RateLimiterAndCooldownTests {
         #expect(paused.values.first?.text == "b")
     }
 
+    @Test func aSignalBuiltBeforeACooldownStartsRespectsItWhenSubscribed() {
+        let transport = StubTransport(scheduler: scheduler)
+        transport.stub(.get, path: "/v1/a").thenRespond(.status(429, headers: ["Retry-After": "5"]))
+        transport.stub(.get, path: "/v1/b").thenRespond(.text("b"))
+        let client = HTTPClient(transport: transport, scheduler: scheduler, cooldowns: Cooldowns(scheduler: scheduler))
+        // Built (not subscribed) before the 429: the cooldown is looked up at subscription.
+        let later = client.send(get("https://api.example.com/v1/b"))
+        _ = RequestProbe(client.send(get("https://api.example.com/v1/a")))
+        let paused = RequestProbe(later)
+        #expect(paused.events.isEmpty)
+        #expect(transport.requests.count == 1)
+        scheduler.advance(by: .seconds(5))
+        #expect(paused.values.first?.text == "b")
+    }
+
     @Test func aCooldownLongerThanTheCallerWaitsFailsFastWithTheServersAnswer() throws {
         let transport = StubTransport(scheduler: scheduler)
         transport.stub(.get, path: "/v1/a").thenRespond(.status(503, headers: ["Retry-After": "120"]))

@@ -96,22 +96,26 @@ func sendAndWait(_ transport: some HTTPTransport, _ request: URLRequest, timeout
     return recorder
 }
 
-/// Collects what a ``URLSessionTransport/TransferObserver`` sees.
-final class TransferLog: URLSessionTransport.TransferObserver {
-    private let state = Locked<(chunks: [Int], reports: [URLSessionTransport.TransferReport])>(([], []))
-    let ended = IntegrationGate()
+/// Collects the attempts (``HTTPAttemptMetrics``) the monitors of a client see.
+final class AttemptLog: HTTPEventMonitor {
+    private let state = Locked<[HTTPAttemptMetrics]>([])
 
-    func transfer(_ request: URLRequest, didReceive byteCount: Int, totalBytes: Int) {
-        state.withLock { $0.chunks.append(byteCount) }
+    func receive(_ event: HTTPEvent) {
+        if case .attemptEnded(let metrics) = event.kind { state.withLock { $0.append(metrics) } }
     }
 
-    func transferDidEnd(_ report: URLSessionTransport.TransferReport) {
-        state.withLock { $0.reports.append(report) }
-        ended.open()
-    }
+    var attempts: [HTTPAttemptMetrics] { state.withLock { $0 } }
+}
 
-    var chunks: [Int] { state.withLock { $0.chunks } }
-    var reports: [URLSessionTransport.TransferReport] { state.withLock { $0.reports } }
+/// Sends `request` through `client` and waits (real time, bounded) for the outcome.
+func sendAndWait(_ client: HTTPClient, _ request: URLRequest, timeout: Duration = .seconds(30)) async throws -> TransportRecorder {
+    let recorder = TransportRecorder()
+    let token = recorder.subscribe(to: client.send(request))
+    let completed = await recorder.waitForCompletion(timeout: timeout)
+    withExtendedLifetime(token) {}
+    try #require(completed, "no terminal event within \(timeout) for \(request.url?.absoluteString ?? "?")")
+    #expect(recorder.violations == 0)
+    return recorder
 }
 
 /// Starts a loopback server for one test; stops it when the test's body returns or throws.

@@ -12,10 +12,15 @@ import TransitTesting
 @Suite("URLSessionTransport")
 struct URLSessionTransportTests {
     /// A fresh transport per test (its own session), so tests do not share connections.
-    private func makeTransport(observer: (any URLSessionTransport.TransferObserver)? = nil) -> URLSessionTransport {
+    private func makeTransport() -> URLSessionTransport {
         let configuration = URLSessionConfiguration.ephemeral
         configuration.timeoutIntervalForRequest = 60
-        return URLSessionTransport(configuration: configuration, observer: observer)
+        return URLSessionTransport(configuration: configuration)
+    }
+
+    /// A client over `transport` whose monitor is `log`, with no default header.
+    private func monitoredClient(_ transport: URLSessionTransport, _ log: AttemptLog) -> HTTPClient {
+        HTTPClient(transport: transport, userAgent: nil, monitors: [log])
     }
 
     @Test(arguments: [200, 201, 204, 304, 404, 429, 500, 503])
@@ -72,47 +77,55 @@ struct URLSessionTransportTests {
     }
 
     @Test func assemblesAChunkedBodyAndCountsItsPieces() async throws {
-        let log = TransferLog()
+        let log = AttemptLog()
         try await withLoopbackServer { server in
             let chunks = (0..<4).map { Data(String(repeating: "\($0)", count: 1000).utf8) }
             server.enqueue(.chunked(chunks, interval: .milliseconds(100), headers: ["Content-Type": "text/plain"]))
-            let recorder = try await sendAndWait(makeTransport(observer: log), URLRequest(url: server.url("/stream")))
+            server.enqueue(.chunked(chunks, interval: .milliseconds(100), headers: ["Content-Type": "text/plain"]))
+            let transport = makeTransport()
+            let recorder = try await sendAndWait(transport, URLRequest(url: server.url("/stream")))
             let response = try #require(recorder.responses.first)
             #expect(response.data == chunks.reduce(Data(), +))
             #expect(recorder.isFinished)
             // The server paused 100 ms between chunks, so they arrived as separate pieces.
-            #expect(log.chunks.count >= 2)
-            #expect(log.chunks.reduce(0, +) == 4000)
-            let report = try #require(log.reports.first)
-            #expect(log.reports.count == 1)
-            #expect(report.receivedBytes == 4000)
-            #expect(report.chunkCount == log.chunks.count)
-            #expect(report.statusCode == 200)
-            guard case .completed = report.outcome else {
-                Issue.record("expected a completed transfer, got \(report.outcome)")
+            let parts = try await transport.exchange(TransportRequest(URLRequest(url: server.url("/stream")))).collect().firstValue()
+            let pieces = parts.compactMap { part -> Int? in if case .body(let chunk) = part { chunk.count } else { nil } }
+            #expect(pieces.count >= 2)
+            #expect(pieces.reduce(0, +) == 4000)
+            server.enqueue(.chunked(chunks, interval: .milliseconds(100), headers: ["Content-Type": "text/plain"]))
+            _ = try await sendAndWait(monitoredClient(transport, log), URLRequest(url: server.url("/stream")))
+            let attempt = try #require(log.attempts.first)
+            #expect(log.attempts.count == 1)
+            #expect(attempt.receivedBodyBytes == 4000)
+            #expect(attempt.statusCode == 200)
+            guard case .completed = attempt.outcome else {
+                Issue.record("expected a completed transfer, got \(attempt.outcome)")
                 return
             }
         }
     }
 
     @Test func reportsSentBytesAndFailures() async throws {
-        let log = TransferLog()
+        let log = AttemptLog()
         try await withLoopbackServer { server in
             server.enqueue(.status(200))
             var request = URLRequest(url: server.url("/count"))
             request.httpMethod = "POST"
             request.httpBody = Data(count: 1234)
-            _ = try await sendAndWait(makeTransport(observer: log), request)
-            #expect(log.reports.first?.sentBytes == 1234)
+            _ = try await sendAndWait(monitoredClient(makeTransport(), log), request)
+            #expect(log.attempts.first?.sentBodyBytes == 1234)
+            #expect(server.requests.first?.body.count == 1234)
         }
-        let refused = try await sendAndWait(makeTransport(observer: log), URLRequest(url: URL(string: "http://127.0.0.1:\(try closedLoopbackPort())/")!))
+        let refused = try await sendAndWait(
+            monitoredClient(makeTransport(), log), URLRequest(url: URL(string: "http://127.0.0.1:\(try closedLoopbackPort())/")!)
+        )
         #expect(refused.error != nil)
-        #expect(log.reports.count == 2)
-        guard case .failed(let error)? = log.reports.last?.outcome else {
+        #expect(log.attempts.count == 2)
+        guard case .failed(let error)? = log.attempts.last?.outcome else {
             Issue.record("expected a failed transfer")
             return
         }
-        #expect(error is URLError)
+        #expect((error as? TransportError)?.urlError != nil)
     }
 
     @Test func aDroppedConnectionFailsWithAURLError() async throws {
@@ -159,12 +172,12 @@ struct URLSessionTransportTests {
     }
 
     @Test func cancellingASlowRequestEndsItAtOnceAndClosesTheSocket() async throws {
-        let log = TransferLog()
+        let log = AttemptLog()
         try await withLoopbackServer { server in
             server.enqueue(.text("too late").delayed(by: .seconds(600)))
-            let transport = makeTransport(observer: log)
+            let transport = makeTransport()
             let recorder = TransportRecorder()
-            let token = recorder.subscribe(to: transport.send(URLRequest(url: server.url("/slow"))))
+            let token = recorder.subscribe(to: monitoredClient(transport, log).send(URLRequest(url: server.url("/slow"))))
             #expect(await server.waitUntil { server.requests.count == 1 })
             #expect(transport.activeTaskCount == 1)
             token.cancel()
@@ -172,9 +185,9 @@ struct URLSessionTransportTests {
             // The cancel reached the socket: the server saw the client close the connection.
             #expect(await server.waitUntil { server.clientClosedConnectionCount == 1 })
             #expect(recorder.events.isEmpty)
-            #expect(log.reports.count == 1)
-            guard case .cancelled? = log.reports.first?.outcome else {
-                Issue.record("expected a cancelled transfer, got \(String(describing: log.reports.first?.outcome))")
+            #expect(log.attempts.count == 1)
+            guard case .cancelled? = log.attempts.first?.outcome else {
+                Issue.record("expected a cancelled transfer, got \(String(describing: log.attempts.first?.outcome))")
                 return
             }
         }
@@ -246,24 +259,16 @@ struct URLSessionTransportTests {
     }
 
     @Test func releasingTheTransportInvalidatesItsSessionAndReleasesTheDelegate() async throws {
-        // The observer is held only by the session's delegate: it is released exactly when
-        // the session lets its delegate go.
-        weak var weakObserver: TransferLog?
         weak var weakTransport: URLSessionTransport?
         try await withLoopbackServer(handler: { _ in .text("ok") }) { server in
-            var observer: TransferLog? = TransferLog()
-            var transport: URLSessionTransport? = makeTransport(observer: observer)
-            weakObserver = observer
+            var transport: URLSessionTransport? = makeTransport()
             weakTransport = transport
             _ = try await sendAndWait(transport!, URLRequest(url: server.url("/once")))
-            #expect(observer?.reports.count == 1)
-            observer = nil
             transport = nil
         }
         // The subscription lets the transport go right after delivering its terminal event, on
-        // the session's queue, and invalidation completes there too: wait for both (bounded).
+        // the session's queue, and invalidation completes there too: wait for it (bounded).
         #expect(await eventually { weakTransport == nil })
-        #expect(await eventually { weakObserver == nil })
     }
 
     @Test func aRunningRequestKeepsItsTransportAlive() async throws {

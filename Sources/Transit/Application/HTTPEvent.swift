@@ -1,0 +1,292 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// One event in the lifecycle of a request sent by an ``HTTPClient``, delivered to its
+/// ``HTTPEventMonitor``s.
+///
+/// ``time`` is the client's ``HTTPClient/scheduler`` clock (virtual time under a
+/// `TestScheduler`). ``request`` is the request the event is about, when there is one. The
+/// ``description`` is redacted (see ``Redaction``) and safe to log.
+public struct HTTPEvent: Sendable, CustomStringConvertible {
+    /// What happened. New kinds may be added: switch with a `default:` case.
+    public enum Kind: Sendable {
+        // MARK: The request, as its caller sees it
+
+        /// The client's signal was subscribed: the request (``HTTPEvent/request``, with every
+        /// modifier and default header applied) is on its way, before any cooldown or rate-limit
+        /// wait. Once per subscription, so once per retry of a chain.
+        case requestStarted
+        /// The client delivered a buffered response (``HTTPClient/send(_:bodyFile:options:)``),
+        /// whatever its status code.
+        case responseReceived(HTTPResponse)
+        /// The request failed: a transport error, the deadline, a refused redirect, a cooldown
+        /// that fails fast, a response too large, …
+        case requestFailed(any Error)
+
+        // MARK: Each exchange with the transport
+
+        /// One exchange with the transport starts: the first, every redirect hop, every retry,
+        /// every failover attempt. ``HTTPEvent/request`` is the request exactly as handed to the
+        /// transport (redirected URL, failover origin). `id` matches the
+        /// ``HTTPAttemptMetrics/id`` of its ``attemptEnded(_:)``.
+        case attemptStarted(id: UInt64)
+        /// The exchange ended (completed, redirected, failed or cancelled), with what it sent and
+        /// received and when. Exactly one per ``attemptStarted(id:)``.
+        case attemptEnded(HTTPAttemptMetrics)
+        /// A redirect was followed: ``HTTPEvent/request`` got `status`, and `to` is sent next.
+        /// `strippedHeaders` names the credential headers (`Authorization`, `Cookie`, the
+        /// client's ``HTTPClient/sensitiveHeaders``) dropped because the redirect leaves the
+        /// origin; empty within one origin.
+        case redirectFollowed(status: Int, to: URLRequest, strippedHeaders: [String])
+
+        // MARK: Waits
+
+        /// The request waited `waited` in the client's ``RateLimiter`` queue for `key` before it
+        /// was let through. Not sent for a request that went at once.
+        case rateLimitWaited(key: String, waited: Duration)
+        /// A `statusCode` answer (429 or 503) with `Retry-After` started, or extended, the shared
+        /// cooldown of `key`: new requests to it wait `duration` (see ``Cooldowns``).
+        case cooldownStarted(key: String, duration: Duration, statusCode: Int)
+        /// The request waits `duration` for the shared cooldown of `key` to end before it is
+        /// sent.
+        case cooldownWait(key: String, duration: Duration)
+        /// The cooldown of `key` has `remaining` to run, longer than ``Cooldowns/maxWait``: the
+        /// request fails at once with the answer that started it.
+        case cooldownRefused(key: String, remaining: Duration)
+
+        // MARK: Retries
+
+        /// `Signal.retry(_:method:scheduler:)` (or `respondToRateLimiting`) will send the request
+        /// again after `delay`, because attempt number `attempt` (1 for the first) failed with
+        /// `failure` (an ``HTTPError`` — its status code says why — or a ``TransportError``).
+        case retryScheduled(attempt: Int, delay: Duration, failure: any Error)
+        /// The policy would have retried `failure` (the failure of attempt number `attempt`),
+        /// but the ``RetryBudget`` is spent: the request fails with ``RetryBudgetExhausted``.
+        case retryRefusedByBudget(attempt: Int, failure: any Error)
+
+        // MARK: Host failover
+
+        /// A connection-level failure put `origin` (`scheme://host:port`) of the client's
+        /// ``HostFailover`` in quarantine for `duration`.
+        case hostQuarantined(origin: String, duration: Duration, error: URLError)
+        /// The request moves from the failed origin `from` to `to`.
+        case failover(from: String, to: String, error: URLError)
+        /// `origin`'s quarantine is over and a request goes to it again. Reported by the first
+        /// request planned after the quarantine ended (quarantines end by the clock, not by an
+        /// event).
+        case hostRecovered(origin: String)
+
+        // MARK: Token refresh (the client's TokenStore)
+
+        /// A 401 started a refresh of the ``TokenStore``'s token.
+        case tokenRefreshStarted
+        /// A 401 joined the refresh already running; `waiters` counts every request waiting.
+        case tokenRefreshJoined(waiters: Int)
+        /// The refresh succeeded; `sharedBy` requests waited for it. The token is not in the
+        /// event.
+        case tokenRefreshSucceeded(sharedBy: Int)
+        /// The refresh failed (its request failed, or it passed its deadline:
+        /// ``TokenStore/RefreshError/timedOut``).
+        case tokenRefreshFailed(any Error, sharedBy: Int)
+        /// The store refused the refresh: it was re-entrant
+        /// (``TokenStore/RefreshError/reentrantRefresh``: the refresh's own request got 401 and
+        /// asked the same store) or over the limit
+        /// (``TokenStore/RefreshError/tooManyRefreshes``).
+        case tokenRefreshRefused(TokenStore.RefreshError, sharedBy: Int)
+
+        // MARK: Coalescing
+
+        /// The request joined an identical one in flight instead of sending its own
+        /// (``HTTPClient/coalescesRequests``); `subscribers` now share it.
+        case coalescedRequestJoined(subscribers: Int)
+    }
+
+    /// What happened.
+    public let kind: Kind
+    /// The request the event is about, when there is one (none for token refreshes and
+    /// failover events).
+    public let request: URLRequest?
+    /// When it happened, on the client's scheduler.
+    public let time: Duration
+
+    /// Creates an event (for tests of monitors).
+    public init(kind: Kind, request: URLRequest?, time: Duration) {
+        self.kind = kind
+        self.request = request
+        self.time = time
+    }
+
+    /// A one-line, redacted rendering: URLs without user-info or secret query values, header
+    /// names only, errors with their URLs redacted; never a token.
+    public var description: String {
+        let target = request.map(Self.describe) ?? ""
+        let subject = target.isEmpty ? "" : " \(target)"
+        switch kind {
+        case .requestStarted:
+            return "request started:\(subject)"
+        case .responseReceived(let response):
+            return "response \(response.statusCode):\(subject)"
+        case .requestFailed(let error):
+            return "request failed:\(subject): \(Self.describe(error))"
+        case .attemptStarted(let id):
+            return "attempt #\(id) started:\(subject)"
+        case .attemptEnded(let metrics):
+            return "attempt #\(metrics.id) \(metrics.summary):\(subject)"
+        case .redirectFollowed(let status, let next, let stripped):
+            var text = "redirect \(status) followed:\(subject) → \(Self.describe(next))"
+            if !stripped.isEmpty { text += " (dropped \(stripped.joined(separator: ", ")))" }
+            return text
+        case .rateLimitWaited(let key, let waited):
+            return "rate limit: waited \(Self.seconds(waited)) for \(Redaction.redact(urlString: key)):\(subject)"
+        case .cooldownStarted(let key, let duration, let status):
+            return "cooldown of \(Self.seconds(duration)) started for \(Redaction.redact(urlString: key)) by a \(status):\(subject)"
+        case .cooldownWait(let key, let duration):
+            return "cooldown: waiting \(Self.seconds(duration)) for \(Redaction.redact(urlString: key)):\(subject)"
+        case .cooldownRefused(let key, let remaining):
+            return "cooldown of \(Redaction.redact(urlString: key)) has \(Self.seconds(remaining)) left, longer than the client waits:\(subject)"
+        case .retryScheduled(let attempt, let delay, let failure):
+            return "retry in \(Self.seconds(delay)) after attempt \(attempt) failed (\(Self.describe(failure))):\(subject)"
+        case .retryRefusedByBudget(let attempt, let failure):
+            return "retry refused by the retry budget after attempt \(attempt) failed (\(Self.describe(failure))):\(subject)"
+        case .hostQuarantined(let origin, let duration, let error):
+            return "host \(origin) quarantined for \(Self.seconds(duration)) (URLError \(error.code.rawValue))"
+        case .failover(let from, let to, let error):
+            return "failover from \(from) to \(to) (URLError \(error.code.rawValue))"
+        case .hostRecovered(let origin):
+            return "host \(origin) recovered"
+        case .tokenRefreshStarted:
+            return "token refresh started"
+        case .tokenRefreshJoined(let waiters):
+            return "token refresh joined (\(waiters) waiting)"
+        case .tokenRefreshSucceeded(let sharedBy):
+            return "token refresh succeeded (shared by \(sharedBy))"
+        case .tokenRefreshFailed(let error, let sharedBy):
+            return "token refresh failed (shared by \(sharedBy)): \(Self.describe(error))"
+        case .tokenRefreshRefused(let reason, let sharedBy):
+            return "token refresh refused (shared by \(sharedBy)): \(reason)"
+        case .coalescedRequestJoined(let subscribers):
+            return "joined an identical request in flight (\(subscribers) sharing it):\(subject)"
+        }
+    }
+
+    /// `METHOD redacted-URL`.
+    static func describe(_ request: URLRequest) -> String {
+        "\(request.httpMethod ?? "GET") \(request.url?.redactedForLogging ?? "<no URL>")"
+    }
+
+    /// An error in words, without credentials: an HTTP error by its status line only (its body
+    /// is not shown), anything else by its description with URLs redacted.
+    static func describe(_ error: any Error) -> String {
+        if let httpError = error as? any HTTPError {
+            return "HTTP \(httpError.statusCode) \(httpError.reasonPhrase)"
+        }
+        return Redaction.redactingURLs(in: String(describing: error))
+    }
+
+    static func seconds(_ duration: Duration) -> String {
+        String(format: "%.3f s", duration.timeInterval)
+    }
+}
+
+/// What one exchange with the transport sent and received, and when: SPTDataLoader's
+/// consumption observer, for every attempt (each redirect hop, retry and failover attempt), not
+/// just the last.
+///
+/// **Bytes.** `URLSession` does not expose the bytes on the wire, so the head sizes are the
+/// HTTP/1.1 serialisation of what Transit handed to the transport and what it received:
+/// - sent: the request line (`GET /path?query HTTP/1.1\r\n`), a `Host` line (unless the request
+///   sets one), every header line (`Name: value\r\n`), a `Content-Length` line for a body (unless
+///   set), the blank line; then the body (`httpBody`, or the size of the body file). Headers the
+///   URL loading system adds on its own (`Accept-Encoding`, `Connection`, …) are not counted;
+/// - received: the status line (`HTTP/1.1 200 OK\r\n`, with the standard reason phrase), every
+///   header line of the response (a repeated field once per time it came, when the transport
+///   keeps them: see ``HTTPResponseHead/fields``), the blank line; then every body byte delivered (after content
+///   decoding, as `URLSession` delivers them). A redirect's body is never read: it counts 0.
+///
+/// **Timings** are read from the client's ``HTTPClient/scheduler`` (so a `TestScheduler` gives
+/// virtual, deterministic timings): when the exchange was subscribed, when its head arrived,
+/// when it ended.
+public struct HTTPAttemptMetrics: Sendable {
+    /// How the exchange ended.
+    public enum Outcome: Sendable {
+        /// The whole response arrived.
+        case completed
+        /// The head was a redirect that the client followed; the body was not read.
+        case redirected
+        /// The transport failed (a ``TransportError``), possibly after the head.
+        case failed(any Error)
+        /// The subscription was cancelled before the end (by the caller, a deadline, a response
+        /// over the size limit, or a coalesced request whose last subscriber left).
+        case cancelled
+    }
+
+    /// Identifies the attempt within its client; the same as its
+    /// ``HTTPEvent/Kind/attemptStarted(id:)``.
+    public let id: UInt64
+    /// The request exactly as handed to the transport.
+    public let request: URLRequest
+    /// The response head (status line and header fields as received), if one arrived.
+    public let head: HTTPResponseHead?
+    /// The request line, header lines and blank line, as HTTP/1.1 serialises them.
+    public let sentHeadBytes: Int
+    /// The request body: `httpBody`'s size or the body file's.
+    public let sentBodyBytes: Int64
+    /// The status line, header lines and blank line of the response, as HTTP/1.1 serialises
+    /// them; 0 if no head arrived.
+    public let receivedHeadBytes: Int
+    /// The body bytes delivered by the transport.
+    public let receivedBodyBytes: Int64
+    /// When the exchange was subscribed, on the client's scheduler.
+    public let startedAt: Duration
+    /// When the head arrived, if it did.
+    public let headAt: Duration?
+    /// When the exchange ended.
+    public let endedAt: Duration
+    /// How it ended.
+    public let outcome: Outcome
+
+    /// Creates metrics (for tests of monitors).
+    public init(
+        id: UInt64, request: URLRequest, head: HTTPResponseHead?,
+        sentHeadBytes: Int, sentBodyBytes: Int64, receivedHeadBytes: Int, receivedBodyBytes: Int64,
+        startedAt: Duration, headAt: Duration?, endedAt: Duration, outcome: Outcome
+    ) {
+        self.id = id
+        self.request = request
+        self.head = head
+        self.sentHeadBytes = sentHeadBytes
+        self.sentBodyBytes = sentBodyBytes
+        self.receivedHeadBytes = receivedHeadBytes
+        self.receivedBodyBytes = receivedBodyBytes
+        self.startedAt = startedAt
+        self.headAt = headAt
+        self.endedAt = endedAt
+        self.outcome = outcome
+    }
+
+    /// The status code, if a head arrived.
+    public var statusCode: Int? { head?.statusCode }
+    /// Head and body bytes sent.
+    public var sentBytes: Int64 { Int64(sentHeadBytes) + sentBodyBytes }
+    /// Head and body bytes received.
+    public var receivedBytes: Int64 { Int64(receivedHeadBytes) + receivedBodyBytes }
+    /// From the start to the head, if a head arrived.
+    public var timeToHead: Duration? { headAt.map { $0 - startedAt } }
+    /// From the start to the end.
+    public var duration: Duration { endedAt - startedAt }
+
+    /// `ended 200 (sent 120 B, received 345 B, head after 0.010 s, 0.020 s)`, without URLs.
+    var summary: String {
+        let what: String = switch outcome {
+        case .completed: "ended \(statusCode.map(String.init) ?? "?")"
+        case .redirected: "redirected \(statusCode.map(String.init) ?? "?")"
+        case .failed(let error): "failed (\(HTTPEvent.describe(error)))"
+        case .cancelled: "cancelled" + (statusCode.map { " after a \($0) head" } ?? "")
+        }
+        var text = "\(what) (sent \(sentBytes) B, received \(receivedBytes) B"
+        if let timeToHead { text += ", head after \(HTTPEvent.seconds(timeToHead))" }
+        return text + ", \(HTTPEvent.seconds(duration)))"
+    }
+}
