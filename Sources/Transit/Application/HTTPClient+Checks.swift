@@ -24,14 +24,9 @@ extension HTTPClient {
         return nil
     }
 
-    /// `true` if two header names are the same name: ASCII letters compared case-insensitively,
-    /// everything else byte for byte (header names are tokens, which are ASCII).
+    /// `true` if two header names are the same name (``HTTPSyntax/sameFieldName(_:_:)``).
     static func sameFieldName(_ a: String, _ b: String) -> Bool {
-        let a = a.utf8, b = b.utf8
-        guard a.count == b.count else { return false }
-        return zip(a, b).allSatisfy { x, y in
-            x == y || (x ^ y == 0x20 && (x | 0x20) >= UInt8(ascii: "a") && (x | 0x20) <= UInt8(ascii: "z"))
-        }
+        HTTPSyntax.sameFieldName(a, b)
     }
 
     /// The failure of the transport for `request`, as a ``TransportError`` carrying the request

@@ -17,6 +17,16 @@ enum HTTPSyntax {
         }
     }
 
+    /// `true` if two header names are the same name: ASCII letters compared case-insensitively,
+    /// everything else byte for byte (header names are tokens, which are ASCII).
+    static func sameFieldName(_ a: String, _ b: String) -> Bool {
+        let a = a.utf8, b = b.utf8
+        guard a.count == b.count else { return false }
+        return zip(a, b).allSatisfy { x, y in
+            x == y || (x ^ y == 0x20 && (x | 0x20) >= UInt8(ascii: "a") && (x | 0x20) <= UInt8(ascii: "z"))
+        }
+    }
+
     /// `true` if `text` can be sent as a header value: no control character other than a
     /// horizontal tab (so no CR, LF or NUL, which would let a value inject headers or split the
     /// request).

@@ -155,7 +155,7 @@ extension URLRequest {
     mutating func setCheckedHeader(_ value: String, canonicalName: String) {
         #if canImport(FoundationNetworking)
         var fields = allHTTPHeaderFields ?? [:]
-        if fields[canonicalName] == nil, let old = fields.keys.first(where: { HTTPClient.sameFieldName($0, canonicalName) }) {
+        if fields[canonicalName] == nil, let old = fields.keys.first(where: { HTTPSyntax.sameFieldName($0, canonicalName) }) {
             fields.removeValue(forKey: old)
         }
         fields[canonicalName] = value

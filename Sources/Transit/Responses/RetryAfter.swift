@@ -25,11 +25,6 @@ public enum RetryAfter {
         return max(0, date.timeIntervalSince(now))
     }
 
-    /// The number of seconds the response's `Retry-After` header asks for, or `nil`.
-    public static func seconds(in response: HTTPResponse?, now: Date = Date()) -> TimeInterval? {
-        seconds(from: response?.value(forHTTPHeaderField: "Retry-After"), now: now)
-    }
-
     /// Reads `[-]digits[.digits]`; nothing else (no exponent, no `inf`, no hex).
     static func delaySeconds(_ text: String) -> TimeInterval? {
         var scalars = Substring(text).unicodeScalars[...]
