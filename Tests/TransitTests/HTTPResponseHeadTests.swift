@@ -93,3 +93,13 @@ struct HTTPResponseHeadTests {
         #expect(text.contains("Set-Cookie"))
     }
 }
+
+extension HTTPResponseHeadTests {
+    @Test func theDictionaryGroupsNamesAsLookupsDo() {
+        // U+212A KELVIN SIGN lowercases to "k" in Unicode but is not the ASCII letter.
+        let head = head([("X-\u{212A}", "1"), ("x-k", "2"), ("X-K", "3")])
+        #expect(head.value(forHTTPHeaderField: "x-k") == "2, 3")
+        #expect(head.value(forHTTPHeaderField: "X-\u{212A}") == "1")
+        #expect(head.allHeaderFields == ["X-\u{212A}": "1", "x-k": "2, 3"])
+    }
+}

@@ -128,9 +128,11 @@ public final class HTTPResponseHead: Sendable, CustomStringConvertible {
             return headers
         case .fields(let fields):
             var headers: [String: String] = [:]
-            var names: [String: String] = [:]  // lowercased name → the first spelling seen
+            var names: [String: String] = [:]  // ASCII-lowercased name → the first spelling seen
             for field in fields {
-                let key = field.name.lowercased()
+                // ASCII case only, as value(forHTTPHeaderField:) matches (field names are tokens;
+                // Unicode lowercasing would join names that lookups keep apart).
+                let key = String(decoding: field.name.utf8.map { $0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0 }, as: UTF8.self)
                 if let name = names[key] {
                     headers[name] = headers[name].map { "\($0), \(field.value)" } ?? field.value
                 } else {
