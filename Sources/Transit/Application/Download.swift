@@ -57,9 +57,18 @@ final class DownloadWriter: Sendable {
         var head: HTTPResponseHead?
         /// The first bytes of an error response's body, kept for its ``HTTPError``.
         var errorBody = Data()
+        /// Body bytes received but not yet written: chunks are gathered into writes of
+        /// ``writeSize`` bytes.
+        var pending = Data()
     }
 
     static let keptErrorBodyBytes = 64 * 1024
+
+    /// The size of one write to the file. Transports deliver chunks of about 16 KiB; a system
+    /// call per chunk made the writer, not the network, the slow side of a loopback download, and
+    /// on Linux `URLSession` queues every chunk it reads without waiting for the consumer, so a
+    /// slow writer is memory. One write per 1 MiB costs 1 MiB of memory.
+    static let writeSize = 1 << 20
 
     let destination: URL
     let temporary: URL
@@ -107,16 +116,28 @@ final class DownloadWriter: Sendable {
             }
             state.received += Int64(chunk.count)
             if let maxBytes, state.received > maxBytes { throw ResponseTooLargeError(limit: maxBytes) }
-            try handle.write(contentsOf: chunk)
+            if state.pending.isEmpty, chunk.count >= Self.writeSize {
+                try handle.write(contentsOf: chunk)
+            } else {
+                if state.pending.isEmpty { state.pending.reserveCapacity(Self.writeSize) }
+                state.pending.append(chunk)
+                if state.pending.count >= Self.writeSize {
+                    try handle.write(contentsOf: state.pending)
+                    state.pending.removeAll(keepingCapacity: true)
+                }
+            }
             return DownloadProgress(bytesReceived: state.received, expectedBytes: state.expected)
         }
     }
 
     /// The body ended: move the file into place, or produce the error response's failure.
     func finish(request: URLRequest) throws -> DownloadedFile {
-        let (head, handle, received, errorBody) = state.withLock { state in
-            defer { state.handle = nil }
-            return (state.head, state.handle, state.received, state.errorBody)
+        let (head, handle, received, errorBody, pending) = state.withLock { state in
+            defer {
+                state.handle = nil
+                state.pending = Data()
+            }
+            return (state.head, state.handle, state.received, state.errorBody, state.pending)
         }
         guard let head else { throw URLError(.badServerResponse) }
         guard let handle else {
@@ -126,6 +147,7 @@ final class DownloadWriter: Sendable {
                 NSLocalizedDescriptionKey: "The download was answered \(head.statusCode), not with a body to save.",
             ])
         }
+        if !pending.isEmpty { try handle.write(contentsOf: pending) }
         try handle.close()
         guard rename(temporary.path, destination.path) == 0 else {
             let code = errno
@@ -141,7 +163,10 @@ final class DownloadWriter: Sendable {
     /// The download failed or was cancelled: close and remove the temporary file.
     func discard() {
         let handle = state.withLock { state in
-            defer { state.handle = nil }
+            defer {
+                state.handle = nil
+                state.pending = Data()
+            }
             return state.handle
         }
         try? handle?.close()

@@ -128,6 +128,28 @@ struct SeamIntegrationTests {
         }
     }
 
+    /// Chunks are gathered into 1 MiB writes: a body of several writes and a partial last one
+    /// arrives byte for byte, and progress still counts every chunk as it arrives.
+    @Test func aLargeDownloadIsWrittenWholeAcrossGatheredWrites() async throws {
+        let body = Data((0..<(5 << 20) + 12_345).map { UInt8(truncatingIfNeeded: $0 &* 131 &+ $0 >> 12) })
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("transit-dl-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let destination = folder.appendingPathComponent("large.bin")
+        try await withLoopbackServer(handler: { _ in .status(200, body: body) }) { server in
+            let probe = try await self.await(makeClient().download(URLRequest(url: server.url("/large")), to: destination))
+            #expect(probe.isFinished)
+            #expect(try Data(contentsOf: destination) == body)
+            let progress = probe.values.compactMap { event -> Int64? in
+                if case .progress(let progress) = event { return progress.bytesReceived }
+                return nil
+            }
+            #expect(progress.count > 3, "progress is reported per chunk, not per write")
+            #expect(progress == progress.sorted())
+            #expect(progress.last == Int64(body.count))
+        }
+    }
+
     @Test func aDownloadCutOffMidBodyLeavesNoFile() async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("transit-dl-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
