@@ -26,6 +26,14 @@ public final class HTTPClient: Sendable {
     /// 32 MiB.
     public static let defaultMaxResponseBytes = 32 << 20
 
+    /// The serial queue clients time their deadlines on unless given another scheduler.
+    ///
+    /// Not `DispatchQueue.global()`: its threads are a fixed pool (one per core), and when work
+    /// elsewhere blocks them, a deadline's action waits for a free thread — a 1-second deadline
+    /// was seen to fire 40 seconds late under a loaded test run. A serial queue of its own gets a
+    /// thread even when that pool is busy, so deadlines fire on time.
+    public static let timerQueue = DispatchQueue(label: "Transit.HTTPClient.timers")
+
     /// The total deadline of a buffered request unless the client or the request sets another:
     /// 300 seconds.
     public static let defaultDeadline = Deadline.after(.seconds(300))
@@ -84,7 +92,8 @@ public final class HTTPClient: Sendable {
     ///   - redirectPolicy: which redirects to follow (all, by default, dropping credentials
     ///     across origins and refusing https → http).
     ///   - sensitiveHeaders: more headers to drop across origins, such as `X-API-Key`.
-    ///   - scheduler: where deadlines and the monitors' timings are timed.
+    ///   - scheduler: where deadlines and the monitors' timings are timed: ``timerQueue`` unless
+    ///     given (a `TestScheduler` in tests).
     ///   - rateLimiter: a client-side rate limit per key; excess requests wait their turn.
     ///   - cooldowns: shared cooldowns: one 429/503 with `Retry-After` pauses new requests to
     ///     its key.
@@ -102,7 +111,7 @@ public final class HTTPClient: Sendable {
         deadline: Deadline = HTTPClient.defaultDeadline,
         redirectPolicy: RedirectPolicy = .follow,
         sensitiveHeaders: Set<String> = [],
-        scheduler: any Scheduler = DispatchQueue.global(),
+        scheduler: any Scheduler = HTTPClient.timerQueue,
         rateLimiter: RateLimiter? = nil,
         cooldowns: Cooldowns? = nil,
         coalescesRequests: Bool = false,
