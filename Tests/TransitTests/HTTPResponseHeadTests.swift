@@ -27,10 +27,10 @@ struct HTTPResponseHeadTests {
 
     @Test func namesDifferingOutsideLettersAreDifferent() {
         // '[' and '{' differ by 0x20 as 'A' and 'a' do, but are not letters.
-        #expect(!HTTPResponseHead.sameName("X-[", "X-{"))
-        #expect(HTTPResponseHead.sameName("Content-Length", "content-LENGTH"))
-        #expect(!HTTPResponseHead.sameName("Accept", "Accept-Encoding"))
-        #expect(!HTTPResponseHead.sameName("", "A"))
+        #expect(!HTTPSyntax.sameFieldName("X-[", "X-{"))
+        #expect(HTTPSyntax.sameFieldName("Content-Length", "content-LENGTH"))
+        #expect(!HTTPSyntax.sameFieldName("Accept", "Accept-Encoding"))
+        #expect(!HTTPSyntax.sameFieldName("", "A"))
     }
 
     @Test(arguments: [

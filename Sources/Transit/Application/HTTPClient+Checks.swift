@@ -24,11 +24,6 @@ extension HTTPClient {
         return nil
     }
 
-    /// `true` if two header names are the same name (``HTTPSyntax/sameFieldName(_:_:)``).
-    static func sameFieldName(_ a: String, _ b: String) -> Bool {
-        HTTPSyntax.sameFieldName(a, b)
-    }
-
     /// The failure of the transport for `request`, as a ``TransportError`` carrying the request
     /// as it was sent. An error that already is one passes through unchanged.
     ///

@@ -243,7 +243,7 @@ public final class HTTPClient: Sendable {
         // above, and each `setValue` would cost a copy of the header dictionary and a
         // capitalisation pass in Linux Foundation (a few percent of a loopback request).
         var merged: [String: String]?
-        for (field, value) in defaultHeaders where !headers.keys.contains(where: { Self.sameFieldName($0, field) }) {
+        for (field, value) in defaultHeaders where !headers.keys.contains(where: { HTTPSyntax.sameFieldName($0, field) }) {
             if merged == nil { merged = headers }
             merged?[field] = value
         }
@@ -271,35 +271,25 @@ public final class HTTPClient: Sendable {
         // Each policy's key is computed once per request. A request that may go at once (a free
         // token, no cooldown: the common case) is subscribed directly; only one that must wait
         // goes through the permit or clearance signal.
-        if let cooldowns {
-            let key = cooldowns.key.key(sent)
+        let cooldownKey = cooldowns?.key.key(sent)
+        if let cooldowns, let cooldownKey {
             parts = parts.handleEvents(receiveValue: { part in
-                if case .head(let head) = part { cooldowns.record(head, for: sent, key: key, events: events) }
+                if case .head(let head) = part { cooldowns.record(head, for: sent, key: cooldownKey, events: events) }
             })
-            let limited = parts
-            if let rateLimiter {
-                let limiterKey = rateLimiter.key.key(sent)
-                let waited = Self.rateLimitReport(sent, to: events)
-                parts = Signal(deferred: {
-                    guard cooldowns.isClear(forKey: key) else {
-                        return cooldowns.clearance(forKey: key, request: sent, events: events).flatMap(maxConcurrent: 1) { _ in
-                            Self.afterPermit(of: rateLimiter, key: limiterKey, waited: waited, limited)
-                        }
-                    }
-                    return Self.afterPermit(of: rateLimiter, key: limiterKey, waited: waited, limited)
-                })
-            } else {
-                parts = Signal(deferred: {
-                    cooldowns.isClear(forKey: key)
-                        ? limited
-                        : cooldowns.clearance(forKey: key, request: sent, events: events).flatMap(maxConcurrent: 1) { _ in limited }
-                })
-            }
-        } else if let rateLimiter {
+        }
+        if let rateLimiter {
             let limiterKey = rateLimiter.key.key(sent)
             let waited = Self.rateLimitReport(sent, to: events)
             let exchange = parts
             parts = Signal(deferred: { Self.afterPermit(of: rateLimiter, key: limiterKey, waited: waited, exchange) })
+        }
+        if let cooldowns, let cooldownKey {
+            let limited = parts
+            parts = Signal(deferred: {
+                cooldowns.isClear(forKey: cooldownKey)
+                    ? limited
+                    : cooldowns.clearance(forKey: cooldownKey, request: sent, events: events).flatMap(maxConcurrent: 1) { _ in limited }
+            })
         }
         guard let deadline else { return parts }
         // The deadline's `URLError(.timedOut)` carries the request like a transport's would.

@@ -101,7 +101,7 @@ public final class HTTPResponseHead: Sendable, CustomStringConvertible {
             return response.value(forHTTPHeaderField: field)
         case .fields(let fields):
             var found: String?
-            for candidate in fields where Self.sameName(candidate.name, field) {
+            for candidate in fields where HTTPSyntax.sameFieldName(candidate.name, field) {
                 found = found.map { "\($0), \(candidate.value)" } ?? candidate.value
             }
             return found
@@ -114,7 +114,7 @@ public final class HTTPResponseHead: Sendable, CustomStringConvertible {
         case .foundation(let response):
             return response.value(forHTTPHeaderField: field).map { [$0] } ?? []
         case .fields(let fields):
-            return fields.filter { Self.sameName($0.name, field) }.map(\.value)
+            return fields.filter { HTTPSyntax.sameFieldName($0.name, field) }.map(\.value)
         }
     }
 
@@ -155,7 +155,7 @@ public final class HTTPResponseHead: Sendable, CustomStringConvertible {
             // same decimal number (`12, 12` is accepted, as RFC 9110 §8.6 allows). Read as bytes:
             // Foundation's trimming and splitting cost microseconds per response.
             var length: Int64?
-            for field in fields where Self.sameName(field.name, "Content-Length") {
+            for field in fields where HTTPSyntax.sameFieldName(field.name, "Content-Length") {
                 var current: Int64 = 0
                 var digits = 0
                 var trailingSpace = false
@@ -202,24 +202,5 @@ public final class HTTPResponseHead: Sendable, CustomStringConvertible {
     public var description: String {
         let names = fields.map(\.name).joined(separator: ", ")
         return "HTTPResponseHead(\(statusCode), \(Redaction.redact(url: url)), fields: [\(names)])"
-    }
-
-    /// Whether two field names are the same, ASCII case ignored (field names are tokens).
-    static func sameName(_ lhs: String, _ rhs: String) -> Bool {
-        var left = lhs.utf8.makeIterator()
-        var right = rhs.utf8.makeIterator()
-        while true {
-            switch (left.next(), right.next()) {
-            case (nil, nil):
-                return true
-            case (let l?, let r?):
-                if l == r { continue }
-                let lowerL = l >= 0x41 && l <= 0x5A ? l | 0x20 : l
-                let lowerR = r >= 0x41 && r <= 0x5A ? r | 0x20 : r
-                if lowerL != lowerR { return false }
-            default:
-                return false
-            }
-        }
     }
 }
