@@ -41,11 +41,10 @@ public final class HTTPResponseHead: Sendable, CustomStringConvertible {
     /// The HTTP status code.
     public let statusCode: Int
     private let storage: Storage
-    private let madeResponse = Locked<HTTPURLResponse?>(nil)
 
     private enum Storage: Sendable {
-        /// Fields as received, in order; `HTTPURLResponse` made on demand.
-        case fields([HTTPField])
+        /// Fields as received, in order; the `HTTPURLResponse` made from them once read.
+        case fields([HTTPField], made: Locked<HTTPURLResponse?>)
         /// A transport's `HTTPURLResponse`, used as it is.
         case foundation(HTTPURLResponse)
     }
@@ -59,7 +58,7 @@ public final class HTTPResponseHead: Sendable, CustomStringConvertible {
     public init(url: URL, statusCode: Int, fields: [HTTPField]) {
         self.url = url
         self.statusCode = statusCode
-        storage = .fields(fields)
+        storage = .fields(fields, made: Locked(nil))
     }
 
     /// Creates a head from a dictionary of header fields (one value per name; the order of the
@@ -77,14 +76,13 @@ public final class HTTPResponseHead: Sendable, CustomStringConvertible {
         url = response.url ?? URL(fileURLWithPath: "/")
         statusCode = response.statusCode
         storage = .foundation(response)
-        madeResponse.withLock { $0 = response }
     }
 
     /// Every header field in the order received, a repeated field as often as it was sent. For a
     /// head made from an `HTTPURLResponse`, one field per name, sorted by name.
     public var fields: [HTTPField] {
         switch storage {
-        case .fields(let fields):
+        case .fields(let fields, _):
             return fields
         case .foundation(let response):
             return response.allHeaderFields
@@ -99,7 +97,7 @@ public final class HTTPResponseHead: Sendable, CustomStringConvertible {
         switch storage {
         case .foundation(let response):
             return response.value(forHTTPHeaderField: field)
-        case .fields(let fields):
+        case .fields(let fields, _):
             var found: String?
             for candidate in fields where HTTPSyntax.sameFieldName(candidate.name, field) {
                 found = found.map { "\($0), \(candidate.value)" } ?? candidate.value
@@ -113,7 +111,7 @@ public final class HTTPResponseHead: Sendable, CustomStringConvertible {
         switch storage {
         case .foundation(let response):
             return response.value(forHTTPHeaderField: field).map { [$0] } ?? []
-        case .fields(let fields):
+        case .fields(let fields, _):
             return fields.filter { HTTPSyntax.sameFieldName($0.name, field) }.map(\.value)
         }
     }
@@ -126,7 +124,7 @@ public final class HTTPResponseHead: Sendable, CustomStringConvertible {
             var headers: [String: String] = [:]
             for (name, value) in response.allHeaderFields { headers["\(name)"] = "\(value)" }
             return headers
-        case .fields(let fields):
+        case .fields(let fields, _):
             var headers: [String: String] = [:]
             var names: [String: String] = [:]  // ASCII-lowercased name → the first spelling seen
             for field in fields {
@@ -150,7 +148,7 @@ public final class HTTPResponseHead: Sendable, CustomStringConvertible {
         switch storage {
         case .foundation(let response):
             return response.expectedContentLength
-        case .fields(let fields):
+        case .fields(let fields, _):
             // Every Content-Length field, and every comma-separated element of each, must be the
             // same decimal number (`12, 12` is accepted, as RFC 9110 §8.6 allows). Read as bytes:
             // Foundation's trimming and splitting cost microseconds per response.
@@ -187,6 +185,11 @@ public final class HTTPResponseHead: Sendable, CustomStringConvertible {
     /// The head as Foundation's `HTTPURLResponse` (one value per field name), made the first
     /// time it is read.
     public var urlResponse: HTTPURLResponse {
+        let madeResponse: Locked<HTTPURLResponse?>
+        switch storage {
+        case .foundation(let response): return response
+        case .fields(_, let made): madeResponse = made
+        }
         if let made = madeResponse.withLock({ $0 }) { return made }
         let made = HTTPURLResponse(url: url, statusCode: statusCode, httpVersion: "HTTP/1.1", headerFields: allHeaderFields)
             ?? HTTPURLResponse(url: url, statusCode: statusCode, httpVersion: "HTTP/1.1", headerFields: nil)!
