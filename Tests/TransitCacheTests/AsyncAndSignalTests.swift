@@ -24,7 +24,7 @@ struct AsyncAndSignalTests {
     @Test("every operation has an async twin")
     func asyncAPI() async throws {
         let folder = try TemporaryFolder()
-        let cache = try DiskCache(directory: folder.url)
+        let cache = try DiskCache(directory: folder.url, configuration: virtualConfiguration(TestScheduler()))
         try await cache.store(payload(1), forKey: "a", ttl: .seconds(60), metadata: Data("m".utf8))
         let record = try #require(try await cache.record(forKey: "a"))
         #expect(record.data == payload(1))
@@ -139,7 +139,7 @@ struct CachedSignalTests {
     @Test("a miss subscribes upstream and stores the value; the next subscription is served from the cache")
     func missThenHit() async throws {
         let folder = try TemporaryFolder()
-        let cache = try DiskCache(directory: folder.url)
+        let cache = try DiskCache(directory: folder.url, configuration: virtualConfiguration(TestScheduler()))
         let upstream = Upstream([Profile(name: "ada", visits: 1)])
         let cached = upstream.signal.cached(in: cache, key: "profile", ttl: .seconds(60))
         #expect(try await cached.firstValue() == Profile(name: "ada", visits: 1))

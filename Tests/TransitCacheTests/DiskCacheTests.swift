@@ -316,7 +316,7 @@ struct DiskCacheTests {
     @Test("a streamed record appears only on commit; a discarded or released writer leaves nothing")
     func writer() throws {
         let folder = try TemporaryFolder()
-        let cache = try DiskCache(directory: folder.url)
+        let cache = try DiskCache(directory: folder.url, configuration: virtualConfiguration(TestScheduler()))
         let writer = try cache.makeWriter(forKey: "stream", ttl: .seconds(60), metadata: Data("m".utf8))
         var expected = Data()
         for index in 0..<20 {

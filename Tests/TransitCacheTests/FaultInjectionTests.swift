@@ -11,7 +11,7 @@ struct FaultInjectionTests {
     @Test("a flipped byte anywhere in the file — header, slots, key, metadata, payload — is detected, removed and read as a miss")
     func everyFlippedByte() throws {
         let folder = try TemporaryFolder()
-        let cache = try DiskCache(directory: folder.url)
+        let cache = try DiskCache(directory: folder.url, configuration: virtualConfiguration(TestScheduler()))
         let log = EventLog(cache)
         try cache.store(payload(1, count: 64), forKey: "key", ttl: .seconds(3600), metadata: Data("metadata".utf8))
         let path = folder.recordPath("key")
