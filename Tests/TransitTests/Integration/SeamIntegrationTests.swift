@@ -62,7 +62,10 @@ struct SeamIntegrationTests {
             let started = ContinuousClock.now
             let probe = try await self.await(makeClient(deadline: .after(.seconds(1))).send(URLRequest(url: server.url("/slow"))))
             #expect(urlErrorCode(probe.failure) == .timedOut)
-            #expect(ContinuousClock.now - started < .seconds(30))
+            // Only the deadline can end it before the trickle does (100 s): the idle timeout never
+            // fires. A tighter bound measures the machine, not the deadline (a loaded TSan run
+            // took 33 s to get this far).
+            #expect(ContinuousClock.now - started < .seconds(100))
             // The transfer was cancelled: the server sees the connection closed.
             #expect(await server.waitUntil { server.clientClosedConnectionCount >= 1 })
         }
@@ -121,15 +124,17 @@ struct SeamIntegrationTests {
                 if case .progress(let progress) = event { return progress }
                 return nil
             }
-            #expect(progress.first?.bytesReceived == 0)
+            // URLSession writes the file itself (a download task) and reports as it goes; on
+            // Linux the head comes at the end, so the first report may already count bytes.
+            #expect(!progress.isEmpty)
+            #expect(progress.map(\.bytesReceived) == progress.map(\.bytesReceived).sorted())
             #expect(progress.last?.bytesReceived == Int64(body.count))
             #expect(progress.allSatisfy { $0.expectedBytes == Int64(body.count) })
             #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path) == ["file.bin"])
         }
     }
 
-    /// Chunks are gathered into 1 MiB writes: a body of several writes and a partial last one
-    /// arrives byte for byte, and progress still counts every chunk as it arrives.
+    /// A body of several megabytes and a partial last megabyte arrives byte for byte.
     @Test func aLargeDownloadIsWrittenWholeAcrossGatheredWrites() async throws {
         let body = Data((0..<(5 << 20) + 12_345).map { UInt8(truncatingIfNeeded: $0 &* 131 &+ $0 >> 12) })
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("transit-dl-\(UUID().uuidString)")
@@ -144,7 +149,9 @@ struct SeamIntegrationTests {
                 if case .progress(let progress) = event { return progress.bytesReceived }
                 return nil
             }
-            #expect(progress.count > 3, "progress is reported per chunk, not per write")
+            // URLSession writes this body itself (a download task) and reports totals as its
+            // delegate queue gets to them: over loopback that may be once, at the end.
+            #expect(!progress.isEmpty)
             #expect(progress == progress.sorted())
             #expect(progress.last == Int64(body.count))
         }
