@@ -48,13 +48,20 @@ public struct DownloadedFile: Sendable {
 /// Writes one download: to a hidden temporary file beside the destination, renamed over the
 /// destination only once the body is complete, and removed on failure or cancellation.
 ///
-/// Thread safety: every method runs under `state`'s lock; events arrive serialised anyway.
+/// The body reaches the file one of two ways: as ``HTTPResponsePart/body(_:)`` chunks that the
+/// writer writes, or written by the transport itself (``HTTPTransport/writesResponseBodiesToFiles``)
+/// to ``temporary``, which then only reports how far it is (``written(_:)``). The writer accepts
+/// both, so a transport that delivers parts for some requests still works.
+///
+/// Thread safety: every method runs under `state`'s lock.
 final class DownloadWriter: Sendable {
     private struct State {
         var handle: FileHandle?
         var received: Int64 = 0
         var expected: Int64?
         var head: HTTPResponseHead?
+        /// The head's status is 2xx: the body is the download. Otherwise it is an error body.
+        var success = false
         /// The first bytes of an error response's body, kept for its ``HTTPError``.
         var errorBody = Data()
         /// Body bytes received but not yet written: chunks are gathered into writes of
@@ -64,10 +71,9 @@ final class DownloadWriter: Sendable {
 
     static let keptErrorBodyBytes = 64 * 1024
 
-    /// The size of one write to the file. Transports deliver chunks of about 16 KiB; a system
-    /// call per chunk made the writer, not the network, the slow side of a loopback download, and
-    /// on Linux `URLSession` queues every chunk it reads without waiting for the consumer, so a
-    /// slow writer is memory. One write per 1 MiB costs 1 MiB of memory.
+    /// The size of one write to the file when the writer writes the chunks. Transports deliver
+    /// chunks of about 16 KiB; a system call per chunk made the writer, not the network, the
+    /// slow side of a loopback download. One write per 1 MiB costs 1 MiB of memory.
     static let writeSize = 1 << 20
 
     let destination: URL
@@ -82,40 +88,35 @@ final class DownloadWriter: Sendable {
         self.maxBytes = maxBytes
     }
 
-    /// The head arrived: open the temporary file (for a 2xx), or start keeping the error body.
+    /// The head arrived: a 2xx starts the download, another status an error body.
     func begin(_ head: HTTPResponseHead) throws -> DownloadProgress? {
         let declared = head.expectedContentLength >= 0 ? head.expectedContentLength : nil
         if let maxBytes, let declared, declared > maxBytes {
             throw ResponseTooLargeError(limit: maxBytes, declaredLength: declared)
         }
         let success = (200..<300).contains(head.statusCode)
-        if success {
-            guard FileManager.default.createFile(atPath: temporary.path, contents: nil) else {
-                throw CocoaError(.fileWriteNoPermission, userInfo: [
-                    NSFilePathErrorKey: temporary.path,
-                    NSLocalizedDescriptionKey: "Cannot create the download's temporary file in \(temporary.deletingLastPathComponent().path).",
-                ])
-            }
-        }
-        let handle = success ? try FileHandle(forWritingTo: temporary) : nil
         return state.withLock { state in
             state.head = head
             state.expected = declared
-            state.handle = handle
-            return success ? DownloadProgress(bytesReceived: 0, expectedBytes: declared) : nil
+            state.success = success
+            // Progress the transport reported before the head (see ``written(_:expected:)``) is
+            // not reported again.
+            return success && state.received == 0 ? DownloadProgress(bytesReceived: 0, expectedBytes: declared) : nil
         }
     }
 
     /// A chunk arrived: write it (or keep the start of an error body).
     func write(_ chunk: Data) throws -> DownloadProgress? {
         try state.withLock { state in
-            guard let handle = state.handle else {
+            guard state.success else {
                 let room = Self.keptErrorBodyBytes - state.errorBody.count
                 if room > 0 { state.errorBody.append(chunk.prefix(room)) }
                 return nil
             }
             state.received += Int64(chunk.count)
             if let maxBytes, state.received > maxBytes { throw ResponseTooLargeError(limit: maxBytes) }
+            let handle = try state.handle ?? openTemporaryFile()
+            state.handle = handle
             if state.pending.isEmpty, chunk.count >= Self.writeSize {
                 try handle.write(contentsOf: chunk)
             } else {
@@ -130,25 +131,71 @@ final class DownloadWriter: Sendable {
         }
     }
 
+    /// The transport wrote `total` body bytes to ``temporary`` so far, of `expected` when the
+    /// length is declared. Before the head arrives (a transport may report progress first) the
+    /// bytes count as the download's; after a head that is not 2xx, and for totals already
+    /// reported, nothing is reported.
+    func written(_ total: Int64, expected: Int64?) throws -> DownloadProgress? {
+        try state.withLock { state in
+            guard state.head == nil || state.success, state.handle == nil, total > state.received else { return nil }
+            state.received = total
+            if state.expected == nil { state.expected = expected }
+            if let maxBytes {
+                if let declared = state.expected, declared > maxBytes {
+                    throw ResponseTooLargeError(limit: maxBytes, declaredLength: declared)
+                }
+                if total > maxBytes { throw ResponseTooLargeError(limit: maxBytes) }
+            }
+            return DownloadProgress(bytesReceived: total, expectedBytes: state.expected)
+        }
+    }
+
+    private func openTemporaryFile() throws -> FileHandle {
+        guard FileManager.default.createFile(atPath: temporary.path, contents: nil) else {
+            throw CocoaError(.fileWriteNoPermission, userInfo: [
+                NSFilePathErrorKey: temporary.path,
+                NSLocalizedDescriptionKey: "Cannot create the download's temporary file in \(temporary.deletingLastPathComponent().path).",
+            ])
+        }
+        return try FileHandle(forWritingTo: temporary)
+    }
+
     /// The body ended: move the file into place, or produce the error response's failure.
     func finish(request: URLRequest) throws -> DownloadedFile {
-        let (head, handle, received, errorBody, pending) = state.withLock { state in
+        let (head, success, handle, errorBody, pending) = state.withLock { state in
             defer {
                 state.handle = nil
                 state.pending = Data()
             }
-            return (state.head, state.handle, state.received, state.errorBody, state.pending)
+            return (state.head, state.success, state.handle, state.errorBody, state.pending)
         }
         guard let head else { throw URLError(.badServerResponse) }
-        guard let handle else {
-            let response = HTTPResponse(data: errorBody, head: head, request: request)
+        guard success else {
+            // The error body: kept from its chunks, or the start of what the transport wrote.
+            var body = errorBody
+            if body.isEmpty, let file = try? FileHandle(forReadingFrom: temporary) {
+                body = (try? file.read(upToCount: Self.keptErrorBodyBytes)) ?? Data()
+                try? file.close()
+            }
+            try? FileManager.default.removeItem(at: temporary)
+            let response = HTTPResponse(data: body, head: head, request: request)
             if let error = makeHTTPError(for: response) { throw error }
             throw URLError(.badServerResponse, userInfo: [
                 NSLocalizedDescriptionKey: "The download was answered \(head.statusCode), not with a body to save.",
             ])
         }
-        if !pending.isEmpty { try handle.write(contentsOf: pending) }
-        try handle.close()
+        if let handle {
+            if !pending.isEmpty { try handle.write(contentsOf: pending) }
+            try handle.close()
+        } else if !FileManager.default.fileExists(atPath: temporary.path) {
+            // An empty body, or a transport that wrote nothing.
+            _ = try openTemporaryFile().close()
+        }
+        let byteCount = try Self.size(of: temporary)
+        if let maxBytes, byteCount > maxBytes {
+            try? FileManager.default.removeItem(at: temporary)
+            throw ResponseTooLargeError(limit: maxBytes)
+        }
         guard rename(temporary.path, destination.path) == 0 else {
             let code = errno
             try? FileManager.default.removeItem(at: temporary)
@@ -157,7 +204,19 @@ final class DownloadWriter: Sendable {
                 NSLocalizedDescriptionKey: "Cannot move the download into place at \(destination.path): \(String(cString: strerror(code))).",
             ])
         }
-        return DownloadedFile(url: destination, head: head, byteCount: received)
+        return DownloadedFile(url: destination, head: head, byteCount: byteCount)
+    }
+
+    private static func size(of file: URL) throws -> Int64 {
+        var status = stat()
+        guard stat(file.path, &status) == 0 else {
+            let code = errno
+            throw CocoaError(.fileReadUnknown, userInfo: [
+                NSFilePathErrorKey: file.path,
+                NSLocalizedDescriptionKey: "Cannot read the size of the download at \(file.path): \(String(cString: strerror(code))).",
+            ])
+        }
+        return Int64(status.st_size)
     }
 
     /// The download failed or was cancelled: close and remove the temporary file.
@@ -172,14 +231,18 @@ final class DownloadWriter: Sendable {
         try? handle?.close()
         try? FileManager.default.removeItem(at: temporary)
     }
-}
 
-extension Signal where Output == HTTPResponsePart, Failure == any Error {
-    /// The parts written to `destination` as they arrive: progress values, then the completed
-    /// file. See ``HTTPClient/download(_:to:options:)``.
-    func writeDownload(to destination: URL, request: URLRequest, maxBytes: Int?) -> Signal<DownloadEvent, any Error> {
-        let parts = self
-        return Signal<DownloadEvent, any Error> { observer in
+    /// The download of `request` to `destination`: progress values, then the completed file.
+    /// `parts` makes the exchange, given where the transport should write the body when
+    /// `transportWrites` (`nil` otherwise). See ``HTTPClient/download(_:to:options:)``.
+    static func signal(
+        to destination: URL,
+        request: URLRequest,
+        maxBytes: Int?,
+        transportWrites: Bool,
+        parts: @escaping @Sendable (ResponseBodyFile?) -> Signal<HTTPResponsePart, any Error>
+    ) -> Signal<DownloadEvent, any Error> {
+        Signal<DownloadEvent, any Error> { observer in
             let scope = CancellationToken()
             let writer = DownloadWriter(destination: destination, maxBytes: maxBytes)
             let fail: @Sendable (any Error) -> Void = { error in
@@ -187,7 +250,14 @@ extension Signal where Output == HTTPResponsePart, Failure == any Error {
                 writer.discard()
                 observer.fail(error)
             }
-            parts.observe(Observer { event in
+            let file = transportWrites ? ResponseBodyFile(url: writer.temporary) { total, expected in
+                do {
+                    if let progress = try writer.written(total, expected: expected) { observer.send(.progress(progress)) }
+                } catch {
+                    fail(error)
+                }
+            } : nil
+            parts(file).observe(Observer { event in
                 do {
                     switch event {
                     case .value(.head(let head)):

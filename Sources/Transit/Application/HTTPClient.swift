@@ -218,10 +218,12 @@ public final class HTTPClient: Sendable {
         to destination: URL,
         options: RequestOptions = RequestOptions()
     ) -> Signal<DownloadEvent, any Error> {
-        withCredentials(request) { request in
+        let transportWrites = transport.writesResponseBodiesToFiles
+        return withCredentials(request) { request in
             self.prepared(request) { sent in
-                self.parts(of: TransportRequest(sent), options: options, deadline: options.deadline?.duration)
-                    .writeDownload(to: destination, request: sent, maxBytes: options.maxResponseBytes)
+                DownloadWriter.signal(to: destination, request: sent, maxBytes: options.maxResponseBytes, transportWrites: transportWrites) { file in
+                    self.parts(of: TransportRequest(sent, responseBodyFile: file), options: options, deadline: options.deadline?.duration)
+                }
             }
         }
     }

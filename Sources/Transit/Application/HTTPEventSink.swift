@@ -95,12 +95,13 @@ enum AttemptMonitoring {
         var ended = false
     }
 
-    /// `exchange`, the exchange of `request`, reported to `sink`.
+    /// The exchange of `request` that `exchange` makes, reported to `sink`. A body the transport
+    /// writes to a file (``TransportRequest/responseBodyFile``) is counted from its progress.
     static func signal(
-        _ exchange: Signal<HTTPResponsePart, any Error>,
         request: TransportRequest,
         sink: HTTPEventSink,
-        redirectMark: RedirectMark?
+        redirectMark: RedirectMark?,
+        exchange: @escaping @Sendable (TransportRequest) -> Signal<HTTPResponsePart, any Error>
     ) -> Signal<HTTPResponsePart, any Error> {
         Signal { observer in
             let sent = request.urlRequest
@@ -128,7 +129,14 @@ enum AttemptMonitoring {
             sink.emit(.attemptStarted(id: id), request: sent)
             redirectMark?.register { end(.redirected) }
             let scope = CancellationToken()
-            exchange.observe(Observer { event in
+            var monitored = request
+            if let file = request.responseBodyFile {
+                monitored.responseBodyFile = ResponseBodyFile(url: file.url) { written, expected in
+                    state.withLock { $0.receivedBody = max($0.receivedBody, written) }
+                    file.progress(written, expected)
+                }
+            }
+            exchange(monitored).observe(Observer { event in
                 switch event {
                 case .value(.head(let head)):
                     let now = sink.scheduler.now

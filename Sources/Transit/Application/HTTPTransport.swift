@@ -32,6 +32,17 @@ import Signals
 public protocol HTTPTransport: Sendable {
     /// A signal that sends `request` when subscribed and delivers its response as parts.
     func exchange(_ request: TransportRequest) -> Signal<HTTPResponsePart, any Error>
+
+    /// Whether the transport writes a response body to the request's
+    /// ``TransportRequest/responseBodyFile`` itself (see ``ResponseBodyFile`` for the contract).
+    /// `false` by default: the body arrives as parts and ``HTTPClient/download(_:to:options:)``
+    /// writes it.
+    var writesResponseBodiesToFiles: Bool { get }
+}
+
+extension HTTPTransport {
+    /// `false`: the transport delivers every body as ``HTTPResponsePart/body(_:)`` parts.
+    public var writesResponseBodiesToFiles: Bool { false }
 }
 
 extension HTTPTransport {

@@ -63,8 +63,9 @@ enum RedirectingExchange {
         mark: AttemptMonitoring.RedirectMark?
     ) -> Signal<HTTPResponsePart, any Error> {
         let sent = request.urlRequest
-        let exchange = transport.exchange(request).mapError { HTTPClient.annotate($0, sentWith: sent, events: events) }
-        return AttemptMonitoring.signal(exchange, request: request, sink: events, redirectMark: mark)
+        return AttemptMonitoring.signal(request: request, sink: events, redirectMark: mark) { request in
+            transport.exchange(request).mapError { HTTPClient.annotate($0, sentWith: sent, events: events) }
+        }
     }
 
     /// The hops of one subscription. Each exchange runs in a child of `scope`; cancelling the

@@ -50,6 +50,12 @@ public final class URLSessionTransport: HTTPTransport {
 
     private let session: URLSession
     private let delegate: SessionDelegate
+    private let configuration: URLSessionConfiguration
+    /// The session of downloads (``TransportRequest/responseBodyFile``), made on first use. It is
+    /// a session of its own because its delegate must not be a data delegate: Linux Foundation
+    /// hands the body of a redirect that is not followed to the data delegate with a force-unwrap
+    /// of the task as a data task, which traps for a download task.
+    private let downloads = Locked<(session: URLSession, delegate: DownloadDelegate)?>(nil)
 
     /// Creates a transport with its own session built from `configuration`.
     ///
@@ -59,17 +65,43 @@ public final class URLSessionTransport: HTTPTransport {
     public init(configuration: URLSessionConfiguration = .default) {
         delegate = SessionDelegate()
         session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
+        // The session keeps its own copy; this one makes the download session the same way.
+        self.configuration = session.configuration
     }
 
     deinit {
         // URLSession keeps its delegate until invalidated; this breaks session -> delegate.
         session.invalidateAndCancel()
+        downloads.withLock { $0?.session.invalidateAndCancel() }
     }
 
     /// The number of requests in flight (subscribed, not yet finished, failed or cancelled).
     public var activeTaskCount: Int {
-        delegate.activeTaskCount
+        delegate.table.activeTaskCount + (downloads.withLock { $0?.delegate.table.activeTaskCount } ?? 0)
     }
+
+    private var downloadSession: (session: URLSession, delegate: DownloadDelegate) {
+        downloads.withLock { downloads in
+            if let downloads { return downloads }
+            let delegate = DownloadDelegate()
+            let made = (URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil), delegate)
+            downloads = made
+            return made
+        }
+    }
+
+    /// `true`: a request with a ``TransportRequest/responseBodyFile`` runs as a
+    /// `URLSessionDownloadTask`, which writes the body on `URLSession`'s own I/O thread.
+    ///
+    /// Why: a data task's delegate cannot slow the network down. On Linux, Foundation reads the
+    /// socket as fast as it can and queues every chunk for the delegate, so a disk slower than the
+    /// network turns into memory (a 1 GiB download over loopback peaked between 51 and 231 MiB
+    /// resident). A download task writes each chunk before it reads the next, so the network
+    /// waits for the disk. The head is delivered with the first bytes written (or at the end, for
+    /// an empty body), not before them — on Linux, where Foundation sets a download task's response
+    /// only at the end, with the end; an upload from a file (``TransportRequest/bodyFile``)
+    /// delivers its response as parts.
+    public var writesResponseBodiesToFiles: Bool { true }
 
     /// A signal that sends `request` when subscribed, and again on every subscription, and
     /// delivers the response as parts (see ``HTTPTransport``).
@@ -82,38 +114,52 @@ public final class URLSessionTransport: HTTPTransport {
                 observer.fail(URLError(.badURL))
                 return nil
             }
-            let task: URLSessionTask = if let file = request.bodyFile {
-                session.uploadTask(with: urlRequest, fromFile: file)
+            let table: TaskTable
+            let task: URLSessionTask
+            var destination: ResponseBodyFile?
+            if let file = request.bodyFile {
+                (table, task) = (delegate.table, session.uploadTask(with: urlRequest, fromFile: file))
+            } else if let file = request.responseBodyFile {
+                let downloads = downloadSession
+                (table, task, destination) = (downloads.delegate.table, downloads.session.downloadTask(with: urlRequest), file)
             } else {
-                session.dataTask(with: urlRequest)
+                (table, task) = (delegate.table, session.dataTask(with: urlRequest))
             }
-            delegate.register(task.taskIdentifier, SessionDelegate.TaskState(request: urlRequest, observer: observer))
+            table.register(task.taskIdentifier, TaskTable.TaskState(request: urlRequest, observer: observer, destination: destination))
             task.resume()
-            // Capturing `self` keeps the transport (so its session) alive while the request runs;
+            // Capturing `self` keeps the transport (so its sessions) alive while the request runs;
             // the teardown is released as soon as the subscription ends.
             return { [self] in
                 // A task that already ended was forgotten by the delegate: cancelling it would
                 // only cost a trip through the session's work queue.
-                if delegate.cancel(task) { task.cancel() }
+                withExtendedLifetime(self) {
+                    if table.cancel(task) { task.cancel() }
+                }
             }
         }
     }
 }
 
-/// The session delegate: per-task state keyed by task identifier.
+/// The tasks of one session: per-task state keyed by task identifier, and what both delegates
+/// do with it.
 ///
 /// Thread safety: state is behind a `Locked`; observers are called outside it.
-private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
+private final class TaskTable: Sendable {
     struct TaskState: Sendable {
         let request: URLRequest
         let observer: Observer<HTTPResponsePart, any Error>
+        /// Where a download task's body goes; `nil` for data and upload tasks.
+        let destination: ResponseBodyFile?
         var headDelivered = false
         /// The response was not HTTP: the task was cancelled and fails with `.badServerResponse`.
         var notHTTP = false
+        /// The downloaded file could not be moved to the destination.
+        var moveError: (any Error)?
 
-        init(request: URLRequest, observer: Observer<HTTPResponsePart, any Error>) {
+        init(request: URLRequest, observer: Observer<HTTPResponsePart, any Error>, destination: ResponseBodyFile?) {
             self.request = request
             self.observer = observer
+            self.destination = destination
         }
     }
 
@@ -133,49 +179,12 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable 
         tasks.withLock { $0.removeValue(forKey: task.taskIdentifier) } != nil
     }
 
-    #if canImport(FoundationNetworking)
-    func urlSession(
-        _ session: URLSession,
-        dataTask: URLSessionDataTask,
-        didReceive response: URLResponse,
-        completionHandler: @escaping (URLSession.ResponseDisposition) -> Void
-    ) {
-        completionHandler(receiveHead(response, of: dataTask))
+    func state(of task: URLSessionTask) -> TaskState? {
+        tasks.withLock { $0[task.taskIdentifier] }
     }
-
-    func urlSession(
-        _ session: URLSession,
-        task: URLSessionTask,
-        willPerformHTTPRedirection response: HTTPURLResponse,
-        newRequest request: URLRequest,
-        completionHandler: @escaping (URLRequest?) -> Void
-    ) {
-        // Redirects are the client's to follow: deliver the 3xx.
-        completionHandler(nil)
-    }
-    #else
-    func urlSession(
-        _ session: URLSession,
-        dataTask: URLSessionDataTask,
-        didReceive response: URLResponse,
-        completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void
-    ) {
-        completionHandler(receiveHead(response, of: dataTask))
-    }
-
-    func urlSession(
-        _ session: URLSession,
-        task: URLSessionTask,
-        willPerformHTTPRedirection response: HTTPURLResponse,
-        newRequest request: URLRequest,
-        completionHandler: @escaping @Sendable (URLRequest?) -> Void
-    ) {
-        completionHandler(nil)
-    }
-    #endif
 
     /// Delivers the head of `task`, or fails it if the response is not HTTP.
-    private func receiveHead(_ response: URLResponse, of task: URLSessionTask) -> URLSession.ResponseDisposition {
+    func receiveHead(_ response: URLResponse, of task: URLSessionTask) -> URLSession.ResponseDisposition {
         let observer = tasks.withLock { tasks -> Observer<HTTPResponsePart, any Error>? in
             guard tasks[task.taskIdentifier] != nil else { return nil }
             tasks[task.taskIdentifier]!.headDelivered = true
@@ -194,23 +203,73 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable 
         return .allow
     }
 
-    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+    func receive(_ data: Data, of task: URLSessionTask) {
         guard !data.isEmpty else { return }
-        let observer = tasks.withLock { $0[dataTask.taskIdentifier]?.observer }
+        let observer = tasks.withLock { $0[task.taskIdentifier]?.observer }
         observer?.send(.body(data))
     }
 
-    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+    /// A download task wrote `total` bytes of `expected`.
+    func written(_ total: Int64, of expected: Int64, by task: URLSessionDownloadTask) {
+        guard let state = state(of: task), !state.notHTTP else { return }
+        // A download task's delegate is not given the response. On Darwin it is known when the
+        // first bytes are written, and delivered then; Linux Foundation sets it only when the
+        // body is complete, so there the head is delivered by `complete`.
+        #if !canImport(FoundationNetworking)
+        if !state.headDelivered, let response = task.response {
+            guard receiveHead(response, of: task) == .allow else {
+                task.cancel()
+                return
+            }
+        }
+        #endif
+        state.destination?.progress(total, expected >= 0 ? expected : nil)
+    }
+
+    /// A download task's body is complete at `location`: moved to the task's destination.
+    func finish(_ task: URLSessionDownloadTask, at location: URL) {
+        guard let destination = state(of: task)?.destination else { return }
+        do {
+            try Self.move(location, to: destination.url)
+        } catch {
+            tasks.withLock { $0[task.taskIdentifier]?.moveError = error }
+            return
+        }
+        // Cancelled while the file was moved: its owner may already have cleaned up, so the
+        // file it no longer waits for is removed here.
+        if state(of: task) == nil {
+            try? FileManager.default.removeItem(at: destination.url)
+        }
+    }
+
+    /// Moves the downloaded file `location` to `destination`, replacing any file there: a rename,
+    /// or a copy when the two are on different file systems.
+    private static func move(_ location: URL, to destination: URL) throws {
+        _ = unlink(destination.path)
+        if rename(location.path, destination.path) == 0 { return }
+        let code = errno
+        guard code == EXDEV else {
+            throw CocoaError(.fileWriteUnknown, userInfo: [
+                NSFilePathErrorKey: destination.path,
+                NSLocalizedDescriptionKey: "Cannot move the downloaded body to \(destination.path): \(String(cString: strerror(code))).",
+            ])
+        }
+        try FileManager.default.moveItem(at: location, to: destination)
+    }
+
+    func complete(_ task: URLSessionTask, error: (any Error)?) {
         guard let state = tasks.withLock({ $0.removeValue(forKey: task.taskIdentifier) }) else { return }
         // `task.response` takes a trip through the session's work queue: it is read only when a
         // late head needs it.
         if let error, !state.notHTTP {
             state.observer.fail(Self.urlError(error))
+        } else if let moveError = state.moveError {
+            state.observer.fail(moveError)
         } else if !state.notHTTP, state.headDelivered {
             state.observer.finish()
         } else if !state.notHTTP, let http = task.response as? HTTPURLResponse {
             // A head that never went through didReceive response (some platforms skip it for
-            // empty bodies) is delivered now.
+            // empty bodies; Linux for every download task) is delivered now.
             state.observer.send(.head(HTTPResponseHead(http)))
             state.observer.finish()
         } else {
@@ -256,3 +315,103 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable 
     }
 }
 
+
+/// The delegate of the data and upload session.
+private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
+    let table = TaskTable()
+
+    #if canImport(FoundationNetworking)
+    func urlSession(
+        _ session: URLSession,
+        dataTask: URLSessionDataTask,
+        didReceive response: URLResponse,
+        completionHandler: @escaping (URLSession.ResponseDisposition) -> Void
+    ) {
+        completionHandler(table.receiveHead(response, of: dataTask))
+    }
+
+    func urlSession(
+        _ session: URLSession,
+        task: URLSessionTask,
+        willPerformHTTPRedirection response: HTTPURLResponse,
+        newRequest request: URLRequest,
+        completionHandler: @escaping (URLRequest?) -> Void
+    ) {
+        // Redirects are the client's to follow: deliver the 3xx.
+        completionHandler(nil)
+    }
+    #else
+    func urlSession(
+        _ session: URLSession,
+        dataTask: URLSessionDataTask,
+        didReceive response: URLResponse,
+        completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void
+    ) {
+        completionHandler(table.receiveHead(response, of: dataTask))
+    }
+
+    func urlSession(
+        _ session: URLSession,
+        task: URLSessionTask,
+        willPerformHTTPRedirection response: HTTPURLResponse,
+        newRequest request: URLRequest,
+        completionHandler: @escaping @Sendable (URLRequest?) -> Void
+    ) {
+        completionHandler(nil)
+    }
+    #endif
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        table.receive(data, of: dataTask)
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+        table.complete(task, error: error)
+    }
+}
+
+/// The delegate of the download session. Not a data delegate (see
+/// ``URLSessionTransport``'s `downloads`).
+private final class DownloadDelegate: NSObject, URLSessionDownloadDelegate, Sendable {
+    let table = TaskTable()
+
+    #if canImport(FoundationNetworking)
+    func urlSession(
+        _ session: URLSession,
+        task: URLSessionTask,
+        willPerformHTTPRedirection response: HTTPURLResponse,
+        newRequest request: URLRequest,
+        completionHandler: @escaping (URLRequest?) -> Void
+    ) {
+        completionHandler(nil)
+    }
+    #else
+    func urlSession(
+        _ session: URLSession,
+        task: URLSessionTask,
+        willPerformHTTPRedirection response: HTTPURLResponse,
+        newRequest request: URLRequest,
+        completionHandler: @escaping @Sendable (URLRequest?) -> Void
+    ) {
+        completionHandler(nil)
+    }
+    #endif
+
+    func urlSession(
+        _ session: URLSession,
+        downloadTask: URLSessionDownloadTask,
+        didWriteData bytesWritten: Int64,
+        totalBytesWritten: Int64,
+        totalBytesExpectedToWrite: Int64
+    ) {
+        table.written(totalBytesWritten, of: totalBytesExpectedToWrite, by: downloadTask)
+    }
+
+    func urlSession(_ session: URLSession, downloadTask: URLSessionDownloadTask, didFinishDownloadingTo location: URL) {
+        table.finish(downloadTask, at: location)
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+        table.complete(task, error: error)
+    }
+}
