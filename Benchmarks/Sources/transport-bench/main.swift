@@ -528,7 +528,7 @@ func requestsPerSecond(base: String, repetitions: Int, requestsPerRun: [Int: Int
 
 // MARK: - 1 GiB bodies, one process per run
 
-let bodyCases = ["download-urlsession", "download-transit", "stream-urlsession", "stream-transit", "stream-ahc"]
+let bodyCases = ["download-urlsession", "download-transit", "download-transit-tasks", "stream-urlsession", "stream-transit", "stream-ahc"]
 
 /// A URLSession data delegate that hashes every chunk.
 final class HashingDelegate: NSObject, URLSessionDataDelegate, Sendable {
@@ -576,8 +576,8 @@ func runBodyCase(_ name: String, base: String, folder: String) {
         elapsed = clock.now - started
         guard outcome.withLock({ $0 }) else { fail("URLSession download failed") }
         bytes = (try? FileManager.default.attributesOfItem(atPath: destination.path)[.size] as? Int) ?? -1
-    case "download-transit":
-        let client = HTTPClient(transport: URLSessionTransport(configuration: .default))
+    case "download-transit", "download-transit-tasks":
+        let client = HTTPClient(transport: URLSessionTransport(configuration: .default, downloadTasks: name == "download-transit-tasks"))
         let outcome = Mutex<Int64>(-1)
         let started = clock.now
         let token = client.download(URLRequest(url: url), to: destination).sink(receiveCompletion: { completion in
@@ -678,6 +678,7 @@ func largeBodies(base: String, folder: String, repetitions: Int) {
     let labels = [
         "download-urlsession": ("download to a file", "URLSession downloadTask"),
         "download-transit": ("download to a file", "Transit HTTPClient.download"),
+        "download-transit-tasks": ("download to a file", "Transit HTTPClient.download, URLSessionTransport(downloadTasks: true)"),
         "stream-urlsession": ("stream, hash every chunk", "URLSession data delegate"),
         "stream-transit": ("stream, hash every chunk", "Transit HTTPClient.stream"),
         "stream-ahc": ("stream, hash every chunk", "Transit HTTPClient.stream on the AsyncHTTPClient adapter"),

@@ -51,6 +51,7 @@ public final class URLSessionTransport: HTTPTransport {
     private let session: URLSession
     private let delegate: SessionDelegate
     private let configuration: URLSessionConfiguration
+    private let usesDownloadTasks: Bool
     /// The session of downloads (``TransportRequest/responseBodyFile``), made on first use. It is
     /// a session of its own because its delegate must not be a data delegate: Linux Foundation
     /// hands the body of a redirect that is not followed to the data delegate with a force-unwrap
@@ -62,7 +63,15 @@ public final class URLSessionTransport: HTTPTransport {
     /// The configuration is copied by `URLSession`: later changes to it have no effect. Leave
     /// `waitsForConnectivity` off (it is not implemented on Linux). To count the bytes and time
     /// the exchanges, give the ``HTTPClient`` that uses it an ``HTTPEventMonitor``.
-    public init(configuration: URLSessionConfiguration = .default) {
+    ///
+    /// - Parameters:
+    ///   - configuration: the session's configuration.
+    ///   - downloadTasks: whether ``HTTPClient/download(_:to:options:)`` runs as a
+    ///     `URLSessionDownloadTask` that writes the body itself (``writesResponseBodiesToFiles``)
+    ///     instead of a data task whose chunks the client writes. Off by default; see
+    ///     ``writesResponseBodiesToFiles`` for the trade.
+    public init(configuration: URLSessionConfiguration = .default, downloadTasks: Bool = false) {
+        usesDownloadTasks = downloadTasks
         delegate = SessionDelegate()
         session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
         // The session keeps its own copy; this one makes the download session the same way.
@@ -90,18 +99,24 @@ public final class URLSessionTransport: HTTPTransport {
         }
     }
 
-    /// `true`: a request with a ``TransportRequest/responseBodyFile`` runs as a
-    /// `URLSessionDownloadTask`, which writes the body on `URLSession`'s own I/O thread.
+    /// Whether a request with a ``TransportRequest/responseBodyFile`` runs as a
+    /// `URLSessionDownloadTask`, which writes the body on `URLSession`'s own I/O path: `true`
+    /// when the transport was made with `downloadTasks: true`. Otherwise the response body file
+    /// is ignored and the body arrives as parts, which ``HTTPClient`` writes.
     ///
-    /// Why: a data task's delegate cannot slow the network down. On Linux, Foundation reads the
-    /// socket as fast as it can and queues every chunk for the delegate, so a disk slower than the
-    /// network turns into memory (a 1 GiB download over loopback peaked between 51 and 231 MiB
-    /// resident). A download task writes each chunk before it reads the next, so the network
-    /// waits for the disk. The head is delivered with the first bytes written (or at the end, for
-    /// an empty body), not before them — on Linux, where Foundation sets a download task's response
-    /// only at the end, with the end; an upload from a file (``TransportRequest/bodyFile``)
+    /// The trade, measured on Linux (1 GiB from nginx over loopback, release build): a data
+    /// task's delegate cannot slow the network down. Foundation reads the socket as fast as it
+    /// can and queues every chunk for the delegate, so a disk slower than the network turns into
+    /// memory (51 MiB peak at the median, 64 MiB at worst on a fast disk; more on a slow one). A
+    /// download task writes each chunk before it reads the next, so memory stays bounded
+    /// whatever the disk (56–64 MiB, Foundation's own floor being 54 MiB), but Linux Foundation
+    /// opens the file and queues a delegate operation for every 16 KiB chunk: 5.7–7.3 s of CPU
+    /// per GiB against 3.0 s for `downloadTask(with:completionHandler:)` and 3.6 s for the data
+    /// path. Linux Foundation also gives a download task's response only when the body is
+    /// complete, so its head comes at the end (progress first); on Apple platforms it comes with
+    /// the first bytes written. An upload from a file (``TransportRequest/bodyFile``) always
     /// delivers its response as parts.
-    public var writesResponseBodiesToFiles: Bool { true }
+    public var writesResponseBodiesToFiles: Bool { usesDownloadTasks }
 
     /// A signal that sends `request` when subscribed, and again on every subscription, and
     /// delivers the response as parts (see ``HTTPTransport``).
@@ -119,7 +134,7 @@ public final class URLSessionTransport: HTTPTransport {
             var destination: ResponseBodyFile?
             if let file = request.bodyFile {
                 (table, task) = (delegate.table, session.uploadTask(with: urlRequest, fromFile: file))
-            } else if let file = request.responseBodyFile {
+            } else if usesDownloadTasks, let file = request.responseBodyFile {
                 let downloads = downloadSession
                 (table, task, destination) = (downloads.delegate.table, downloads.session.downloadTask(with: urlRequest), file)
             } else {

@@ -7,15 +7,15 @@ import Testing
 import Transit
 import TransitTesting
 
-/// Downloads that `URLSessionTransport` writes itself (a download task, so the network waits for
+/// Downloads that `URLSessionTransport(downloadTasks: true)` writes itself (a download task, so the network waits for
 /// the disk): the transport's contract for ``ResponseBodyFile`` and the client's download on it,
 /// over loopback sockets.
-@Suite("URLSessionTransport writes downloads itself")
+@Suite("URLSessionTransport(downloadTasks: true) writes downloads itself")
 struct TransportDownloadTests {
     private func makeClient() -> HTTPClient {
         let configuration = URLSessionConfiguration.ephemeral
         configuration.timeoutIntervalForRequest = 60
-        return HTTPClient(transport: URLSessionTransport(configuration: configuration))
+        return HTTPClient(transport: URLSessionTransport(configuration: configuration, downloadTasks: true))
     }
 
     private func makeFolder() throws -> URL {
@@ -34,7 +34,7 @@ struct TransportDownloadTests {
     }
 
     @Test func theTransportWritesTheBodyDeliversNoBodyPartsAndReportsProgress() async throws {
-        let transport = URLSessionTransport(configuration: .ephemeral)
+        let transport = URLSessionTransport(configuration: .ephemeral, downloadTasks: true)
         #expect(transport.writesResponseBodiesToFiles)
         let body = Data((0..<(3 << 20) + 777).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ $0 >> 9) })
         let folder = try makeFolder()
@@ -63,7 +63,7 @@ struct TransportDownloadTests {
     }
 
     @Test func anErrorStatusIsDeliveredWithItsBodyInTheFile() async throws {
-        let transport = URLSessionTransport(configuration: .ephemeral)
+        let transport = URLSessionTransport(configuration: .ephemeral, downloadTasks: true)
         let folder = try makeFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
         let file = folder.appendingPathComponent("body")
@@ -160,7 +160,7 @@ struct TransportDownloadTests {
         let folder = try makeFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
         let log = AttemptLog()
-        let client = HTTPClient(transport: URLSessionTransport(configuration: .ephemeral), monitors: [log])
+        let client = HTTPClient(transport: URLSessionTransport(configuration: .ephemeral, downloadTasks: true), monitors: [log])
         try await withLoopbackServer(handler: { _ in .status(200, body: body) }) { server in
             let probe = AwaitedProbe(client.download(URLRequest(url: server.url("/f")), to: folder.appendingPathComponent("f")))
             try await self.await(probe)
@@ -169,6 +169,23 @@ struct TransportDownloadTests {
             #expect(log.attempts.count == 1)
             #expect(attempt.statusCode == 200)
             #expect(attempt.receivedBodyBytes == Int64(body.count))
+        }
+    }
+
+    @Test func withoutDownloadTasksTheBodyArrivesAsPartsAndNoFileIsWritten() async throws {
+        let transport = URLSessionTransport(configuration: .ephemeral)
+        #expect(!transport.writesResponseBodiesToFiles)
+        let folder = try makeFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let file = folder.appendingPathComponent("body")
+        try await withLoopbackServer(handler: { _ in .text("as parts") }) { server in
+            let probe = AwaitedProbe(transport.exchange(TransportRequest(URLRequest(url: server.url("/f")), responseBodyFile: ResponseBodyFile(url: file) { _, _ in })))
+            try await self.await(probe)
+            let body = probe.values.reduce(into: Data()) { body, part in
+                if case .body(let chunk) = part { body.append(chunk) }
+            }
+            #expect(String(decoding: body, as: UTF8.self) == "as parts")
+            #expect(try contents(of: folder).isEmpty)
         }
     }
 }
