@@ -685,7 +685,7 @@ func largeBodies(base: String, folder: String, repetitions: Int) {
     ]
     let mib = { (kib: Int) in fmt(Double(kib) / 1024, 1) }
     for name in bodyCases {
-        let peer = name.replacingOccurrences(of: "transit", with: "urlsession").replacingOccurrences(of: "ahc", with: "urlsession")
+        let peer = name.hasPrefix("download") ? "download-urlsession" : "stream-urlsession"
         let rates = throughput[name]!
         let ratio = median(zip(rates, throughput[peer]!).map { $0 / $1 })
         let cpuRatio = median(zip(cpu[peer]!, cpu[name]!).map { $0 / $1 })
