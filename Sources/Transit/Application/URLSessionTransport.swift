@@ -331,20 +331,13 @@ private final class TaskTable: Sendable {
 }
 
 
-/// The delegate of the data and upload session.
-private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
+/// What both delegates do: refuse redirects (the client follows them) and end tasks.
+///
+/// Thread safety: its only state is the `TaskTable`, which is `Sendable`; subclasses add none.
+private class TaskDelegate: NSObject, URLSessionTaskDelegate, @unchecked Sendable {
     let table = TaskTable()
 
     #if canImport(FoundationNetworking)
-    func urlSession(
-        _ session: URLSession,
-        dataTask: URLSessionDataTask,
-        didReceive response: URLResponse,
-        completionHandler: @escaping (URLSession.ResponseDisposition) -> Void
-    ) {
-        completionHandler(table.receiveHead(response, of: dataTask))
-    }
-
     func urlSession(
         _ session: URLSession,
         task: URLSessionTask,
@@ -358,15 +351,6 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable 
     #else
     func urlSession(
         _ session: URLSession,
-        dataTask: URLSessionDataTask,
-        didReceive response: URLResponse,
-        completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void
-    ) {
-        completionHandler(table.receiveHead(response, of: dataTask))
-    }
-
-    func urlSession(
-        _ session: URLSession,
         task: URLSessionTask,
         willPerformHTTPRedirection response: HTTPURLResponse,
         newRequest request: URLRequest,
@@ -375,43 +359,42 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable 
         completionHandler(nil)
     }
     #endif
-
-    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
-        table.receive(data, of: dataTask)
-    }
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
         table.complete(task, error: error)
     }
 }
 
-/// The delegate of the download session. Not a data delegate (see
-/// ``URLSessionTransport``'s `downloads`).
-private final class DownloadDelegate: NSObject, URLSessionDownloadDelegate, Sendable {
-    let table = TaskTable()
-
+/// The delegate of the data and upload session.
+private final class SessionDelegate: TaskDelegate, URLSessionDataDelegate, @unchecked Sendable {
     #if canImport(FoundationNetworking)
     func urlSession(
         _ session: URLSession,
-        task: URLSessionTask,
-        willPerformHTTPRedirection response: HTTPURLResponse,
-        newRequest request: URLRequest,
-        completionHandler: @escaping (URLRequest?) -> Void
+        dataTask: URLSessionDataTask,
+        didReceive response: URLResponse,
+        completionHandler: @escaping (URLSession.ResponseDisposition) -> Void
     ) {
-        completionHandler(nil)
+        completionHandler(table.receiveHead(response, of: dataTask))
     }
     #else
     func urlSession(
         _ session: URLSession,
-        task: URLSessionTask,
-        willPerformHTTPRedirection response: HTTPURLResponse,
-        newRequest request: URLRequest,
-        completionHandler: @escaping @Sendable (URLRequest?) -> Void
+        dataTask: URLSessionDataTask,
+        didReceive response: URLResponse,
+        completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void
     ) {
-        completionHandler(nil)
+        completionHandler(table.receiveHead(response, of: dataTask))
     }
     #endif
 
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        table.receive(data, of: dataTask)
+    }
+}
+
+/// The delegate of the download session. Not a data delegate (see
+/// ``URLSessionTransport``'s `downloads`).
+private final class DownloadDelegate: TaskDelegate, URLSessionDownloadDelegate, @unchecked Sendable {
     func urlSession(
         _ session: URLSession,
         downloadTask: URLSessionDownloadTask,
@@ -424,9 +407,5 @@ private final class DownloadDelegate: NSObject, URLSessionDownloadDelegate, Send
 
     func urlSession(_ session: URLSession, downloadTask: URLSessionDownloadTask, didFinishDownloadingTo location: URL) {
         table.finish(downloadTask, at: location)
-    }
-
-    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
-        table.complete(task, error: error)
     }
 }
