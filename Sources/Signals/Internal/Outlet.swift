@@ -55,7 +55,7 @@ final class Outlet<Output: Sendable, Failure: Error>: Cancellable, @unchecked Se
         if runNow { teardown() }
     }
 
-    @inlinable
+    @inlinable @inline(__always)
     func send(_ event: Event<Output, Failure>) {
         guard let target = lock.withLock({ emitter.accept(event) }) else { return }
         if Emitter.deliver(event, to: target, next: { lock.withLock { emitter.next() } }) {
