@@ -45,8 +45,32 @@ import Signals
 /// Thread safety: all task state is behind a `Locked`; `send` may be called from any thread and
 /// events arrive on the session's delegate queue.
 public final class URLSessionTransport: HTTPTransport {
-    /// A transport with the default session configuration.
+    /// A transport with ``defaultConfiguration``.
     public static let shared = URLSessionTransport()
+
+    /// The configuration of ``shared`` and of a transport made without one: Foundation's
+    /// `.default`, without a cookie jar and without `URLCache`.
+    ///
+    /// - **No cookies**: nothing is stored from `Set-Cookie` and no `Cookie` header is added.
+    ///   Transit sends the credentials a request carries, to where the request goes; a cookie jar
+    ///   adds credentials the caller never set, to whatever host set them. It is also the largest
+    ///   single cost of a request on Linux: Foundation parses every response header line as a
+    ///   possible cookie (about 290,000 instructions per 10-header response, a quarter of
+    ///   `URLSession`'s own cost; BENCHMARKS.md), unless the accept policy is `.never`.
+    /// - **No `URLCache`**: responses are cached only where the caller asks for it (`TransitCache`'s
+    ///   HTTP cache, which is bounded and checks what it reads back). Foundation's shared cache
+    ///   would store authenticated responses on disk by default and look every request up in it.
+    ///
+    /// To have either, pass a configuration of your own (`URLSessionConfiguration.default` has
+    /// both).
+    public static var defaultConfiguration: URLSessionConfiguration {
+        let configuration = URLSessionConfiguration.default
+        configuration.httpCookieAcceptPolicy = .never
+        configuration.httpShouldSetCookies = false
+        configuration.httpCookieStorage = nil
+        configuration.urlCache = nil
+        return configuration
+    }
 
     private let session: URLSession
     private let delegate: SessionDelegate
@@ -65,12 +89,13 @@ public final class URLSessionTransport: HTTPTransport {
     /// the exchanges, give the ``HTTPClient`` that uses it an ``HTTPEventMonitor``.
     ///
     /// - Parameters:
-    ///   - configuration: the session's configuration.
+    ///   - configuration: the session's configuration; ``defaultConfiguration`` (no cookie jar, no
+    ///     `URLCache`) by default.
     ///   - downloadTasks: whether ``HTTPClient/download(_:to:options:)`` runs as a
     ///     `URLSessionDownloadTask` that writes the body itself (``writesResponseBodiesToFiles``)
     ///     instead of a data task whose chunks the client writes. Off by default; see
     ///     ``writesResponseBodiesToFiles`` for the trade.
-    public init(configuration: URLSessionConfiguration = .default, downloadTasks: Bool = false) {
+    public init(configuration: URLSessionConfiguration = URLSessionTransport.defaultConfiguration, downloadTasks: Bool = false) {
         usesDownloadTasks = downloadTasks
         delegate = SessionDelegate()
         session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
