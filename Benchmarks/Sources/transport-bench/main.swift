@@ -280,7 +280,7 @@ struct BenchPolicyService: RESTAPI {
             scope: CredentialScope(hosts: ["127.0.0.1"], insecureHTTP: .loopbackOnly)
         ) { current in Signal(value: current) }
         let client = HTTPClient(
-            transport: URLSessionTransport(configuration: .default),
+            transport: URLSessionTransport(),
             rateLimiter: RateLimiter(requestsPerSecond: 10_000_000, burst: 1_000_000),
             cooldowns: Cooldowns(),
             failover: HostFailover(origins: [base, "http://127.0.0.1:9"]),
@@ -360,13 +360,17 @@ final class CollectingDelegate: NSObject, URLSessionDataDelegate, Sendable {
 func makeContenders(base: String) -> [(name: String, key: String, makeStart: (TokenSlot) -> StartRequest)] {
     let url = URL(string: base + "/json")!
     let rawSession = URLSession(configuration: .default)
+    // Raw URLSession with the configuration Transit's transports use by default (no cookie jar,
+    // no URLCache): the like-for-like peer of the Transit contenders below.
+    let plainSession = URLSession(configuration: URLSessionTransport.defaultConfiguration)
     let collecting = CollectingDelegate()
     let delegateSession = URLSession(configuration: .default, delegate: collecting, delegateQueue: nil)
-    let transport = URLSessionTransport(configuration: .default)
-    let client = HTTPClient(transport: URLSessionTransport(configuration: .default))
+    // The Transit contenders use the transport as the README does: `URLSessionTransport()`.
+    let transport = URLSessionTransport()
+    let client = HTTPClient(transport: URLSessionTransport())
     let service = BenchPostService(
         baseURL: base,
-        client: HTTPClient(transport: URLSessionTransport(configuration: .default)),
+        client: HTTPClient(transport: URLSessionTransport()),
         tokens: TokenStore(token: AuthToken(accessToken: bearerToken)) { current in Signal(value: current) }
     )
     let policyService = BenchPolicyService.make(base: base)
@@ -375,6 +379,17 @@ func makeContenders(base: String) -> [(name: String, key: String, makeStart: (To
         ("raw URLSession (completion handler)", "raw", { _ in
             { done in
                 rawSession.dataTask(with: jsonRequest(url)) { data, response, error in
+                    guard error == nil, (response as? HTTPURLResponse)?.statusCode == 200, let data else {
+                        FileHandle.standardError.write(Data("raw request failed: \(String(describing: error))\n".utf8))
+                        return done(-1)
+                    }
+                    done(data.count)
+                }.resume()
+            }
+        }),
+        ("raw URLSession (completion handler), no cookies or URLCache", "raw-plain", { _ in
+            { done in
+                plainSession.dataTask(with: jsonRequest(url)) { data, response, error in
                     guard error == nil, (response as? HTTPURLResponse)?.statusCode == 200, let data else {
                         FileHandle.standardError.write(Data("raw request failed: \(String(describing: error))\n".utf8))
                         return done(-1)
@@ -516,6 +531,11 @@ func requestsPerSecond(base: String, repetitions: Int, requestsPerRun: [Int: Int
             let ratio = median(zip(chain, raw).map { $0 / $1 })
             let cpuRatio = median(zip(rawCPU, chainCPU).map { $0 / $1 })
             print("\nThe README chain on the AsyncHTTPClient adapter against raw AsyncHTTPClient (median of rounds): \(fmt(ratio, 3))× the requests/s, \(fmt(cpuRatio, 3))× the CPU per request (above 1: cheaper).")
+        }
+        if let chain = rates["chain"], let plain = rates["raw-plain"], let chainCPU = cpu["chain"], let plainCPU = cpu["raw-plain"] {
+            let ratio = median(zip(chain, plain).map { $0 / $1 })
+            let cpuRatio = median(zip(plainCPU, chainCPU).map { $0 / $1 })
+            print("\nThe README chain against raw URLSession with the same configuration (no cookies or URLCache; median of rounds): \(fmt(ratio, 3))× the requests/s, \(fmt(cpuRatio, 3))× the CPU per request (above 1: cheaper).")
         }
         if let policies = rates["policies"], let chain = rates["chain"], let policiesCPU = cpu["policies"], let chainCPU = cpu["chain"] {
             let ratio = median(zip(policies, chain).map { $0 / $1 })
