@@ -597,7 +597,7 @@ func runBodyCase(_ name: String, base: String, folder: String) {
         guard outcome.withLock({ $0 }) else { fail("URLSession download failed") }
         bytes = (try? FileManager.default.attributesOfItem(atPath: destination.path)[.size] as? Int) ?? -1
     case "download-transit", "download-transit-tasks":
-        let client = HTTPClient(transport: URLSessionTransport(configuration: .default, downloadTasks: name == "download-transit-tasks"))
+        let client = HTTPClient(transport: URLSessionTransport(downloadTasks: name == "download-transit-tasks"))
         let outcome = Mutex<Int64>(-1)
         let started = clock.now
         let token = client.download(URLRequest(url: url), to: destination).sink(receiveCompletion: { completion in
@@ -624,7 +624,7 @@ func runBodyCase(_ name: String, base: String, folder: String) {
         (bytes, hash) = delegate.hasher.withLock { ($0.byteCount, $0.value) }
         session.invalidateAndCancel()
     case "stream-transit", "stream-ahc":
-        let client = name == "stream-ahc" ? asyncHTTPClientStreamingClient() : HTTPClient(transport: URLSessionTransport(configuration: .default))
+        let client = name == "stream-ahc" ? asyncHTTPClientStreamingClient() : HTTPClient(transport: URLSessionTransport())
         let hasher = Mutex(BodyHasher())
         let status = Mutex(0)
         let started = clock.now
