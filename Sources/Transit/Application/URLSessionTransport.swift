@@ -132,9 +132,9 @@ public final class URLSessionTransport: HTTPTransport {
     /// The trade, measured on Linux (1 GiB from nginx over loopback, release build): a data
     /// task's delegate cannot slow the network down. Foundation reads the socket as fast as it
     /// can and queues every chunk for the delegate, so a disk slower than the network turns into
-    /// memory (51 MiB peak at the median, 64 MiB at worst on a fast disk; more on a slow one). A
+    /// memory (a 1 GiB download: 51–65 MiB peak at the median, 183 MiB when the disk stalled). A
     /// download task writes each chunk before it reads the next, so memory stays bounded
-    /// whatever the disk (56–64 MiB, Foundation's own floor being 54 MiB), but Linux Foundation
+    /// whatever the disk (67.5–67.9 MiB, Foundation's own floor being 54 MiB), but Linux Foundation
     /// opens the file and queues a delegate operation for every 16 KiB chunk: 5.7–7.3 s of CPU
     /// per GiB against 3.0 s for `downloadTask(with:completionHandler:)` and 3.6 s for the data
     /// path. Linux Foundation also gives a download task's response only when the body is
