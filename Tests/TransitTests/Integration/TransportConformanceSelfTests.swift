@@ -33,7 +33,10 @@ struct TransportConformanceSelfTests {
 
     @Test func aTransportThatBuffersTheBodyFailsStreamingOrder() async throws {
         let failure = try await failure(of: "streaming order", on: BufferingTransport(inner: Self.session()))
-        #expect(failure.message.contains("no head within"))
+        // Either the 2 s wait for the head ran out, or — when a loaded run (the thread sanitizer
+        // on two cores) starved that wait past the session's own 60 s idle timeout — the
+        // exchange ended before any head: both say the head was held back.
+        #expect(failure.message.contains("no head within") || failure.message.contains("ended without a head"), "\(failure.message)")
     }
 
     @Test func aTransportWithItsOwnErrorsFailsTheErrorChecks() async throws {
