@@ -357,6 +357,19 @@ final class CollectingDelegate: NSObject, URLSessionDataDelegate, Sendable {
 }
 
 /// The contenders, each with its own session (so none shares another's connections).
+/// One request on `session` with a completion handler, checked like every contender's.
+func completionHandlerStart(_ session: URLSession, _ url: URL) -> StartRequest {
+    { done in
+        session.dataTask(with: jsonRequest(url)) { data, response, error in
+            guard error == nil, (response as? HTTPURLResponse)?.statusCode == 200, let data else {
+                FileHandle.standardError.write(Data("raw request failed: \(String(describing: error))\n".utf8))
+                return done(-1)
+            }
+            done(data.count)
+        }.resume()
+    }
+}
+
 func makeContenders(base: String) -> [(name: String, key: String, makeStart: (TokenSlot) -> StartRequest)] {
     let url = URL(string: base + "/json")!
     let rawSession = URLSession(configuration: .default)
@@ -376,28 +389,8 @@ func makeContenders(base: String) -> [(name: String, key: String, makeStart: (To
     let policyService = BenchPolicyService.make(base: base)
     let ahcService = asyncHTTPClientChain(base: base)
     return [
-        ("raw URLSession (completion handler)", "raw", { _ in
-            { done in
-                rawSession.dataTask(with: jsonRequest(url)) { data, response, error in
-                    guard error == nil, (response as? HTTPURLResponse)?.statusCode == 200, let data else {
-                        FileHandle.standardError.write(Data("raw request failed: \(String(describing: error))\n".utf8))
-                        return done(-1)
-                    }
-                    done(data.count)
-                }.resume()
-            }
-        }),
-        ("raw URLSession (completion handler), no cookies or URLCache", "raw-plain", { _ in
-            { done in
-                plainSession.dataTask(with: jsonRequest(url)) { data, response, error in
-                    guard error == nil, (response as? HTTPURLResponse)?.statusCode == 200, let data else {
-                        FileHandle.standardError.write(Data("raw request failed: \(String(describing: error))\n".utf8))
-                        return done(-1)
-                    }
-                    done(data.count)
-                }.resume()
-            }
-        }),
+        ("raw URLSession (completion handler)", "raw", { _ in completionHandlerStart(rawSession, url) }),
+        ("raw URLSession (completion handler), no cookies or URLCache", "raw-plain", { _ in completionHandlerStart(plainSession, url) }),
         ("raw URLSession (data delegate)", "delegate", { _ in
             { done in collecting.start(jsonRequest(url), on: delegateSession, done: done) }
         }),
