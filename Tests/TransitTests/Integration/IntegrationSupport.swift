@@ -321,3 +321,10 @@ func eventually(timeout: Duration = .seconds(30), _ condition: () -> Bool) async
     return true
 }
 
+
+/// A new empty folder under the temporary directory, for a test's downloads; the caller removes it.
+func makeDownloadFolder() throws -> URL {
+    let folder = FileManager.default.temporaryDirectory.appendingPathComponent("transit-dl-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+    return folder
+}

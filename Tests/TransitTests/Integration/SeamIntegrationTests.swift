@@ -106,8 +106,7 @@ struct SeamIntegrationTests {
 
     @Test func aDownloadAppearsOnlyComplete() async throws {
         let body = Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 31) })
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("transit-dl-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let folder = try makeDownloadFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
         let destination = folder.appendingPathComponent("file.bin")
         try await withLoopbackServer(handler: { _ in .status(200, body: body) }) { server in
@@ -135,8 +134,7 @@ struct SeamIntegrationTests {
     /// arrives byte for byte, and progress still counts every chunk as it arrives.
     @Test func aLargeDownloadIsWrittenWholeAcrossGatheredWrites() async throws {
         let body = Data((0..<(5 << 20) + 12_345).map { UInt8(truncatingIfNeeded: $0 &* 131 &+ $0 >> 12) })
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("transit-dl-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let folder = try makeDownloadFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
         let destination = folder.appendingPathComponent("large.bin")
         try await withLoopbackServer(handler: { _ in .status(200, body: body) }) { server in
@@ -154,8 +152,7 @@ struct SeamIntegrationTests {
     }
 
     @Test func aDownloadCutOffMidBodyLeavesNoFile() async throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("transit-dl-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let folder = try makeDownloadFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
         try await withLoopbackServer(handler: { _ in .status(200, body: Data(count: 100_000)).closingMidBody(afterBytes: 30_000) }) { server in
             let probe = try await self.await(makeClient().download(URLRequest(url: server.url("/f")), to: folder.appendingPathComponent("f")))
@@ -165,8 +162,7 @@ struct SeamIntegrationTests {
     }
 
     @Test func aDownloadAnswered404FailsWithTheHTTPErrorAndWritesNothing() async throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("transit-dl-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let folder = try makeDownloadFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
         try await withLoopbackServer(handler: { _ in .text("no such file", status: 404) }) { server in
             let probe = try await self.await(makeClient().download(URLRequest(url: server.url("/f")), to: folder.appendingPathComponent("f")))

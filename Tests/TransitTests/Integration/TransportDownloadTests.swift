@@ -18,12 +18,6 @@ struct TransportDownloadTests {
         return HTTPClient(transport: URLSessionTransport(configuration: configuration, downloadTasks: true))
     }
 
-    private func makeFolder() throws -> URL {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("transit-dt-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        return folder
-    }
-
     private func contents(of folder: URL) throws -> [String] {
         try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted()
     }
@@ -37,7 +31,7 @@ struct TransportDownloadTests {
         let transport = URLSessionTransport(configuration: .ephemeral, downloadTasks: true)
         #expect(transport.writesResponseBodiesToFiles)
         let body = Data((0..<(3 << 20) + 777).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ $0 >> 9) })
-        let folder = try makeFolder()
+        let folder = try makeDownloadFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
         let file = folder.appendingPathComponent("body")
         try Data("an older file is replaced".utf8).write(to: file)
@@ -64,7 +58,7 @@ struct TransportDownloadTests {
 
     @Test func anErrorStatusIsDeliveredWithItsBodyInTheFile() async throws {
         let transport = URLSessionTransport(configuration: .ephemeral, downloadTasks: true)
-        let folder = try makeFolder()
+        let folder = try makeDownloadFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
         let file = folder.appendingPathComponent("body")
         try await withLoopbackServer(handler: { _ in .text("gone for good", status: 410) }) { server in
@@ -81,7 +75,7 @@ struct TransportDownloadTests {
     }
 
     @Test func aDownloadOfAnUndeclaredLengthOverTheLimitIsCutOff() async throws {
-        let folder = try makeFolder()
+        let folder = try makeDownloadFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
         let chunks = Array(repeating: Data(repeating: 0x41, count: 4096), count: 200)
         try await withLoopbackServer(handler: { _ in .chunked(chunks, interval: .milliseconds(20)) }) { server in
@@ -96,7 +90,7 @@ struct TransportDownloadTests {
     }
 
     @Test func aDeclaredLengthOverTheLimitFailsTheDownload() async throws {
-        let folder = try makeFolder()
+        let folder = try makeDownloadFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
         try await withLoopbackServer(handler: { _ in .status(200, body: Data(count: 500_000)) }) { server in
             let probe = AwaitedProbe(makeClient().download(
@@ -110,7 +104,7 @@ struct TransportDownloadTests {
 
     @Test func aDownloadFollowsARedirectToAnotherOriginWithoutTheToken() async throws {
         let body = Data((0..<200_000).map { UInt8(truncatingIfNeeded: $0 &* 13) })
-        let folder = try makeFolder()
+        let folder = try makeDownloadFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
         let destination = folder.appendingPathComponent("file")
         try await withLoopbackServer(handler: { _ in .status(200, body: body) }) { other in
@@ -136,7 +130,7 @@ struct TransportDownloadTests {
     }
 
     @Test func cancellingADownloadMidBodyLeavesNoFile() async throws {
-        let folder = try makeFolder()
+        let folder = try makeDownloadFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
         let chunks = Array(repeating: Data(repeating: 0x42, count: 1024), count: 1000)
         try await withLoopbackServer(handler: { _ in .chunked(chunks, interval: .milliseconds(50)) }) { server in
@@ -157,7 +151,7 @@ struct TransportDownloadTests {
 
     @Test func monitorsCountTheBytesTheTransportWrote() async throws {
         let body = Data(repeating: 0x5A, count: 1_234_567)
-        let folder = try makeFolder()
+        let folder = try makeDownloadFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
         let log = AttemptLog()
         let client = HTTPClient(transport: URLSessionTransport(configuration: .ephemeral, downloadTasks: true), monitors: [log])
@@ -175,7 +169,7 @@ struct TransportDownloadTests {
     @Test func withoutDownloadTasksTheBodyArrivesAsPartsAndNoFileIsWritten() async throws {
         let transport = URLSessionTransport(configuration: .ephemeral)
         #expect(!transport.writesResponseBodiesToFiles)
-        let folder = try makeFolder()
+        let folder = try makeDownloadFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
         let file = folder.appendingPathComponent("body")
         try await withLoopbackServer(handler: { _ in .text("as parts") }) { server in
