@@ -34,6 +34,13 @@ extension Signal where Failure == any Error {
     /// - The refresh is reported (``HTTPEvent/Kind/tokenRefreshStarted`` and how it ended) to
     ///   the monitors of the client that answered 401.
     public func retryWithFreshToken(from store: TokenStore) -> Signal<Output, any Error> {
+        SpecializedOperator.forResponses(self, generic: { $0.retriedWithFreshToken(from: store) }) {
+            $0.retriedWithFreshToken(from: store)
+        }
+    }
+
+    /// The body of ``retryWithFreshToken(from:)``.
+    func retriedWithFreshToken(from store: TokenStore) -> Signal<Output, any Error> {
         let upstream = self
         return Signal(deferred: {
             // Read at subscription: is this request part of one of the store's refreshes?

@@ -29,6 +29,13 @@ extension Signal where Failure == any Error {
         maxSecondsToWait: TimeInterval,
         scheduler: some Scheduler = DispatchQueue.global()
     ) -> Signal<Output, any Error> {
+        SpecializedOperator.forResponses(self, generic: { $0.respondingToRateLimiting(maxSecondsToWait: maxSecondsToWait, scheduler: scheduler) }) {
+            $0.respondingToRateLimiting(maxSecondsToWait: maxSecondsToWait, scheduler: scheduler)
+        }
+    }
+
+    /// The body of ``respondToRateLimiting(maxSecondsToWait:scheduler:)``.
+    func respondingToRateLimiting(maxSecondsToWait: TimeInterval, scheduler: any Scheduler) -> Signal<Output, any Error> {
         let upstream = self
         let cap = maxSecondsToWait.isNaN ? 0 : max(0, maxSecondsToWait)
         return self.catch { error -> Signal<Output, any Error> in

@@ -45,6 +45,13 @@ extension Signal where Failure == any Error {
         method: HTTPMethod? = nil,
         scheduler: some Scheduler = DispatchQueue.global()
     ) -> Signal<Output, any Error> {
+        SpecializedOperator.forResponses(self, generic: { $0.retried(policy, method: method, scheduler: scheduler) }) {
+            $0.retried(policy, method: method, scheduler: scheduler)
+        }
+    }
+
+    /// The body of ``retry(_:method:scheduler:)``.
+    func retried(_ policy: RetryPolicy, method: HTTPMethod?, scheduler: any Scheduler) -> Signal<Output, any Error> {
         let upstream = self
         return Signal { observer in
             let retrier = PolicyRetrier(upstream: upstream, downstream: observer, policy: policy, method: method, scheduler: scheduler)
