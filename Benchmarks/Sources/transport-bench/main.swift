@@ -262,31 +262,53 @@ struct BenchPostService: RESTAPI {
 struct BenchPolicyService: RESTAPI {
     let baseURL: String
     let client: HTTPClient
-    let retryPolicy: RetryPolicy
+    let retryPolicy: RetryPolicy?
+
+    /// Whether the client adds the token; without its authoriser the chain adds it, as the README
+    /// chain does, so every variant sends the same request.
+    let clientAuthorizes: Bool
 
     var posts: Signal<Data, any Error> {
-        return get(endpoint: "json") { request in
-            request.receivingJSON()
+        let clientAuthorizes = clientAuthorizes
+        var signal = get(endpoint: "json") { request in
+            clientAuthorizes ? request.receivingJSON() : try request.addingBearerAuthorization(accessToken: bearerToken).receivingJSON()
         }
         .catchHTTPErrors()
-        .retry(retryPolicy, method: .get)
-        .respondToRateLimiting(maxSecondsToWait: 5)
-        .map(\.data)
+        if let retryPolicy { signal = signal.retry(retryPolicy, method: .get) }
+        return signal
+            .respondToRateLimiting(maxSecondsToWait: 5)
+            .map(\.data)
     }
 
+    /// Every policy, or (for profiling one policy's cost) those named in
+    /// `TRANSIT_BENCH_POLICIES`: a comma-separated list of `rate`, `cooldowns`, `failover`,
+    /// `authorizer`, `retry`.
     static func make(base: String) -> BenchPolicyService {
+        let all: Set<String> = ["rate", "cooldowns", "failover", "authorizer", "retry"]
+        let named = ProcessInfo.processInfo.environment["TRANSIT_BENCH_POLICIES"].map {
+            Set($0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
+        }
+        let on = named ?? all
+        if let unknown = on.subtracting(all).first {
+            print("TRANSIT_BENCH_POLICIES: unknown policy '\(unknown)' (known: \(all.sorted().joined(separator: ", ")))")
+            exit(2)
+        }
         let tokens = TokenStore(
             token: AuthToken(accessToken: bearerToken),
             scope: CredentialScope(hosts: ["127.0.0.1"], insecureHTTP: .loopbackOnly)
         ) { current in Signal(value: current) }
         let client = HTTPClient(
             transport: URLSessionTransport(),
-            rateLimiter: RateLimiter(requestsPerSecond: 10_000_000, burst: 1_000_000),
-            cooldowns: Cooldowns(),
-            failover: HostFailover(origins: [base, "http://127.0.0.1:9"]),
-            authorizer: tokens
+            rateLimiter: on.contains("rate") ? RateLimiter(requestsPerSecond: 10_000_000, burst: 1_000_000) : nil,
+            cooldowns: on.contains("cooldowns") ? Cooldowns() : nil,
+            failover: on.contains("failover") ? HostFailover(origins: [base, "http://127.0.0.1:9"]) : nil,
+            authorizer: on.contains("authorizer") ? tokens : nil
         )
-        return BenchPolicyService(baseURL: base, client: client, retryPolicy: RetryPolicy(budget: RetryBudget()))
+        return BenchPolicyService(
+            baseURL: base, client: client,
+            retryPolicy: on.contains("retry") ? RetryPolicy(budget: RetryBudget()) : nil,
+            clientAuthorizes: on.contains("authorizer")
+        )
     }
 }
 
