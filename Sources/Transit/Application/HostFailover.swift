@@ -67,10 +67,10 @@ public final class HostFailover: Sendable {
         self.onEvent = onEvent
     }
 
-    /// `scheme://host:port` of `url`, with the scheme's default port made explicit.
+    /// `scheme://host:port` of `url`, with the scheme's default port made explicit; `nil` without
+    /// a scheme or a host. Plain URLs are read in one scan of their bytes (see ``URLOrigin``).
     static func origin(_ url: URL) -> String? {
-        guard let scheme = url.scheme?.lowercased(), let host = url.host?.lowercased(), !host.isEmpty else { return nil }
-        return "\(scheme)://\(host):\(url.port ?? (scheme == "https" ? 443 : 80))"
+        URLOrigin.hostOrigin(url)
     }
 
     /// Whether `origin` is quarantined now.
@@ -86,10 +86,18 @@ public final class HostFailover: Sendable {
         plan(for: request, forgettingRecovered: false)?.origins
     }
 
-    /// ``plan(for:)``, and, when `forgettingRecovered`, the origins whose quarantine has ended
-    /// since they were last planned (they are forgotten, so each recovery is reported once).
-    func plan(for request: URLRequest, forgettingRecovered: Bool) -> (origins: [String], recovered: [String])? {
+    /// ``plan(for:)``, the request's own origin (`origin`, computed once per request), and, when
+    /// `forgettingRecovered`, the origins whose quarantine has ended since they were last
+    /// planned (they are forgotten, so each recovery is reported once).
+    ///
+    /// While no origin was ever quarantined (or every quarantine has been forgotten), the plan is
+    /// ``origins`` as they are, without reading the clock, filtering or sorting.
+    func plan(
+        for request: URLRequest,
+        forgettingRecovered: Bool
+    ) -> (origin: String, origins: [String], recovered: [String])? {
         guard let url = request.url, let origin = Self.origin(url), origins.contains(origin) else { return nil }
+        if badUntil.withLock({ $0.isEmpty }) { return (origin, origins, []) }
         let now = scheduler.now
         var recovered: [String] = []
         let bad = badUntil.withLock { badUntil -> [String: Duration] in
@@ -101,9 +109,12 @@ public final class HostFailover: Sendable {
             }
             return badUntil
         }
+        let recoveredInOrder = recovered.isEmpty ? [] : origins.filter(recovered.contains)
+        // Every quarantine over: the preference order as it is.
+        if bad.values.allSatisfy({ $0 <= now }) { return (origin, origins, recoveredInOrder) }
         let healthy = origins.filter { (bad[$0] ?? .zero) <= now }
         let sick = origins.filter { (bad[$0] ?? .zero) > now }.sorted { bad[$0]! < bad[$1]! }
-        return (healthy + sick, recovered.isEmpty ? [] : origins.filter(recovered.contains))
+        return (origin, healthy + sick, recoveredInOrder)
     }
 
     /// Marks `origin` bad after `error`.
@@ -130,10 +141,10 @@ public final class HostFailover: Sendable {
         }
     }
 
-    /// `request` sent to `origin` instead of its own.
-    static func request(_ request: TransportRequest, at origin: String) -> TransportRequest {
+    /// `request`, whose origin is `own` (as ``origin(_:)`` computed it), sent to `origin` instead.
+    static func request(_ request: TransportRequest, at origin: String, from own: String) -> TransportRequest {
         // The common case, the request's own origin while it is healthy, is sent as it is.
-        if let url = request.urlRequest.url, Self.origin(url) == origin { return request }
+        if origin == own { return request }
         guard let url = request.urlRequest.url, let target = URL(string: origin),
               var components = URLComponents(url: url, resolvingAgainstBaseURL: false)
         else { return request }
@@ -164,13 +175,16 @@ enum FailoverExchange {
         }
         return Signal { observer in
             let scope = CancellationToken()
-            attempt(request, plan: plan.origins[...], failover: failover, events: events, exchange: exchange, observer: observer, scope: scope)
+            attempt(request, from: plan.origin, plan: plan.origins[...], failover: failover, events: events, exchange: exchange, observer: observer, scope: scope)
             return { scope.cancel() }
         }
     }
 
+    /// Sends `request`, whose origin is `own`, to the first origin of `plan`, and on a failure
+    /// that fails over, to the next.
     private static func attempt(
         _ request: TransportRequest,
+        from own: String,
         plan: ArraySlice<String>,
         failover: HostFailover,
         events: HTTPEventSink?,
@@ -183,7 +197,7 @@ enum FailoverExchange {
         let hop = scope.makeChild()
         let method = request.urlRequest.httpMethod ?? "GET"
         let answered = Locked(false)
-        exchange(HostFailover.request(request, at: origin)).observe(Observer { event in
+        exchange(HostFailover.request(request, at: origin, from: own)).observe(Observer { event in
             if case .failed(let error) = event, !answered.withLock({ $0 }),
                let urlError = (error as? TransportError)?.urlError ?? (error as? URLError),
                HostFailover.failsOver(urlError, method: method) {
@@ -193,7 +207,7 @@ enum FailoverExchange {
                     hop.cancel()
                     failover.report(from: origin, to: next, error: urlError)
                     events?.emit(.failover(from: origin, to: next, error: urlError))
-                    attempt(request, plan: rest, failover: failover, events: events, exchange: exchange, observer: observer, scope: scope)
+                    attempt(request, from: own, plan: rest, failover: failover, events: events, exchange: exchange, observer: observer, scope: scope)
                     return
                 }
             }

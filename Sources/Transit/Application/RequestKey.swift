@@ -19,11 +19,13 @@ public struct RequestKey: Sendable {
     }
 
     /// Scheme, host, port and first path segment (the default).
+    ///
+    /// The scheme and host are lowercased and the port made explicit (443 for `https`, 80 for
+    /// other schemes). Plain URLs are read in one scan of their bytes (see `URLOrigin`), others
+    /// by Foundation, with the same result.
     public static let originAndFirstSegment = RequestKey { request in
         guard let url = request.url else { return "" }
-        let scheme = url.scheme?.lowercased() ?? ""
-        let port = url.port ?? (scheme == "https" ? 443 : 80)
-        return "\(scheme)://\(url.host?.lowercased() ?? ""):\(port)/\(firstSegment(of: url.path))"
+        return URLOrigin.key(url)
     }
 
     /// The first non-empty segment of `path` (`v1` of `//v1/users`), found without splitting the
@@ -38,7 +40,6 @@ public struct RequestKey: Sendable {
     /// Scheme, host and port: one key per origin.
     public static let origin = RequestKey { request in
         guard let url = request.url else { return "" }
-        let scheme = url.scheme?.lowercased() ?? ""
-        return "\(scheme)://\(url.host?.lowercased() ?? ""):\(url.port ?? (scheme == "https" ? 443 : 80))"
+        return URLOrigin.origin(url)
     }
 }
