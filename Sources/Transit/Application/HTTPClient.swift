@@ -280,7 +280,11 @@ public final class HTTPClient: Sendable {
             })
         }
         if let rateLimiter {
-            let limiterKey = rateLimiter.key.key(sent)
+            let limiterKey = if let cooldownKey, let cooldowns, rateLimiter.key.isSame(as: cooldowns.key) {
+                cooldownKey
+            } else {
+                rateLimiter.key.key(sent)
+            }
             let waited = Self.rateLimitReport(sent, to: events)
             let exchange = parts
             parts = Signal(deferred: { Self.afterPermit(of: rateLimiter, key: limiterKey, waited: waited, exchange) })

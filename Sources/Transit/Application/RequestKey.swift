@@ -12,10 +12,29 @@ import FoundationNetworking
 public struct RequestKey: Sendable {
     /// The key of `request`; requests with equal keys share a rate limit and a cooldown.
     public let key: @Sendable (URLRequest) -> String
+    /// Which built-in key this is (`nil` for a key made from a function), so that a client whose
+    /// rate limiter and cooldowns group alike computes the key once per request.
+    let builtIn: BuiltIn?
+
+    /// The built-in keys.
+    enum BuiltIn: Equatable {
+        case originAndFirstSegment, origin
+    }
 
     /// A key made by `key`.
     public init(_ key: @escaping @Sendable (URLRequest) -> String) {
         self.key = key
+        builtIn = nil
+    }
+
+    private init(_ builtIn: BuiltIn, _ key: @escaping @Sendable (URLRequest) -> String) {
+        self.key = key
+        self.builtIn = builtIn
+    }
+
+    /// Whether `other` is the same built-in key, so gives the same key for every request.
+    func isSame(as other: RequestKey) -> Bool {
+        builtIn != nil && builtIn == other.builtIn
     }
 
     /// Scheme, host, port and first path segment (the default).
@@ -23,7 +42,7 @@ public struct RequestKey: Sendable {
     /// The scheme and host are lowercased and the port made explicit (443 for `https`, 80 for
     /// other schemes). Plain URLs are read in one scan of their bytes (see `URLOrigin`), others
     /// by Foundation, with the same result.
-    public static let originAndFirstSegment = RequestKey { request in
+    public static let originAndFirstSegment = RequestKey(.originAndFirstSegment) { request in
         guard let url = request.url else { return "" }
         return URLOrigin.key(url)
     }
@@ -38,7 +57,7 @@ public struct RequestKey: Sendable {
     }
 
     /// Scheme, host and port: one key per origin.
-    public static let origin = RequestKey { request in
+    public static let origin = RequestKey(.origin) { request in
         guard let url = request.url else { return "" }
         return URLOrigin.origin(url)
     }

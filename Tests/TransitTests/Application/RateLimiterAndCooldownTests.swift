@@ -30,6 +30,17 @@ struct RateLimiterAndCooldownTests {
         #expect(RequestKey.firstSegment(of: "/é/x") == "é")
     }
 
+    /// A client whose rate limiter and cooldowns use the same built-in key computes it once per
+    /// request; a key made from a function is never taken for another, even an identical one.
+    @Test func onlyTheSameBuiltInKeyIsSharedBetweenPolicies() {
+        #expect(RequestKey.originAndFirstSegment.isSame(as: .originAndFirstSegment))
+        #expect(RequestKey.origin.isSame(as: .origin))
+        #expect(!RequestKey.origin.isSame(as: .originAndFirstSegment))
+        let custom = RequestKey { $0.url?.host ?? "" }
+        #expect(!custom.isSame(as: custom))
+        #expect(!custom.isSame(as: .origin) && !RequestKey.origin.isSame(as: custom))
+    }
+
     @Test func excessRequestsWaitTheirTurnInOrder() {
         let limiter = RateLimiter(requestsPerSecond: 2, burst: 1, scheduler: scheduler)
         let order = SharedValue<[Int]>([])
