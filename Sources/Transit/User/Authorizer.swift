@@ -148,20 +148,56 @@ extension HTTPClient {
         attempt: @escaping @Sendable (URLRequest) -> Signal<HTTPResponse, any Error>
     ) -> Signal<HTTPResponse, any Error> {
         guard let url = request.url, authorizer.scope.allows(url) else { return attempt(request) }
-        let send: @Sendable () -> Signal<HTTPResponse, any Error> = {
-            Signal(tryDeferred: { attempt(try authorizer.authorize(request)) })
-        }
-        return Signal(deferred: {
+        // One stage rather than `deferred` and two `flatMap`s: every request in the scope passes
+        // through it, and the renewal path is the rare one.
+        return Signal { observer in
             // At subscription, so a request made by a renewal is known as such.
             let renew = if let events, let store = authorizer as? TokenStore {
                 store.renewal(events: events)
             } else {
                 authorizer.renewal()
             }
-            return send().flatMap(maxConcurrent: 1) { response -> Signal<HTTPResponse, any Error> in
-                guard response.statusCode == 401 else { return Signal(value: response) }
-                return renew(response.request).flatMap(maxConcurrent: 1) { _ in send() }
-            }
-        })
+            let scope = CancellationToken()
+            // Set (from the first attempt's serialised events) once its 401 starts the renewal:
+            // the first attempt's completion is then not the signal's.
+            let renewing = Locked(false)
+            sendAuthorized(request, by: authorizer, attempt: attempt).observe(Observer { event in
+                guard case .value(let response) = event, response.statusCode == 401 else {
+                    if !renewing.withLock({ $0 }) { observer.send(event) }
+                    return
+                }
+                renewing.withLock { $0 = true }
+                let waiting = scope.makeChild()
+                renew(response.request).observe(Observer { renewal in
+                    switch renewal {
+                    case .value:
+                        // Stop waiting (releases this waiter), then send the request again, once.
+                        waiting.cancel()
+                        sendAuthorized(request, by: authorizer, attempt: attempt).observe(observer, in: scope)
+                    case .failed(let error):
+                        observer.fail(error)
+                    case .finished:
+                        // A renewal that ends without renewing: the 401 is the answer.
+                        observer.send(.value(response))
+                        observer.finish()
+                    }
+                }, in: waiting)
+            }, in: scope)
+            return { scope.cancel() }
+        }
+    }
+
+    /// `attempt` for `request` with the authorizer's credentials added now; fails with the
+    /// authorizer's error if it cannot add them.
+    private static func sendAuthorized(
+        _ request: URLRequest,
+        by authorizer: any Authorizer,
+        attempt: (URLRequest) -> Signal<HTTPResponse, any Error>
+    ) -> Signal<HTTPResponse, any Error> {
+        do {
+            return attempt(try authorizer.authorize(request))
+        } catch {
+            return Signal(error: error)
+        }
     }
 }

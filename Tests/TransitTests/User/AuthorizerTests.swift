@@ -83,4 +83,87 @@ struct AuthorizerTests {
         #expect(!store.isRefreshing)
         #expect(refreshes.value == 1)
     }
+
+    /// An authorizer of the tests' own: a fixed header, and a renewal the test chooses.
+    private struct KeyAuthorizer: Authorizer {
+        let renewed: Signal<Void, any Error>
+        let refuses: Bool
+        let renewals = SharedValue(0)
+        var scope: CredentialScope { CredentialScope(hosts: ["api.example.com"]) }
+
+        func authorize(_ request: URLRequest) throws -> URLRequest {
+            if refuses { throw URLRequestError.invalidBearerToken }
+            return try request.settingValue("k", forHTTPHeaderField: "X-Key")
+        }
+
+        func renewCredentials(after rejected: URLRequest) -> Signal<Void, any Error> {
+            renewals.update { $0 += 1 }
+            return renewed
+        }
+    }
+
+    private func client(answering answers: [StubResponse], authorizer: KeyAuthorizer) -> (StubTransport, HTTPClient) {
+        let transport = StubTransport(scheduler: scheduler)
+        let served = SharedValue(0)
+        transport.stub(.get, path: "/me").thenRespond { _ in
+            answers[served.update { $0 += 1; return min($0, answers.count) } - 1]
+        }
+        return (transport, HTTPClient(transport: transport, scheduler: scheduler, authorizer: authorizer))
+    }
+
+    @Test func aRenewalThatEndsWithoutRenewingDeliversThe401() {
+        let authorizer = KeyAuthorizer(renewed: .empty, refuses: false)
+        let (transport, client) = client(answering: [.status(401)], authorizer: authorizer)
+        let probe = RequestProbe(client.send(URLRequest(url: URL(string: "https://api.example.com/me")!)))
+        scheduler.advance()
+        #expect(probe.values.map(\.statusCode) == [401])
+        #expect(probe.isFinished && probe.terminalCount == 1 && probe.violations == 0)
+        #expect(transport.requests.count == 1)
+        #expect(authorizer.renewals.value == 1)
+    }
+
+    @Test func aFailedRenewalFailsTheRequestWithItsError() {
+        let authorizer = KeyAuthorizer(renewed: Signal(error: URLError(.userAuthenticationRequired)), refuses: false)
+        let (transport, client) = client(answering: [.status(401)], authorizer: authorizer)
+        let probe = RequestProbe(client.send(URLRequest(url: URL(string: "https://api.example.com/me")!)))
+        scheduler.advance()
+        #expect((probe.failure as? URLError)?.code == .userAuthenticationRequired)
+        #expect(probe.values.isEmpty && probe.terminalCount == 1)
+        #expect(transport.requests.count == 1)
+    }
+
+    @Test func aSecond401IsTheAnswerWithoutASecondRenewal() {
+        let authorizer = KeyAuthorizer(renewed: Signal(value: ()), refuses: false)
+        let (transport, client) = client(answering: [.status(401), .status(401), .text("never")], authorizer: authorizer)
+        let probe = RequestProbe(client.send(URLRequest(url: URL(string: "https://api.example.com/me")!)))
+        scheduler.advance()
+        #expect(probe.values.map(\.statusCode) == [401])
+        #expect(probe.isFinished && probe.terminalCount == 1)
+        #expect(transport.requests.count == 2)
+        #expect(transport.requests.allSatisfy { $0.value(forHTTPHeaderField: "X-Key") == "k" })
+        #expect(authorizer.renewals.value == 1)
+    }
+
+    @Test func anAuthorizerThatCannotAuthorizeFailsTheRequestBeforeItIsSent() {
+        let authorizer = KeyAuthorizer(renewed: Signal(value: ()), refuses: true)
+        let (transport, client) = client(answering: [.text("never")], authorizer: authorizer)
+        let probe = RequestProbe(client.send(URLRequest(url: URL(string: "https://api.example.com/me")!)))
+        scheduler.advance()
+        #expect(probe.failure as? URLRequestError == .invalidBearerToken)
+        #expect(transport.requests.isEmpty)
+    }
+
+    @Test func cancellingDuringTheRenewalSendsNothingMore() {
+        let renewal = PassthroughSubject<Void, any Error>()
+        let authorizer = KeyAuthorizer(renewed: renewal.signal, refuses: false)
+        let (transport, client) = client(answering: [.status(401), .text("hello")], authorizer: authorizer)
+        let probe = RequestProbe(client.send(URLRequest(url: URL(string: "https://api.example.com/me")!)))
+        scheduler.advance()
+        #expect(authorizer.renewals.value == 1)
+        probe.cancel()
+        renewal.send()
+        scheduler.advance()
+        #expect(transport.requests.count == 1)
+        #expect(probe.events.isEmpty)
+    }
 }
