@@ -263,38 +263,46 @@ public final class HTTPClient: Sendable {
         deadline: Duration?
     ) -> Signal<HTTPResponsePart, any Error> {
         let events = self.events
-        var parts = RedirectingExchange.signal(
-            request, transport: transport, failover: failover,
-            policy: options.redirectPolicy ?? redirectPolicy,
-            sensitiveHeaders: sensitiveHeaders,
-            events: events
-        )
         let sent = request.urlRequest
         // Each policy's key is computed once per request. A request that may go at once (a free
         // token, no cooldown: the common case) is subscribed directly; only one that must wait
         // goes through the permit or clearance signal.
         let cooldownKey = cooldowns?.key.key(sent)
+        var onFinalHead: (@Sendable (HTTPResponseHead) -> Void)?
         if let cooldowns, let cooldownKey {
-            parts = parts.handleEvents(receiveValue: { part in
-                if case .head(let head) = part { cooldowns.record(head, for: sent, key: cooldownKey, events: events) }
-            })
+            onFinalHead = { head in cooldowns.record(head, for: sent, key: cooldownKey, events: events) }
         }
-        if let rateLimiter {
-            let limiterKey = if let cooldownKey, let cooldowns, rateLimiter.key.isSame(as: cooldowns.key) {
-                cooldownKey
-            } else {
-                rateLimiter.key.key(sent)
+        var parts = RedirectingExchange.signal(
+            request, transport: transport, failover: failover,
+            policy: options.redirectPolicy ?? redirectPolicy,
+            sensitiveHeaders: sensitiveHeaders,
+            events: events,
+            onFinalHead: onFinalHead
+        )
+        if rateLimiter != nil || cooldownKey != nil {
+            // One stage for both waits: the cooldown first, then the rate limit (a token is taken
+            // only once the cooldown is over).
+            var limiterKey: String?
+            if let rateLimiter {
+                limiterKey = if let cooldownKey, let cooldowns, rateLimiter.key.isSame(as: cooldowns.key) {
+                    cooldownKey
+                } else {
+                    rateLimiter.key.key(sent)
+                }
             }
-            let waited = Self.rateLimitReport(sent, to: events)
-            let exchange = parts
-            parts = Signal(deferred: { Self.afterPermit(of: rateLimiter, key: limiterKey, waited: waited, exchange) })
-        }
-        if let cooldowns, let cooldownKey {
-            let limited = parts
+            let permitted: @Sendable () -> Signal<HTTPResponsePart, any Error>
+            if let rateLimiter, let limiterKey {
+                let waited = Self.rateLimitReport(sent, to: events)
+                let exchange = parts
+                permitted = { Self.afterPermit(of: rateLimiter, key: limiterKey, waited: waited, exchange) }
+            } else {
+                let exchange = parts
+                permitted = { exchange }
+            }
+            let cooldowns = self.cooldowns
             parts = Signal(deferred: {
-                cooldowns.isClear(forKey: cooldownKey)
-                    ? limited
-                    : cooldowns.clearance(forKey: cooldownKey, request: sent, events: events).flatMap(maxConcurrent: 1) { _ in limited }
+                guard let cooldowns, let cooldownKey, !cooldowns.isClear(forKey: cooldownKey) else { return permitted() }
+                return cooldowns.clearance(forKey: cooldownKey, request: sent, events: events).flatMap(maxConcurrent: 1) { _ in permitted() }
             })
         }
         guard let deadline else { return parts }

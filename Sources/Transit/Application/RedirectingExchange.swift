@@ -10,43 +10,42 @@ import Signals
 /// Every hop is its own transport exchange. A redirect's head cancels that exchange (its body is
 /// never read) and starts the next one; only the final response's parts are delivered.
 enum RedirectingExchange {
+    /// - Parameters:
+    ///   - failover: the client's failover group: each hop whose origin is in the group goes to
+    ///     its first healthy origin, and to the next on a connection-level failure.
+    ///   - onFinalHead: told about the head that is delivered (not those of redirects followed),
+    ///     before it is: the shared cooldowns' look at every response.
     static func signal(
         _ request: TransportRequest,
         transport: any HTTPTransport,
         failover: HostFailover? = nil,
         policy: RedirectPolicy,
         sensitiveHeaders: Set<String>,
-        events: HTTPEventSink? = nil
+        events: HTTPEventSink? = nil,
+        onFinalHead: (@Sendable (HTTPResponseHead) -> Void)? = nil
     ) -> Signal<HTTPResponsePart, any Error> {
         // Without monitors, the exchange is the transport's, untouched: no event is built.
-        let exchange: Exchange = switch (failover, events) {
-        case (nil, nil):
-            { request, _ in hop(request, on: transport) }
-        case (nil, let events?):
+        let exchange: Exchange = if let events {
             { request, mark in monitoredHop(request, on: transport, events: events, mark: mark) }
-        case (let failover?, nil):
-            { request, _ in FailoverExchange.signal(request, failover: failover) { hop($0, on: transport) } }
-        case (let failover?, let events?):
-            { request, mark in
-                FailoverExchange.signal(request, failover: failover, events: events) {
-                    monitoredHop($0, on: transport, events: events, mark: mark)
-                }
-            }
+        } else {
+            { request, _ in hop(request, on: transport) }
         }
-        if policy.mode == .never { return exchange(request, nil) }
+        if policy.mode == .never, failover == nil, onFinalHead == nil { return exchange(request, nil) }
+        // Redirects, failover and the final head are all handled in this one stage: every request
+        // of a client with policies passes through it.
         return Signal { observer in
             let scope = CancellationToken()
             let run = Hop(
-                exchange: exchange, policy: policy, sensitiveHeaders: sensitiveHeaders, events: events,
-                observer: observer, scope: scope
+                exchange: exchange, failover: failover, policy: policy, sensitiveHeaders: sensitiveHeaders, events: events,
+                onFinalHead: onFinalHead, observer: observer, scope: scope
             )
             run.start(request, hops: 0)
             return { scope.cancel() }
         }
     }
 
-    /// One exchange (through failover, if any), told by the redirect-following hop when it is
-    /// cancelled to follow a redirect (only when monitored).
+    /// One exchange, told by the redirect-following hop when it is cancelled to follow a redirect
+    /// (only when monitored).
     typealias Exchange = @Sendable (TransportRequest, AttemptMonitoring.RedirectMark?) -> Signal<HTTPResponsePart, any Error>
 
     /// One exchange on the transport (on one origin of a failover group); its failures carry the request (``HTTPClient/annotate(_:sentWith:events:)``).
@@ -72,20 +71,46 @@ enum RedirectingExchange {
     /// scope cancels whichever hop is running.
     private struct Hop: Sendable {
         let exchange: Exchange
+        let failover: HostFailover?
         let policy: RedirectPolicy
         let sensitiveHeaders: Set<String>
         let events: HTTPEventSink?
+        let onFinalHead: (@Sendable (HTTPResponseHead) -> Void)?
         let observer: Observer<HTTPResponsePart, any Error>
         let scope: CancellationToken
 
+        /// Hop number `hops` (0 for the request itself, then one per redirect followed): to the
+        /// first origin of its failover plan when its origin is in the group.
         func start(_ request: TransportRequest, hops: Int) {
+            guard let failover, let plan = failover.plan(for: request.urlRequest, forgettingRecovered: events != nil),
+                  !plan.origins.isEmpty
+            else {
+                return attempt(request, hops: hops, failover: nil)
+            }
+            if let events {
+                for origin in plan.recovered { events.emit(.hostRecovered(origin: origin)) }
+            }
+            attempt(request, hops: hops, failover: (failover, plan.origin, plan.origins[...]))
+        }
+
+        /// Sends `request`; with a failover plan, to its first origin (`own` is the request's
+        /// origin), and on a failure that fails over, to the next.
+        private func attempt(
+            _ request: TransportRequest,
+            hops: Int,
+            failover: (group: HostFailover, own: String, plan: ArraySlice<String>)?
+        ) {
             let exchange = scope.makeChild()
             let mark = events.map { _ in AttemptMonitoring.RedirectMark() }
-            self.exchange(request, mark).observe(Observer { event in
+            let sent = failover.map { HostFailover.request(request, at: $0.plan.first!, from: $0.own) } ?? request
+            let answered = failover.map { _ in Locked(false) }
+            self.exchange(sent, mark).observe(Observer { event in
                 switch event {
                 case .value(.head(let head)):
+                    answered?.withLock { $0 = true }
                     switch policy.next(after: head, to: request, hops: hops, sensitiveHeaders: sensitiveHeaders) {
                     case nil:
+                        onFinalHead?(head)
                         observer.send(.head(head))
                     case .success(let next)?:
                         // Nothing more of this hop is delivered once its token is cancelled.
@@ -97,10 +122,41 @@ enum RedirectingExchange {
                         exchange.cancel()
                         observer.fail(error)
                     }
+                case .failed(let error):
+                    if let failover, let answered, !answered.withLock({ $0 }), failedOver(error, request: request, exchange: exchange, hops: hops, failover: failover) {
+                        return
+                    }
+                    observer.send(event)
                 default:
                     observer.send(event)
                 }
             }, in: exchange)
+        }
+
+        /// After `error` from the first origin of `failover.plan`, before any head: quarantines
+        /// that origin if the error is a connection-level failure, and sends the request to the
+        /// next origin when there is one. Returns `true` if it did (the error is not passed on).
+        private func failedOver(
+            _ error: any Error,
+            request: TransportRequest,
+            exchange: CancellationToken,
+            hops: Int,
+            failover: (group: HostFailover, own: String, plan: ArraySlice<String>)
+        ) -> Bool {
+            guard let origin = failover.plan.first,
+                  let urlError = (error as? TransportError)?.urlError ?? (error as? URLError),
+                  HostFailover.failsOver(urlError, method: request.urlRequest.httpMethod ?? "GET")
+            else { return false }
+            let group = failover.group
+            group.markFailed(origin)
+            events?.emit(.hostQuarantined(origin: origin, duration: group.quarantine, error: urlError))
+            let rest = failover.plan.dropFirst()
+            guard let next = rest.first else { return false }
+            exchange.cancel()
+            group.report(from: origin, to: next, error: urlError)
+            events?.emit(.failover(from: origin, to: next, error: urlError))
+            attempt(request, hops: hops, failover: (group, failover.own, rest))
+            return true
         }
 
         /// Reports a redirect followed, naming the credential headers it dropped.
