@@ -160,7 +160,7 @@ public final class HTTPClient: Sendable {
     ) -> Signal<HTTPResponse, any Error> {
         let limit = options.maxResponseBytes ?? maxResponseBytes
         let deadline = (options.deadline ?? self.deadline).duration
-        let buffered: @Sendable (URLRequest) -> Signal<HTTPResponse, any Error> = { request in
+        let buffered: @Sendable (consuming URLRequest) -> Signal<HTTPResponse, any Error> = { request in
             self.prepared(request) { sent in
                 let response = self.parts(of: TransportRequest(sent, bodyFile: bodyFile), options: options, deadline: deadline)
                     .collectResponse(for: sent, maxBytes: limit, events: self.events)

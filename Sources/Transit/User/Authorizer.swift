@@ -145,7 +145,7 @@ extension HTTPClient {
         _ request: URLRequest,
         by authorizer: any Authorizer,
         events: HTTPEventSink?,
-        attempt: @escaping @Sendable (URLRequest) -> Signal<HTTPResponse, any Error>
+        attempt: @escaping @Sendable (consuming URLRequest) -> Signal<HTTPResponse, any Error>
     ) -> Signal<HTTPResponse, any Error> {
         guard let url = request.url, authorizer.scope.allows(url) else { return attempt(request) }
         // One stage rather than `deferred` and two `flatMap`s: every request in the scope passes
@@ -192,7 +192,7 @@ extension HTTPClient {
     private static func sendAuthorized(
         _ request: URLRequest,
         by authorizer: any Authorizer,
-        attempt: (URLRequest) -> Signal<HTTPResponse, any Error>
+        attempt: (consuming URLRequest) -> Signal<HTTPResponse, any Error>
     ) -> Signal<HTTPResponse, any Error> {
         do {
             return attempt(try authorizer.authorize(request))
