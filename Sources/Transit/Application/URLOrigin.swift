@@ -71,8 +71,29 @@ enum URLOrigin {
         return string.withUTF8 { plain($0, withFirstSegment: withFirstSegment) }
     }
 
-    /// ``plain(_:withFirstSegment:)`` of an absolute URL string's UTF-8 bytes.
-    static func plain(_ bytes: UnsafeBufferPointer<UInt8>, withFirstSegment: Bool) -> String? {
+    /// The scheme and host of `url`, lowercased, when it is plain (see ``URLOrigin``); `nil`
+    /// when Foundation must read it. A credential scope asks this of every request.
+    static func plainSchemeAndHost(_ url: URL) -> (scheme: String, host: String)? {
+        guard url.baseURL == nil else { return nil }
+        var string = url.absoluteString
+        return string.withUTF8 { bytes -> (scheme: String, host: String)? in
+            guard let authority = authority(bytes) else { return nil }
+            return (lowercasedString(bytes[0..<authority.schemeEnd]), lowercasedString(bytes[authority.host]))
+        }
+    }
+
+    /// `bytes` as a string, ASCII letters lowercased.
+    private static func lowercasedString(_ bytes: Slice<UnsafeBufferPointer<UInt8>>) -> String {
+        String(unsafeUninitializedCapacity: bytes.count) { out in
+            for (at, byte) in bytes.enumerated() { out[at] = lowercased(byte) }
+            return bytes.count
+        }
+    }
+
+    /// Where the scheme ends and the host is in an absolute URL string's UTF-8 bytes, the port
+    /// (-1 when there is none or it is empty) and where the authority ends; `nil` if the URL is
+    /// not plain up to there.
+    private static func authority(_ bytes: UnsafeBufferPointer<UInt8>) -> (schemeEnd: Int, host: Range<Int>, port: Int, end: Int)? {
         let count = bytes.count
         // Scheme: a letter, then letters, digits, `+`, `-`, `.`; then `://`.
         guard count > 0, isLetter(bytes[0]) else { return nil }
@@ -88,7 +109,7 @@ enum URLOrigin {
         let hostEnd = index
         guard hostEnd > hostStart else { return nil }
 
-        // Port: `:` and up to 5 digits; none or empty is the scheme's default.
+        // Port: `:` and up to 5 digits; none or empty is the scheme's default (-1 here).
         var port = -1
         if index < count, bytes[index] == colon {
             index += 1
@@ -102,6 +123,18 @@ enum URLOrigin {
         }
         // The authority ends here, or the URL is not plain (userinfo, IPv6, `%`, a 6th digit…).
         if index < count, !isAuthorityEnd(bytes[index]) { return nil }
+        return (schemeEnd, hostStart..<hostEnd, port, index)
+    }
+
+    /// ``plain(_:withFirstSegment:)`` of an absolute URL string's UTF-8 bytes.
+    static func plain(_ bytes: UnsafeBufferPointer<UInt8>, withFirstSegment: Bool) -> String? {
+        let count = bytes.count
+        guard let authority = authority(bytes) else { return nil }
+        let schemeEnd = authority.schemeEnd
+        let hostStart = authority.host.lowerBound
+        let hostEnd = authority.host.upperBound
+        var index = authority.end
+        var port = authority.port
         if port < 0 {
             let isHTTPS = schemeEnd == 5
                 && bytes[0] | 0x20 == UInt8(ascii: "h") && bytes[1] | 0x20 == UInt8(ascii: "t")

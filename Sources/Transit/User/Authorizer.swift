@@ -34,7 +34,12 @@ public struct CredentialScope: Sendable, Hashable {
 
     /// Whether credentials may be sent to `url`.
     public func allows(_ url: URL) -> Bool {
-        guard let scheme = url.scheme?.lowercased(), let host = url.host?.lowercased(), !host.isEmpty else { return false }
+        // A plain URL's scheme and host are read in one scan of its bytes (every request in a
+        // client with an authoriser asks); Foundation reads any other.
+        let parts = URLOrigin.plainSchemeAndHost(url) ?? url.scheme.flatMap { scheme in
+            url.host.map { (scheme.lowercased(), $0.lowercased()) }
+        }
+        guard let (scheme, host) = parts, !host.isEmpty else { return false }
         let named = hosts.contains(host) || hosts.contains { entry in
             entry.hasPrefix("*.") && host.hasSuffix(entry.dropFirst(1)) && host.count > entry.count - 1
         }

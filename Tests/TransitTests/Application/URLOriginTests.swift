@@ -16,6 +16,10 @@ struct URLOriginTests {
         #expect(URLOrigin.key(url) == URLOrigin.foundationKey(url), "\(url.absoluteString)", sourceLocation: sourceLocation)
         #expect(URLOrigin.origin(url) == URLOrigin.foundationOrigin(url), "\(url.absoluteString)", sourceLocation: sourceLocation)
         #expect(URLOrigin.hostOrigin(url) == URLOrigin.foundationHostOrigin(url), "\(url.absoluteString)", sourceLocation: sourceLocation)
+        // A credential scope's reading: the scheme and host, as Foundation reads them, lowercased.
+        if let (scheme, host) = URLOrigin.plainSchemeAndHost(url) {
+            #expect(scheme == url.scheme?.lowercased() && host == url.host?.lowercased(), "\(url.absoluteString)", sourceLocation: sourceLocation)
+        }
     }
 
     /// URLs, whether the key's fast path reads them (`true`) or Foundation (`false`), and the key.
