@@ -60,6 +60,12 @@ func asyncHTTPClientChain(base: String) -> BenchPostService {
     )
 }
 
+/// The README service with every policy on (``BenchPolicyService``), on the adapter: with
+/// AsyncHTTPClient's own cost small and steady, the policies' cost stands out in callgrind.
+func asyncHTTPClientPolicies(base: String) -> BenchPolicyService {
+    BenchPolicyService.make(base: base, transport: AsyncHTTPClientTransport())
+}
+
 /// A Transit client on the adapter, for the 1 GiB stream.
 func asyncHTTPClientStreamingClient() -> Transit.HTTPClient {
     Transit.HTTPClient(transport: AsyncHTTPClientTransport())

@@ -47,7 +47,7 @@ func usage() -> Never {
     print("""
     usage: transport-bench [--repetitions N] [--big-runs N] [--quick] [--requests N]
                            [--url http://127.0.0.1:PORT] [--only requests|bodies]
-           transport-bench --profile raw|delegate|transport|client|chain|policies|ahc-raw|ahc-chain --url URL [--requests N] [--concurrency C]
+           transport-bench --profile raw|raw-plain|delegate|transport|client|chain|policies|ahc-raw|ahc-chain|ahc-policies --url URL [--requests N] [--concurrency C]
     Without --url, nginx is started with nginx/nginx.sh and stopped at the end.
     """)
     exit(2)
@@ -283,7 +283,7 @@ struct BenchPolicyService: RESTAPI {
     /// Every policy, or (for profiling one policy's cost) those named in
     /// `TRANSIT_BENCH_POLICIES`: a comma-separated list of `rate`, `cooldowns`, `failover`,
     /// `authorizer`, `retry`.
-    static func make(base: String) -> BenchPolicyService {
+    static func make(base: String, transport: any HTTPTransport = URLSessionTransport()) -> BenchPolicyService {
         let all: Set<String> = ["rate", "cooldowns", "failover", "authorizer", "retry"]
         let named = ProcessInfo.processInfo.environment["TRANSIT_BENCH_POLICIES"].map {
             Set($0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
@@ -298,7 +298,7 @@ struct BenchPolicyService: RESTAPI {
             scope: CredentialScope(hosts: ["127.0.0.1"], insecureHTTP: .loopbackOnly)
         ) { current in Signal(value: current) }
         let client = HTTPClient(
-            transport: URLSessionTransport(),
+            transport: transport,
             rateLimiter: on.contains("rate") ? RateLimiter(requestsPerSecond: 10_000_000, burst: 1_000_000) : nil,
             cooldowns: on.contains("cooldowns") ? Cooldowns() : nil,
             failover: on.contains("failover") ? HostFailover(origins: [base, "http://127.0.0.1:9"]) : nil,
@@ -410,6 +410,7 @@ func makeContenders(base: String) -> [(name: String, key: String, makeStart: (To
     )
     let policyService = BenchPolicyService.make(base: base)
     let ahcService = asyncHTTPClientChain(base: base)
+    let ahcPolicyService = asyncHTTPClientPolicies(base: base)
     return [
         ("raw URLSession (completion handler)", "raw", { _ in completionHandlerStart(rawSession, url) }),
         ("raw URLSession (completion handler), no cookies or URLCache", "raw-plain", { _ in completionHandlerStart(plainSession, url) }),
@@ -437,6 +438,9 @@ func makeContenders(base: String) -> [(name: String, key: String, makeStart: (To
         ("raw AsyncHTTPClient", "ahc-raw", { _ in rawAsyncHTTPClientStart(url: url.absoluteString) }),
         ("README PostService chain on the AsyncHTTPClient adapter", "ahc-chain", signalStart {
             ahcService.posts.map(\.count)
+        }),
+        ("README service, every policy on, on the AsyncHTTPClient adapter", "ahc-policies", signalStart {
+            ahcPolicyService.posts.map(\.count)
         }),
     ]
 }
@@ -556,6 +560,11 @@ func requestsPerSecond(base: String, repetitions: Int, requestsPerRun: [Int: Int
             let ratio = median(zip(policies, chain).map { $0 / $1 })
             let cpuRatio = median(zip(chainCPU, policiesCPU).map { $0 / $1 })
             print("\nEvery policy on against the README chain without them (median of rounds): \(fmt(ratio, 3))× the requests/s, \(fmt(cpuRatio, 3))× the CPU per request (above 1: cheaper).")
+        }
+        if let policies = rates["ahc-policies"], let chain = rates["ahc-chain"], let policiesCPU = cpu["ahc-policies"], let chainCPU = cpu["ahc-chain"] {
+            let ratio = median(zip(policies, chain).map { $0 / $1 })
+            let cpuRatio = median(zip(chainCPU, policiesCPU).map { $0 / $1 })
+            print("\nOn the AsyncHTTPClient adapter, every policy on against the chain without them (median of rounds): \(fmt(ratio, 3))× the requests/s, \(fmt(cpuRatio, 3))× the CPU per request (above 1: cheaper).")
         }
         print("")
     }

@@ -67,6 +67,16 @@ enum RedirectingExchange {
         }
     }
 
+    /// Where a hop whose origin is in the failover group goes: `plan`'s first origin, then the
+    /// next ones on connection-level failures. (A struct, not a tuple: a closure capturing a
+    /// tuple of these types looks its layout up at run time.)
+    private struct FailoverPlan: Sendable {
+        let group: HostFailover
+        /// The request's own origin.
+        let own: String
+        let plan: ArraySlice<String>
+    }
+
     /// The hops of one subscription. Each exchange runs in a child of `scope`; cancelling the
     /// scope cancels whichever hop is running.
     private struct Hop: Sendable {
@@ -90,7 +100,7 @@ enum RedirectingExchange {
             if let events {
                 for origin in plan.recovered { events.emit(.hostRecovered(origin: origin)) }
             }
-            attempt(request, hops: hops, failover: (failover, plan.origin, plan.origins[...]))
+            attempt(request, hops: hops, failover: FailoverPlan(group: failover, own: plan.origin, plan: plan.origins[...]))
         }
 
         /// Sends `request`; with a failover plan, to its first origin (`own` is the request's
@@ -98,7 +108,7 @@ enum RedirectingExchange {
         private func attempt(
             _ request: TransportRequest,
             hops: Int,
-            failover: (group: HostFailover, own: String, plan: ArraySlice<String>)?
+            failover: FailoverPlan?
         ) {
             let exchange = scope.makeChild()
             let mark = events.map { _ in AttemptMonitoring.RedirectMark() }
@@ -141,7 +151,7 @@ enum RedirectingExchange {
             request: TransportRequest,
             exchange: CancellationToken,
             hops: Int,
-            failover: (group: HostFailover, own: String, plan: ArraySlice<String>)
+            failover: FailoverPlan
         ) -> Bool {
             guard let origin = failover.plan.first,
                   let urlError = (error as? TransportError)?.urlError ?? (error as? URLError),
@@ -155,7 +165,7 @@ enum RedirectingExchange {
             exchange.cancel()
             group.report(from: origin, to: next, error: urlError)
             events?.emit(.failover(from: origin, to: next, error: urlError))
-            attempt(request, hops: hops, failover: (group, failover.own, rest))
+            attempt(request, hops: hops, failover: FailoverPlan(group: group, own: failover.own, plan: rest))
             return true
         }
 

@@ -57,16 +57,22 @@ public struct CredentialScope: Sendable, Hashable {
     }
 
     static func isLoopback(_ host: String) -> Bool {
-        var bare = Substring(host)
-        if bare.hasPrefix("["), bare.hasSuffix("]") { bare = bare.dropFirst().dropLast() }
-        if bare == "localhost" || bare == "::1" { return true }
-        // 127.x.y.z: four decimal octets of at most 255, the first 127 (read as bytes: this runs
-        // for every request the authoriser sees).
+        var host = host
+        return host.withUTF8(isLoopback)
+    }
+
+    /// ``isLoopback(_:)`` of a host's UTF-8 bytes (read as bytes: this runs for every request
+    /// the authoriser sees).
+    private static func isLoopback(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        var bare = bytes[...]
+        if bare.first == UInt8(ascii: "["), bare.last == UInt8(ascii: "]") { bare = bare.dropFirst().dropLast() }
+        if bare.elementsEqual("localhost".utf8) || bare.elementsEqual("::1".utf8) { return true }
+        // 127.x.y.z: four decimal octets of at most 255, the first 127.
         var octets = 0
         var value = 0
         var digits = 0
         var first = -1
-        for byte in bare.utf8 {
+        for byte in bare {
             if byte == UInt8(ascii: ".") {
                 guard digits > 0 else { return false }
                 if first < 0 { first = value }
