@@ -161,12 +161,31 @@ public final class TokenStore: Sendable {
     }
 
     private struct State {
-        var current: AuthToken
+        var current: AuthToken {
+            didSet { bearerHeader = Self.bearerHeader(for: current) }
+        }
+        /// `Bearer <access token>`, or `nil` if the access token cannot be a header value: made
+        /// once per token, not per request.
+        private(set) var bearerHeader: String?
         var flight: Flight?
         /// When the recent refreshes started, on the limits' clock.
         var refreshStarts: [Duration] = []
         var nextWaiterID: UInt64 = 0
         var nextFlightID: UInt64 = 0
+
+        init(current: AuthToken) {
+            self.current = current
+            bearerHeader = Self.bearerHeader(for: current)
+        }
+
+        /// The `Authorization` value for `token`: `nil` for an empty token or one with a space,
+        /// a control character or DEL (a token read from a file with its newline would
+        /// otherwise be dropped by Linux Foundation, and the request sent without it).
+        static func bearerHeader(for token: AuthToken) -> String? {
+            let value = token.accessToken
+            guard !value.isEmpty, value.utf8.allSatisfy({ $0 > 0x20 && $0 != 0x7F }) else { return nil }
+            return "Bearer \(value)"
+        }
     }
 
     private let state: Locked<State>
@@ -245,13 +264,10 @@ public final class TokenStore: Sendable {
     ///   Foundation on Linux would silently send the request without `Authorization`), or
     ///   ``URLRequestError/invalidURL`` for a request without a URL. Nothing is sent.
     public func authorize(_ request: URLRequest) throws -> URLRequest {
-        let token = current.accessToken
-        guard !token.isEmpty, token.utf8.allSatisfy({ $0 > 0x20 && $0 != 0x7F }) else {
-            throw URLRequestError.invalidBearerToken
-        }
+        guard let header = state.withLock({ $0.bearerHeader }) else { throw URLRequestError.invalidBearerToken }
         guard request.url != nil else { throw URLRequestError.invalidURL }
         var request = request
-        request.setCheckedHeader("Bearer \(token)", canonicalName: "Authorization")
+        request.setCheckedHeader(header, canonicalName: "Authorization")
         return request
     }
 

@@ -61,6 +61,17 @@ struct TokenStoreDefectTests {
         #expect(transport.requests.isEmpty)
         #expect(throws: URLRequestError.invalidBearerToken) { try store.authorize(URLRequest(url: URL(string: "https://a.example")!)) }
     }
+
+    /// The header is made once per token: a token set later is checked and used as it is set.
+    @Test func aTokenSetLaterIsCheckedAndUsed() throws {
+        let store = TokenStore(token: AuthToken(accessToken: "good")) { _ in Signal(error: URLError(.cancelled)) }
+        let request = URLRequest(url: URL(string: "https://a.example")!)
+        #expect(try store.authorize(request).value(forHTTPHeaderField: "Authorization") == "Bearer good")
+        store.update(AuthToken(accessToken: "bad\n"))
+        #expect(throws: URLRequestError.invalidBearerToken) { try store.authorize(request) }
+        store.update(AuthToken(accessToken: "better"))
+        #expect(try store.authorize(request).value(forHTTPHeaderField: "Authorization") == "Bearer better")
+    }
 }
 
 @Suite("TokenStore limits")
