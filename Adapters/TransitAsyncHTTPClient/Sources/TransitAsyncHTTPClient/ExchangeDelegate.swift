@@ -5,6 +5,7 @@ import FoundationNetworking
 #endif
 import NIOConcurrencyHelpers
 import NIOCore
+import NIOFoundationCompat
 import NIOHTTP1
 import Signals
 import Transit
@@ -138,12 +139,23 @@ final class ExchangeDelegate: HTTPClientResponseDelegate {
     func didReceiveBodyPart(task: AsyncHTTPClient.HTTPClient.Task<Void>, _ buffer: ByteBuffer) -> EventLoopFuture<Void> {
         touch()
         if buffer.readableBytes > 0 {
-            observer.send(.body(Data(buffer.readableBytesView)))
+            observer.send(.body(Self.data(buffer)))
         }
         return task.eventLoop.makeSucceededVoidFuture()
     }
 
     func didFinishRequest(task: AsyncHTTPClient.HTTPClient.Task<Void>) throws {}
+
+    /// A body chunk as `Data`: sharing the buffer's storage when the chunk fills at least half of
+    /// it (no copy of the bytes: a buffered response of one chunk is then never copied), copied
+    /// otherwise, so that a small chunk never keeps a large read buffer alive.
+    static func data(_ buffer: ByteBuffer) -> Data {
+        if buffer.readableBytes * 2 >= buffer.storageCapacity,
+           let shared = buffer.getData(at: buffer.readerIndex, length: buffer.readableBytes, byteTransferStrategy: .noCopy) {
+            return shared
+        }
+        return Data(buffer.readableBytesView)
+    }
 
     /// The header fields as the server sent them: in order, a repeated field once per time it
     /// was sent, names spelled as sent. (No `HTTPURLResponse` is made: on Linux its initialiser
