@@ -107,7 +107,7 @@ struct URLOriginTests {
 
     /// A few thousand URLs made of plain and awkward pieces (seeded, the same every run).
     @Test func generatedURLsGiveFoundationsResults() {
-        var random = SplitMix64(seed: 0x5EED_F00D)
+        var random = SeededGenerator(seed: 0x5EED_F00D)
         let schemes = ["http", "https", "HTTP", "HtTpS", "ftp", "ws", "wss", "a+b.c-d", "x1", "h.t-t+p", "1http", "ht_tp", "htt%70"]
         let hostPieces = ["api", "Example", "COM", "a-b", "0", "127", "1", ".", "-", "_", "~", "%41", "%2E", "%zz", "é", "@", "user@", "u:p@", "[::1]", "[fe80::1%25en0]", "!", "$", "*", " "]
         let pathPieces = ["/", "/", "/", "v1", "V2", "users", "a-b", "a.b", "_", "~", ".", "..", "%41", "%2F", "%FF", "%C3%A9", "%zz", "%", ";", ";p=1", "@", ":", "!", "$", "&", "'", "(", "*", "+", ",", "=", "é", " ", "|", "\\", "[", "]", "^", "`", "{", "\""]
@@ -173,22 +173,8 @@ struct URLOriginTests {
     }
 }
 
-/// A small seeded generator (SplitMix64), so the generated URLs are the same on every run.
-private struct SplitMix64 {
-    var state: UInt64
-
-    init(seed: UInt64) {
-        state = seed
-    }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
+/// The seeded generator of the form tests, so the generated URLs are the same on every run.
+extension SeededGenerator {
     mutating func pick(_ items: [String]) -> String {
         items[Int(next() % UInt64(items.count))]
     }
