@@ -132,8 +132,11 @@ struct TransportDownloadTests {
     @Test func cancellingADownloadMidBodyLeavesNoFile() async throws {
         let folder = try makeDownloadFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
+        // 1,000 chunks half a second apart: the transfer cannot end before the checks, however
+        // late a starved run (the thread sanitizer, a loaded machine) hears of the first bytes.
+        // With 50 ms it took 50 s, and a CI run under TSan first saw progress after it had ended.
         let chunks = Array(repeating: Data(repeating: 0x42, count: 1024), count: 1000)
-        try await withLoopbackServer(handler: { _ in .chunked(chunks, interval: .milliseconds(50)) }) { server in
+        try await withLoopbackServer(handler: { _ in .chunked(chunks, interval: .milliseconds(500)) }) { server in
             let started = IntegrationGate()
             let token = makeClient().download(URLRequest(url: server.url("/slow")), to: folder.appendingPathComponent("slow")).observe(
                 Observer { event in
