@@ -282,21 +282,17 @@ public final class HTTPClient: Sendable {
         if rateLimiter != nil || cooldownKey != nil {
             // One stage for both waits: the cooldown first, then the rate limit (a token is taken
             // only once the cooldown is over).
-            var limiterKey: String?
+            let exchange = parts
+            let permitted: @Sendable () -> Signal<HTTPResponsePart, any Error>
             if let rateLimiter {
-                limiterKey = if let cooldownKey, let cooldowns, rateLimiter.key.isSame(as: cooldowns.key) {
+                let key = if let cooldownKey, let cooldowns, rateLimiter.key.isSame(as: cooldowns.key) {
                     cooldownKey
                 } else {
                     rateLimiter.key.key(sent)
                 }
-            }
-            let permitted: @Sendable () -> Signal<HTTPResponsePart, any Error>
-            if let rateLimiter, let limiterKey {
                 let waited = Self.rateLimitReport(sent, to: events)
-                let exchange = parts
-                permitted = { Self.afterPermit(of: rateLimiter, key: limiterKey, waited: waited, exchange) }
+                permitted = { Self.afterPermit(of: rateLimiter, key: key, waited: waited, exchange) }
             } else {
-                let exchange = parts
                 permitted = { exchange }
             }
             let cooldowns = self.cooldowns
