@@ -56,7 +56,7 @@ extension URLRequest {
     ///   among them (the token itself is not kept in the error); ``URLRequestError/invalidURL``
     ///   for a request without a URL.
     public consuming func addingBearerAuthorization(accessToken: String) throws -> URLRequest {
-        guard !accessToken.isEmpty, accessToken.utf8.allSatisfy({ $0 > 0x20 && $0 != 0x7F }) else {
+        guard !accessToken.isEmpty, HTTPSyntax.allBytes(of: accessToken, satisfy: { $0 > 0x20 && $0 != 0x7F }) else {
             throw URLRequestError.invalidBearerToken
         }
         return try changed { $0.setCheckedHeader("Bearer \(accessToken)", canonicalName: "Authorization") }
@@ -177,7 +177,9 @@ extension URLRequest {
     /// traps when a copy of a URL-less request is changed.
     consuming func modified(_ change: (inout URLRequest) -> Void) -> URLRequest {
         guard url != nil else { return self }
-        var copy = self
+        // `consume`: the receiver's reference moves into `copy`, so a request that nothing else
+        // holds is changed in place instead of copying its whole `NSURLRequest` (Linux).
+        var copy = consume self
         change(&copy)
         return copy
     }
