@@ -206,6 +206,23 @@ struct RequestsTests {
         #expect(sent.url?.absoluteString == "https://api.example.com/v1/posts")
     }
 
+    @Test("a modifier may be a function taking a plain URLRequest, or consume the request; both keep the body")
+    func modifierOwnershipForms() throws {
+        @Sendable func tagged(_ request: URLRequest) throws -> URLRequest {
+            try request.settingValue("plain", forHTTPHeaderField: "X-Form")
+        }
+        let api = StubbedService(transport: transport)
+        let body = Data("payload".utf8)
+        _ = RequestProbe(api.post(endpoint: "a", body: body, modifier: tagged))
+        _ = RequestProbe(api.post(endpoint: "b", body: body) { request in
+            try (consume request).settingValue("consumed", forHTTPHeaderField: "X-Form")
+        })
+        _ = RequestProbe(api.get(endpoint: "c", modifier: tagged))
+        #expect(transport.requests.map { $0.value(forHTTPHeaderField: "X-Form") } == ["plain", "consumed", "plain"])
+        #expect(transport.requests.map { $0.httpBody } == [body, body, nil])
+        #expect(transport.requests.map(\.httpMethod) == ["POST", "POST", "GET"])
+    }
+
     @Test("retry(1) re-runs the modifier: the second attempt carries a new header value")
     func modifierRerunsOnRetry() throws {
         let transport = StubTransport()

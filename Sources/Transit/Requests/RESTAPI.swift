@@ -7,7 +7,14 @@ import Signals
 /// Changes a request before it is sent. Runs inside the subscription, on every attempt, so a
 /// retried request reads fresh state (a new access token, a new timestamp). Throwing fails the
 /// signal with the thrown error and sends nothing.
-public typealias RequestModifier = @Sendable (URLRequest) throws -> URLRequest
+///
+/// The request is passed `consuming`: the modifier holds the only reference to it. A function
+/// taking a plain `URLRequest` converts to this type. Where every microsecond counts, hand it on
+/// with `consume` — `{ request in try (consume request).addingBearerAuthorization(accessToken: t) }`
+/// — and the fluent helpers change it in place; without `consume` Swift keeps the parameter alive
+/// to the end of the closure, so the first change copies the whole request (on Linux about 8,000
+/// instructions, BENCHMARKS.md).
+public typealias RequestModifier = @Sendable (consuming URLRequest) throws -> URLRequest
 
 /// A REST service: a base URL and the client that sends its requests.
 ///
@@ -65,8 +72,10 @@ extension RESTAPI {
         modifier: @escaping RequestModifier = { $0 }
     ) -> Signal<HTTPResponse, any Error> {
         send(method: method, endpoint: endpoint, prepare: { request in
-            if let body { request.httpBody = body }
-            request = try modifier(request)
+            guard let body else { return try modifier(consume request) }
+            var withBody = consume request
+            withBody.httpBody = body
+            return try modifier(withBody)
         }, through: { $0.send($1, options: options) })
     }
 
@@ -87,8 +96,10 @@ extension RESTAPI {
         modifier: @escaping RequestModifier = { $0 }
     ) -> Signal<HTTPResponsePart, any Error> {
         send(method: method, endpoint: endpoint, prepare: { request in
-            if let body { request.httpBody = body }
-            request = try modifier(request)
+            guard let body else { return try modifier(consume request) }
+            var withBody = consume request
+            withBody.httpBody = body
+            return try modifier(withBody)
         }, through: { $0.stream($1, options: options) })
     }
 
@@ -100,7 +111,7 @@ extension RESTAPI {
         options: RequestOptions = RequestOptions(),
         modifier: @escaping RequestModifier = { $0 }
     ) -> Signal<DownloadEvent, any Error> {
-        send(method: .get, endpoint: endpoint, prepare: { $0 = try modifier($0) }, through: { $0.download($1, to: destination, options: options) })
+        send(method: .get, endpoint: endpoint, prepare: modifier, through: { $0.download($1, to: destination, options: options) })
     }
 
     /// A signal that sends the contents of `file` as the body (streamed from disk, never read
@@ -113,7 +124,7 @@ extension RESTAPI {
         options: RequestOptions = RequestOptions(),
         modifier: @escaping RequestModifier = { $0 }
     ) -> Signal<HTTPResponse, any Error> {
-        send(method: method, endpoint: endpoint, prepare: { $0 = try modifier($0) }, through: { $0.send($1, bodyFile: file, options: options) })
+        send(method: method, endpoint: endpoint, prepare: modifier, through: { $0.send($1, bodyFile: file, options: options) })
     }
 
     /// A signal that sends a request whose body is `json` encoded by `encoder`, with
@@ -131,7 +142,7 @@ extension RESTAPI {
         modifier: @escaping RequestModifier = { $0 }
     ) -> Signal<HTTPResponse, any Error> {
         send(method: method, endpoint: endpoint, prepare: { request in
-            request = try modifier(request.sendingJSON(json, encoder: encoder))
+            try modifier(request.sendingJSON(json, encoder: encoder))
         }, through: { $0.send($1, options: options) })
     }
 
@@ -232,13 +243,14 @@ extension RESTAPI {
     /// The cold signal behind every verb: URL, method and `prepare` run inside the subscription,
     /// then `through` hands the request to the client.
     ///
-    /// The request is built and changed in place (`inout`) up to the user's modifier: on Linux a
-    /// `URLRequest` that is not uniquely referenced copies its whole `NSURLRequest` on every
-    /// change.
+    /// The request is handed on `consuming` from where it is built to the user's modifier and the
+    /// client, so only one reference to it exists at each step and every change is made in place:
+    /// on Linux a `URLRequest` that is not uniquely referenced copies its whole `NSURLRequest` on
+    /// every change (~7,000 instructions).
     private func send<Output>(
         method: HTTPMethod,
         endpoint: String,
-        prepare: @escaping @Sendable (inout URLRequest) throws -> Void,
+        prepare: @escaping @Sendable (consuming URLRequest) throws -> URLRequest,
         through: @escaping @Sendable (HTTPClient, consuming URLRequest) -> Signal<Output, any Error>
     ) -> Signal<Output, any Error> {
         // `self` is read inside the subscription, so a computed `baseURL` or `client` is read
@@ -248,8 +260,7 @@ extension RESTAPI {
             var request = URLRequest(url: try BuiltURLs.url(base: api.baseURL, endpoint: endpoint))
             guard HTTPSyntax.isToken(method.rawValue) else { throw URLRequestError.invalidMethod(method.rawValue) }
             if method != .get { request.httpMethod = method.rawValue }  // GET is the default
-            try prepare(&request)
-            return through(api.client, consume request)
+            return through(api.client, try prepare(consume request))
         })
     }
 }
