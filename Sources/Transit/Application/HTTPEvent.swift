@@ -96,6 +96,18 @@ public struct HTTPEvent: Sendable, CustomStringConvertible {
         /// (``TokenStore/RefreshError/tooManyRefreshes``).
         case tokenRefreshRefused(TokenStore.RefreshError, sharedBy: Int)
 
+        // MARK: Renewal by another authorizer
+
+        /// A 401 to credentials that the client's ``HTTPClient/authorizer`` (one that is not a
+        /// ``TokenStore``, which reports its refreshes itself) added started its renewal;
+        /// ``HTTPEvent/request`` is the rejected request.
+        case authorizerRenewalStarted
+        /// The renewal ended. `renewed`: it delivered new credentials and the request is sent
+        /// again, once; otherwise it finished without them and the 401 is the answer.
+        case authorizerRenewalEnded(renewed: Bool)
+        /// The renewal failed with `error`, which the request fails with.
+        case authorizerRenewalFailed(any Error)
+
         // MARK: Coalescing
 
         /// The request joined an identical one in flight instead of sending its own
@@ -166,6 +178,12 @@ public struct HTTPEvent: Sendable, CustomStringConvertible {
             return "token refresh failed (shared by \(sharedBy)): \(Self.describe(error))"
         case .tokenRefreshRefused(let reason, let sharedBy):
             return "token refresh refused (shared by \(sharedBy)): \(reason)"
+        case .authorizerRenewalStarted:
+            return "authorizer renewal started:\(subject)"
+        case .authorizerRenewalEnded(let renewed):
+            return "authorizer renewal ended (\(renewed ? "renewed: sending again" : "not renewed: the 401 is the answer")):\(subject)"
+        case .authorizerRenewalFailed(let error):
+            return "authorizer renewal failed:\(subject): \(Self.describe(error))"
         case .coalescedRequestJoined(let subscribers):
             return "joined an identical request in flight (\(subscribers) sharing it):\(subject)"
         }

@@ -150,8 +150,9 @@ extension HTTPClient {
     /// (when the request is in its scope), and, on a 401 to credentials the authorizer added,
     /// one renewal and one more attempt.
     ///
-    /// A ``TokenStore``'s refreshes are reported to `events` (the client's monitors); another
-    /// authorizer's renewals are its own business and are not reported.
+    /// A ``TokenStore``'s refreshes are reported to `events` (the client's monitors) by the
+    /// store; another authorizer's renewal is reported here
+    /// (``HTTPEvent/Kind/authorizerRenewalStarted`` and how it ended).
     static func authorized(
         _ request: URLRequest,
         by authorizer: any Authorizer,
@@ -163,11 +164,14 @@ extension HTTPClient {
         // through it, and the renewal path is the rare one.
         return Signal { observer in
             // At subscription, so a request made by a renewal is known as such.
-            let renew = if let events, let store = authorizer as? TokenStore {
+            let store = authorizer as? TokenStore
+            let renew = if let events, let store {
                 store.renewal(events: events)
             } else {
                 authorizer.renewal()
             }
+            // Another authorizer's renewal is reported here; a store reports its own refreshes.
+            let report = store == nil ? events : nil
             let scope = CancellationToken()
             // Set (from the first attempt's serialised events) once its 401 starts the renewal:
             // the first attempt's completion is then not the signal's.
@@ -179,15 +183,20 @@ extension HTTPClient {
                 }
                 renewing.withLock { $0 = true }
                 let waiting = scope.makeChild()
-                renew(response.request).observe(Observer { renewal in
+                let rejected = response.request
+                report?.emit(.authorizerRenewalStarted, request: rejected)
+                renew(rejected).observe(Observer { renewal in
                     switch renewal {
                     case .value:
+                        report?.emit(.authorizerRenewalEnded(renewed: true), request: rejected)
                         // Stop waiting (releases this waiter), then send the request again, once.
                         waiting.cancel()
                         sendAuthorized(request, by: authorizer, attempt: attempt).observe(observer, in: scope)
                     case .failed(let error):
+                        report?.emit(.authorizerRenewalFailed(error), request: rejected)
                         observer.fail(error)
                     case .finished:
+                        report?.emit(.authorizerRenewalEnded(renewed: false), request: rejected)
                         // A renewal that ends without renewing: the 401 is the answer.
                         observer.send(.value(response))
                         observer.finish()

@@ -102,13 +102,74 @@ struct AuthorizerTests {
         }
     }
 
-    private func client(answering answers: [StubResponse], authorizer: KeyAuthorizer) -> (StubTransport, HTTPClient) {
+    private func client(answering answers: [StubResponse], authorizer: KeyAuthorizer, log: EventLog = EventLog()) -> (StubTransport, HTTPClient) {
         let transport = StubTransport(scheduler: scheduler)
         let served = SharedValue(0)
         transport.stub(.get, path: "/me").thenRespond { _ in
             answers[served.update { $0 += 1; return min($0, answers.count) } - 1]
         }
-        return (transport, HTTPClient(transport: transport, scheduler: scheduler, authorizer: authorizer))
+        return (transport, HTTPClient(transport: transport, monitors: [log], scheduler: scheduler, authorizer: authorizer))
+    }
+
+    /// The renewal events of a custom authorizer, as `name:renewed` / `name` strings, and the
+    /// paths of their requests.
+    private func renewalEvents(_ log: EventLog) -> [String] {
+        log.events.compactMap { event -> String? in
+            let path = event.request?.url?.path ?? "-"
+            switch event.kind {
+            case .authorizerRenewalStarted: return "started \(path)"
+            case .authorizerRenewalEnded(let renewed): return "ended renewed=\(renewed) \(path)"
+            case .authorizerRenewalFailed(let error): return "failed \((error as? URLError)?.code.rawValue ?? 0) \(path)"
+            case .tokenRefreshStarted, .tokenRefreshSucceeded, .tokenRefreshFailed, .tokenRefreshJoined, .tokenRefreshRefused:
+                return "token refresh"
+            default: return nil
+            }
+        }
+    }
+
+    @Test func aCustomAuthorizersRenewalIsReportedToTheMonitors() {
+        let renewedLog = EventLog()
+        let renewing = KeyAuthorizer(renewed: Signal(value: ()), refuses: false)
+        let (_, renewedClient) = client(answering: [.status(401), .text("hello")], authorizer: renewing, log: renewedLog)
+        let renewed = RequestProbe(renewedClient.send(URLRequest(url: URL(string: "https://api.example.com/me")!)))
+        scheduler.advance()
+        #expect(renewed.values.map(\.statusCode) == [200])
+        #expect(renewalEvents(renewedLog) == ["started /me", "ended renewed=true /me"])
+        // The started event comes after the 401's attempt ended, and before the second attempt.
+        let names = renewedLog.names
+        let started = names.firstIndex(of: "authorizerRenewalStarted") ?? -1
+        #expect(names.prefix(started).filter { $0 == "attemptStarted" }.count == 1)
+        #expect(names.suffix(from: max(started, 0)).filter { $0 == "attemptStarted" }.count == 1)
+        #expect(renewedLog.events(named: "authorizerRenewalStarted").first?.description == "authorizer renewal started: GET https://api.example.com/me")
+
+        let emptyLog = EventLog()
+        let (_, emptyClient) = client(answering: [.status(401)], authorizer: KeyAuthorizer(renewed: .empty, refuses: false), log: emptyLog)
+        _ = RequestProbe(emptyClient.send(URLRequest(url: URL(string: "https://api.example.com/me")!)))
+        scheduler.advance()
+        #expect(renewalEvents(emptyLog) == ["started /me", "ended renewed=false /me"])
+
+        let failedLog = EventLog()
+        let failing = KeyAuthorizer(renewed: Signal(error: URLError(.userAuthenticationRequired)), refuses: false)
+        let (_, failedClient) = client(answering: [.status(401)], authorizer: failing, log: failedLog)
+        _ = RequestProbe(failedClient.send(URLRequest(url: URL(string: "https://api.example.com/me")!)))
+        scheduler.advance()
+        #expect(renewalEvents(failedLog) == ["started /me", "failed \(URLError.Code.userAuthenticationRequired.rawValue) /me"])
+    }
+
+    @Test func aTokenStoresRefreshIsReportedOnceAsARefreshNotAsARenewal() {
+        let log = EventLog()
+        let transport = StubTransport(scheduler: scheduler)
+        let served = SharedValue(0)
+        transport.stub(.get, path: "/me").thenRespond { _ in served.update { $0 += 1; return $0 } == 1 ? .status(401) : .text("hi") }
+        let store = TokenStore(token: AuthToken(accessToken: "old"), scope: CredentialScope(hosts: ["api.example.com"])) { _ in
+            Signal(value: AuthToken(accessToken: "new"))
+        }
+        let client = HTTPClient(transport: transport, monitors: [log], scheduler: scheduler, authorizer: store)
+        let probe = RequestProbe(client.send(URLRequest(url: URL(string: "https://api.example.com/me")!)))
+        scheduler.advance()
+        #expect(probe.values.map(\.statusCode) == [200])
+        #expect(renewalEvents(log) == ["token refresh", "token refresh"])
+        #expect(log.names.filter { $0.hasPrefix("tokenRefresh") } == ["tokenRefreshStarted", "tokenRefreshSucceeded"])
     }
 
     @Test func aRenewalThatEndsWithoutRenewingDeliversThe401() {
