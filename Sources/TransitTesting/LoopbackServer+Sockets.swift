@@ -14,9 +14,9 @@ enum POSIX {
     /// The current `errno`.
     static var errorNumber: Int32 { errno }
 
-    /// A TCP socket listening on 127.0.0.1 at an ephemeral port, or the `errno` of the step that
-    /// failed.
-    static func listenOnLoopback(backlog: Int32 = 128) -> Result<(fd: Int32, port: Int), LoopbackServer.StartError> {
+    /// A TCP socket listening on 127.0.0.1 at `port` (0: an ephemeral one), or the `errno` of
+    /// the step that failed.
+    static func listenOnLoopback(port requested: Int = 0, backlog: Int32 = 128) -> Result<(fd: Int32, port: Int), LoopbackServer.StartError> {
         #if canImport(Darwin)
         let fd = socket(AF_INET, SOCK_STREAM, 0)
         #else
@@ -31,7 +31,7 @@ enum POSIX {
         address.sin_len = UInt8(MemoryLayout<sockaddr_in>.size)
         #endif
         address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = 0
+        address.sin_port = in_port_t(UInt16(truncatingIfNeeded: requested)).bigEndian
         address.sin_addr.s_addr = in_addr_t(0x7F00_0001).bigEndian
         let bound = withUnsafePointer(to: &address) { pointer in
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {

@@ -80,7 +80,17 @@ public final class LoopbackServer: Sendable {
     /// - Throws: ``StartError`` if the socket cannot be set up, or if the server was started
     ///   before.
     public func start() throws {
-        try core.start()
+        try core.start(port: 0)
+    }
+
+    /// Binds 127.0.0.1 on `port` and starts accepting connections: a server that comes back
+    /// where a stopped one was, as a host that recovers does (host failover, reconnection).
+    ///
+    /// - Throws: ``StartError`` with step `"port"` for a port outside 1…65535, step `"bind"`
+    ///   (`EADDRINUSE`) when something listens there already, or as ``start()``.
+    public func start(onPort port: Int) throws {
+        guard (1...65_535).contains(port) else { throw StartError(step: "port", errorNumber: EINVAL) }
+        try core.start(port: port)
     }
 
     /// Stops the server: closes the listening socket and every connection (a request waiting on
@@ -265,10 +275,11 @@ final class LoopbackServerCore: Sendable {
         waiter?.resume()
     }
 
-    func start() throws {
+    /// Starts listening on `port` (0: an ephemeral one).
+    func start(port requested: Int) throws {
         let listening = try state.withLock { state -> (listener: Int32, wake: Int32) in
             guard state.phase == .idle else { throw LoopbackServer.StartError(step: "start", errorNumber: 0) }
-            let (listener, port) = try POSIX.listenOnLoopback().get()
+            let (listener, port) = try POSIX.listenOnLoopback(port: requested).get()
             guard let wake = POSIX.makePipe() else {
                 let error = POSIX.errorNumber
                 POSIX.closeDescriptor(listener)

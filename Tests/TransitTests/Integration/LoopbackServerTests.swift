@@ -31,6 +31,41 @@ struct LoopbackServerTests {
         #expect(error?.description.contains("starts once") == true)
     }
 
+    @Test func aNewServerComesBackOnTheStoppedOnesPortAfterItsConnectionsClosed() async throws {
+        let first = LoopbackServer()
+        first.enqueue(.text("first"))
+        try first.start()
+        let port = first.port
+        // A kept-alive exchange, so the stopped server's side of the connection is closed first
+        // (its socket then lingers in TIME_WAIT, which SO_REUSEADDR lets a new listener pass).
+        let connection = try RawConnection(port: port)
+        try connection.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(try connection.readResponse().text == "first")
+        first.stop()
+        #expect(throws: RawConnection.Failure.self) { try RawConnection(port: port) }
+
+        let second = LoopbackServer()
+        second.enqueue(.text("second"))
+        try second.start(onPort: port)
+        defer { second.stop() }
+        #expect(second.port == port)
+        let again = try RawConnection(port: port)
+        try again.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(try again.readResponse().text == "second")
+    }
+
+    @Test func startingOnABusyOrImpossiblePortThrows() throws {
+        let busy = LoopbackServer()
+        try busy.start()
+        defer { busy.stop() }
+        let taken = #expect(throws: LoopbackServer.StartError.self) { try LoopbackServer().start(onPort: busy.port) }
+        #expect(taken?.step == "bind" && taken?.errorNumber == EADDRINUSE)
+        for port in [0, -1, 65_536] {
+            let refused = #expect(throws: LoopbackServer.StartError.self) { try LoopbackServer().start(onPort: port) }
+            #expect(refused?.step == "port")
+        }
+    }
+
     @Test func releasingTheServerStopsIt() throws {
         var server: LoopbackServer? = LoopbackServer()
         try server!.start()
