@@ -102,4 +102,21 @@ extension HTTPResponseHeadTests {
         #expect(head.value(forHTTPHeaderField: "X-\u{212A}") == "1")
         #expect(head.allHeaderFields == ["X-\u{212A}": "1", "x-k": "2, 3"])
     }
+
+    /// Found by the `response-head` fuzz target: names whose bytes differ but which are equal as
+    /// Swift strings (canonically equivalent) are one key of the dictionary; the second one's
+    /// value used to replace the first one's.
+    @Test func namesEqualAsStringsButNotAsBytesShareOneEntryAndLoseNoValue() {
+        let kelvin = head([("X-\u{212A}", "1"), ("X-K", "2"), ("x-k", "3")])
+        #expect(kelvin.value(forHTTPHeaderField: "X-\u{212A}") == "1")
+        #expect(kelvin.value(forHTTPHeaderField: "x-k") == "2, 3")
+        #expect(kelvin.allHeaderFields.count == 1)
+        #expect(kelvin.allHeaderFields["X-\u{212A}"] == "1, 2, 3")
+
+        let accents = head([("Caf\u{E9}", "nfc"), ("cafe\u{301}", "nfd"), ("Other", "o")])
+        #expect(accents.value(forHTTPHeaderField: "caf\u{E9}") == "nfc")
+        #expect(accents.allHeaderFields.count == 2)
+        #expect(accents.allHeaderFields["Caf\u{E9}"] == "nfc, nfd")
+        #expect(accents.allHeaderFields["Other"] == "o")
+    }
 }

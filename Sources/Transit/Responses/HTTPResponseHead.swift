@@ -117,7 +117,9 @@ public final class HTTPResponseHead: Sendable, CustomStringConvertible {
     }
 
     /// The header fields as a dictionary, one value per name (repeated fields joined with
-    /// `", "`), with the names the server sent.
+    /// `", "`), with the names the server sent. Names that are equal as Swift strings but not
+    /// byte for byte (canonically equivalent Unicode, never valid tokens) share one entry, their
+    /// values joined in the order received.
     public var allHeaderFields: [String: String] {
         switch storage {
         case .foundation(let response):
@@ -131,12 +133,12 @@ public final class HTTPResponseHead: Sendable, CustomStringConvertible {
                 // ASCII case only, as value(forHTTPHeaderField:) matches (field names are tokens;
                 // Unicode lowercasing would join names that lookups keep apart).
                 let key = String(decoding: field.name.utf8.map { $0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0 }, as: UTF8.self)
-                if let name = names[key] {
-                    headers[name] = headers[name].map { "\($0), \(field.value)" } ?? field.value
-                } else {
-                    names[key] = field.name
-                    headers[field.name] = field.value
-                }
+                let name = names[key] ?? field.name
+                if names[key] == nil { names[key] = name }
+                // Joined even for a name seen the first time: two names whose bytes differ can
+                // still be one key of a String dictionary (`X-\u{212A}` and `X-K` are
+                // canonically equivalent), and the second must not replace the first's value.
+                headers[name] = headers[name].map { "\($0), \(field.value)" } ?? field.value
             }
             return headers
         }
