@@ -15,7 +15,7 @@ enum HTTPSyntax {
     private static let tokenBitsHigh: UInt64 = 0x57FF_FFFF_C7FF_FFFE
 
     @inline(__always)
-    static func isTokenByte(_ byte: UInt8) -> Bool {
+    private static func isTokenByte(_ byte: UInt8) -> Bool {
         if byte < 64 { return tokenBitsLow & (1 &<< UInt64(byte)) != 0 }
         if byte < 128 { return tokenBitsHigh & (1 &<< UInt64(byte &- 64)) != 0 }
         return false
@@ -52,6 +52,13 @@ enum HTTPSyntax {
         }
         if let inPlace, let result = inPlace { return result }
         return zip(a, b).allSatisfy(same)
+    }
+
+    /// `true` if `token` can follow `Bearer ` in an `Authorization` header: not empty, and no
+    /// whitespace or control character (a token read from a file often ends with a newline,
+    /// which Linux Foundation would drop together with the whole header).
+    static func isBearerToken(_ token: String) -> Bool {
+        !token.isEmpty && allBytes(of: token) { $0 > 0x20 && $0 != 0x7F }
     }
 
     /// `true` if `text` can be sent as a header value: no control character other than a

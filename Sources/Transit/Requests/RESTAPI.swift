@@ -71,12 +71,7 @@ extension RESTAPI {
         options: RequestOptions = RequestOptions(),
         modifier: @escaping RequestModifier = { $0 }
     ) -> Signal<HTTPResponse, any Error> {
-        send(method: method, endpoint: endpoint, prepare: { request in
-            guard let body else { return try modifier(consume request) }
-            var withBody = consume request
-            withBody.httpBody = body
-            return try modifier(withBody)
-        }, through: { $0.send($1, options: options) })
+        send(method: method, endpoint: endpoint, prepare: Self.setting(body, then: modifier), through: { $0.send($1, options: options) })
     }
 
     /// A signal that sends a request and delivers its response as it arrives — the head, then
@@ -95,12 +90,7 @@ extension RESTAPI {
         options: RequestOptions = RequestOptions(),
         modifier: @escaping RequestModifier = { $0 }
     ) -> Signal<HTTPResponsePart, any Error> {
-        send(method: method, endpoint: endpoint, prepare: { request in
-            guard let body else { return try modifier(consume request) }
-            var withBody = consume request
-            withBody.httpBody = body
-            return try modifier(withBody)
-        }, through: { $0.stream($1, options: options) })
+        send(method: method, endpoint: endpoint, prepare: Self.setting(body, then: modifier), through: { $0.stream($1, options: options) })
     }
 
     /// A signal that downloads the body of a GET to the file `destination`, with progress; the
@@ -238,6 +228,17 @@ extension RESTAPI {
         modifier: @escaping RequestModifier = { $0 }
     ) -> Signal<HTTPResponse, any Error> {
         request(method: .patch, endpoint: endpoint, json: json, encoder: encoder, options: options, modifier: modifier)
+    }
+
+    /// `modifier`, after `body` (if any) is set as the request's body; the request is changed in
+    /// place and handed on.
+    private static func setting(_ body: Data?, then modifier: @escaping RequestModifier) -> @Sendable (consuming URLRequest) throws -> URLRequest {
+        guard let body else { return modifier }
+        return { request in
+            var withBody = consume request
+            withBody.httpBody = body
+            return try modifier(withBody)
+        }
     }
 
     /// The cold signal behind every verb: URL, method and `prepare` run inside the subscription,

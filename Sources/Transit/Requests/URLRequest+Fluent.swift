@@ -56,7 +56,7 @@ extension URLRequest {
     ///   among them (the token itself is not kept in the error); ``URLRequestError/invalidURL``
     ///   for a request without a URL.
     public consuming func addingBearerAuthorization(accessToken: String) throws -> URLRequest {
-        guard !accessToken.isEmpty, HTTPSyntax.allBytes(of: accessToken, satisfy: { $0 > 0x20 && $0 != 0x7F }) else {
+        guard HTTPSyntax.isBearerToken(accessToken) else {
             throw URLRequestError.invalidBearerToken
         }
         return try changed { $0.setCheckedHeader("Bearer \(accessToken)", canonicalName: "Authorization") }

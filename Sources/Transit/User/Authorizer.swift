@@ -160,18 +160,19 @@ extension HTTPClient {
         attempt: @escaping @Sendable (consuming URLRequest) -> Signal<HTTPResponse, any Error>
     ) -> Signal<HTTPResponse, any Error> {
         guard let url = request.url, authorizer.scope.allows(url) else { return attempt(request) }
+        // Only a client with monitors asks whether the authorizer is a store: a store reports its
+        // own refreshes, another authorizer's renewal is reported here.
+        let store = events == nil ? nil : authorizer as? TokenStore
+        let report = store == nil ? events : nil
         // One stage rather than `deferred` and two `flatMap`s: every request in the scope passes
         // through it, and the renewal path is the rare one.
         return Signal { observer in
             // At subscription, so a request made by a renewal is known as such.
-            let store = authorizer as? TokenStore
             let renew = if let events, let store {
                 store.renewal(events: events)
             } else {
                 authorizer.renewal()
             }
-            // Another authorizer's renewal is reported here; a store reports its own refreshes.
-            let report = store == nil ? events : nil
             let scope = CancellationToken()
             // Set (from the first attempt's serialised events) once its 401 starts the renewal:
             // the first attempt's completion is then not the signal's.

@@ -183,7 +183,7 @@ public final class TokenStore: Sendable {
         /// otherwise be dropped by Linux Foundation, and the request sent without it).
         static func bearerHeader(for token: AuthToken) -> String? {
             let value = token.accessToken
-            guard !value.isEmpty, HTTPSyntax.allBytes(of: value, satisfy: { $0 > 0x20 && $0 != 0x7F }) else { return nil }
+            guard HTTPSyntax.isBearerToken(value) else { return nil }
             return "Bearer \(value)"
         }
     }
