@@ -1,18 +1,24 @@
 // Fuzz target for the loopback server's HTTP/1.1 request parser
 // (Sources/TransitTesting/LoopbackServer+Parser.swift), driven the way a connection drives it
-// (LoopbackServer+Connection.swift): bytes arrive in reads, the head is parsed, then the body,
-// then the next pipelined request from what is left. Two targets share this file: loopback-parser
-// fuzzes messages as they are; loopback-limits (Fuzz/loopback-limits) expands runs of filler so
-// that messages reach the parser's size limits, which costs ~50 times more per input.
+// (LoopbackServer+Connection.swift): bytes arrive in reads, one `LoopbackRequestReader` per request
+// is asked again after each read and resumes where it stopped (the head, then the body), then a
+// new reader reads the next pipelined request from what is left. Two targets share this file:
+// loopback-parser fuzzes messages as they are, with a connection's limits; loopback-limits
+// (Fuzz/loopback-limits) expands runs of filler so that messages reach the parser's size limits,
+// which it sets small (1 KiB heads and trailer lines, 300-byte chunk-size lines, 2 KiB bodies, 4
+// trailer lines) except for one input in 32 (flags bits 3-7 all set), which keeps the standard
+// 64 KiB / 4 KiB / 64 MiB / 100 and costs ~50 times more.
 //
 // Input: a flags byte (bits 0-2: how many extra read boundaries), then two bytes per boundary (the
 // top bit counts from the end of the message, the rest is the offset), then the message. In
-// loopback-limits, 0xFE followed by a byte d stands for `maxHeadBytes - 256 + d` bytes of "a", and
-// 0xFD d for `maxChunkLineBytes - 256 + d` of them (at most two such runs).
+// loopback-limits, 0xFE followed by a byte d stands for `headBytes - 256 + d` bytes of "a", and
+// 0xFD d for `chunkLineBytes - 256 + d` of them (at most two such runs).
 //
 // Invariants:
 // - the verdict (the requests parsed, then a rejection's status, a close, or waiting for more) is
 //   the same whatever the segmentation: all bytes in one read, or split at the chosen points;
+// - the reader's work is linear: it has examined at most the bytes buffered plus 4 per read (a
+//   CRLF or CRLFCRLF may straddle two reads), never the buffer again from its start;
 // - every parsed request is well formed: the method and header names are tokens, the target has
 //   no whitespace or control character, no value has CR, LF or NUL, a Content-Length body has
 //   that length;
@@ -49,38 +55,39 @@ private struct Verdict: Equatable {
     static func == (a: Verdict, b: Verdict) -> Bool { a.requests == b.requests && a.end == b.end }
 }
 
-/// Feeds `reads` to the parser as a connection does.
-private func serve(_ reads: [ArraySlice<UInt8>]) -> Verdict {
+/// Feeds `reads` to the parser as a connection does (LoopbackServer+Connection.swift): one
+/// `LoopbackRequestReader` per request, asked again after every read and resuming where it
+/// stopped, then a new one for what follows the request in the buffer.
+private func serve(_ reads: [ArraySlice<UInt8>], limits: Parser.Limits) -> Verdict {
     var verdict = Verdict()
     var buffer: [UInt8] = []
-    var head: Parser.Head?
+    var reader = LoopbackRequestReader(limits: limits)
+    var readsSeen = 0
     for read in reads {
         buffer.append(contentsOf: read)
+        readsSeen += 1
         parsing: while true {
-            if head == nil {
-                switch Parser.parseHead(buffer) {
-                case .incomplete: break parsing
-                case .invalid(let rejection):
-                    verdict.end = .rejected(status: rejection.status)
-                    verdict.reason = rejection.reason
-                    return verdict
-                case .complete(let parsed): head = parsed
-                }
-            }
-            guard let current = head else { break parsing }
-            switch Parser.parseBody(buffer, head: current) {
+            let step = reader.read(buffer)
+            // The reader resumes where it stopped: it examines each buffered byte about once
+            // (a few bytes again per read, where a CRLF may straddle two reads), never again
+            // from the start, so a request that arrives in many reads costs linear time.
+            require(reader.bytesExamined <= buffer.count + 4 * readsSeen,
+                    "the reader examined \(reader.bytesExamined) bytes of \(buffer.count) buffered in \(readsSeen) reads")
+            switch step {
             case .incomplete: break parsing
             case .invalid(let rejection):
                 verdict.end = .rejected(status: rejection.status)
                 verdict.reason = rejection.reason
                 return verdict
-            case .complete(let body):
-                verdict.requests.append(Parsed(method: current.method, target: current.target, version: current.version,
-                                               headers: current.headers, body: body.data, framing: current.framing))
-                require(body.end <= buffer.count && body.end > 0, "the parser consumed \(body.end) of \(buffer.count) bytes")
-                buffer.removeFirst(body.end)
-                head = nil
-                if current.wantsClose {
+            case .complete(let request):
+                let head = request.head
+                verdict.requests.append(Parsed(method: head.method, target: head.target, version: head.version,
+                                               headers: head.headers, body: request.body, framing: head.framing))
+                require(request.end <= buffer.count && request.end > 0, "the parser consumed \(request.end) of \(buffer.count) bytes")
+                buffer.removeFirst(request.end)
+                reader = LoopbackRequestReader(limits: limits)
+                readsSeen = 1
+                if head.wantsClose {
                     verdict.end = .closed
                     return verdict
                 }
@@ -91,11 +98,20 @@ private func serve(_ reads: [ArraySlice<UInt8>]) -> Verdict {
     return verdict
 }
 
+/// The limits the messages are parsed with: loopback-limits uses small ones (so a message at a
+/// limit costs as little as any other), except for one input in 32, which keeps a connection's
+/// standard limits; loopback-parser always uses the standard ones.
+private func limits(flags: UInt8) -> Parser.Limits {
+    guard expandsToLimits, flags & 0xF8 != 0xF8 else { return .standard }
+    return Parser.Limits(headBytes: 1024, bodyBytes: 2048, chunkLineBytes: 300, trailerLines: 4)
+}
+
 func fuzzTarget(_ bytes: [UInt8]) {
     var input = FuzzInput(bytes)
     let flags = input.byte()
     let boundaryCodes = (0..<Int(flags & 7)).map { _ in input.uint16() }
-    let message = expand(input.bytes, enabled: expandsToLimits)
+    let limits = limits(flags: flags)
+    let message = expand(input.bytes, enabled: expandsToLimits, limits: limits)
 
     var cuts = boundaryCodes.map { code -> Int in
         let offset = (code & 0x7FFF) % (message.count + 1)
@@ -109,8 +125,8 @@ func fuzzTarget(_ bytes: [UInt8]) {
         start = cut
     }
 
-    let whole = serve([message[...]])
-    let split = serve(reads)
+    let whole = serve([message[...]], limits: limits)
+    let split = serve(reads, limits: limits)
     require(whole == split, """
         the verdict depends on the segmentation: reads ending at \(cuts) give \(describe(split)), \
         one read gives \(describe(whole))
@@ -118,12 +134,12 @@ func fuzzTarget(_ bytes: [UInt8]) {
 
     for request in whole.requests {
         checkWellFormed(request)
-        checkRoundTrip(request)
+        checkRoundTrip(request, limits: limits)
     }
 }
 
 /// The message, with 0xFE d and 0xFD d runs expanded when `enabled`.
-private func expand(_ bytes: ArraySlice<UInt8>, enabled: Bool) -> [UInt8] {
+private func expand(_ bytes: ArraySlice<UInt8>, enabled: Bool, limits: Parser.Limits) -> [UInt8] {
     guard enabled else { return Array(bytes) }
     var out: [UInt8] = []
     var runs = 0
@@ -131,7 +147,7 @@ private func expand(_ bytes: ArraySlice<UInt8>, enabled: Bool) -> [UInt8] {
     while index < bytes.endIndex {
         let byte = bytes[index]
         if byte == 0xFE || byte == 0xFD, runs < 2, index + 1 < bytes.endIndex {
-            let limit = byte == 0xFE ? Parser.maxHeadBytes : Parser.maxChunkLineBytes
+            let limit = byte == 0xFE ? limits.headBytes : limits.chunkLineBytes
             out.append(contentsOf: repeatElement(UInt8(ascii: "a"), count: max(0, limit - 256 + Int(bytes[index + 1]))))
             runs += 1
             index += 2
@@ -164,7 +180,7 @@ private func checkWellFormed(_ request: Parsed) {
     }
 }
 
-private func checkRoundTrip(_ request: Parsed) {
+private func checkRoundTrip(_ request: Parsed, limits: Parser.Limits) {
     let framingFields = ["content-length", "transfer-encoding"]
     let kept = request.headers.filter { !framingFields.contains($0.name.lowercased()) }
     var text = "\(request.method) \(request.target) \(request.version)\r\n"
@@ -172,9 +188,9 @@ private func checkRoundTrip(_ request: Parsed) {
     if !request.body.isEmpty { text += "Content-Length: \(request.body.count)\r\n" }
     text += "\r\n"
     // The canonical form can be longer (a space after each colon, U+FFFD for invalid UTF-8).
-    guard text.utf8.count <= Parser.maxHeadBytes else { return }
+    guard text.utf8.count <= limits.headBytes else { return }
     let canonical = Array(text.utf8) + request.body
-    let reparsed = serve([canonical[...]])
+    let reparsed = serve([canonical[...]], limits: limits)
     guard let again = reparsed.requests.first else {
         fail("the request written back in canonical form does not parse: \(describe(reparsed)); canonical form \(String(decoding: canonical.prefix(300), as: UTF8.self).debugDescription)")
     }

@@ -12,6 +12,22 @@ enum LoopbackRequestParser {
     /// ``maxHeadBytes`` bytes.
     static let maxTrailerLines = 100
 
+    /// The size limits a parse enforces. A connection uses ``standard`` (the values above); the
+    /// fuzz target `loopback-limits` parses with small ones, so that every message it tries
+    /// reaches a limit cheaply (the code at a limit is the same whatever its value).
+    struct Limits: Equatable, Sendable {
+        /// The request line and header fields, with any empty lines before them.
+        var headBytes = LoopbackRequestParser.maxHeadBytes
+        /// A body, declared or chunked.
+        var bodyBytes = LoopbackRequestParser.maxBodyBytes
+        /// A chunk-size line, extensions included.
+        var chunkLineBytes = LoopbackRequestParser.maxChunkLineBytes
+        /// Trailer lines after a chunked body, each of at most `headBytes`.
+        var trailerLines = LoopbackRequestParser.maxTrailerLines
+
+        static let standard = Limits()
+    }
+
     /// A rejected request: the status to answer with (then the connection is closed) and why.
     struct Rejection: Error, Equatable {
         var status: Int
@@ -68,9 +84,9 @@ enum LoopbackRequestParser {
     }
 
     /// Parses the request line and headers at the start of `buffer`.
-    static func parseHead(_ buffer: [UInt8]) -> Step<Head> {
+    static func parseHead(_ buffer: [UInt8], limits: Limits = .standard) -> Step<Head> {
         var scan = HeadScan()
-        return parseHead(buffer, scan: &scan)
+        return parseHead(buffer, scan: &scan, limits: limits)
     }
 
     /// Where the search for the end of a head resumes, so bytes already searched are not
@@ -88,7 +104,8 @@ enum LoopbackRequestParser {
 
     /// Parses the head at the start of `buffer`, resuming the search where `scan` left it.
     /// Empty lines before the request line (tolerated, RFC 9112 §2.2) count toward the head limit.
-    static func parseHead(_ buffer: [UInt8], scan: inout HeadScan) -> Step<Head> {
+    static func parseHead(_ buffer: [UInt8], scan: inout HeadScan, limits: Limits = .standard) -> Step<Head> {
+        let maxHeadBytes = limits.headBytes
         if !scan.startFound {
             while scan.start + 1 < buffer.count, buffer[scan.start] == 13, buffer[scan.start + 1] == 10 {
                 scan.start += 2
@@ -159,7 +176,7 @@ enum LoopbackRequestParser {
                 .trimmingCharacters(in: CharacterSet(charactersIn: " \t"))
             headers.append(LoopbackHeader(nameText, value))
         }
-        switch framing(headers) {
+        switch framing(headers, maxBodyBytes: limits.bodyBytes) {
         case .failure(let rejection):
             return .invalid(rejection)
         case .success(let framing):
@@ -168,7 +185,7 @@ enum LoopbackRequestParser {
         }
     }
 
-    private static func framing(_ headers: [LoopbackHeader]) -> Result<BodyFraming, Rejection> {
+    private static func framing(_ headers: [LoopbackHeader], maxBodyBytes: Int) -> Result<BodyFraming, Rejection> {
         let lengths = headers.filter { $0.name.caseInsensitiveCompare("Content-Length") == .orderedSame }
             .flatMap { $0.value.split(separator: ",", omittingEmptySubsequences: false) }
             .map { $0.trimmingCharacters(in: .whitespaces) }
@@ -199,8 +216,8 @@ enum LoopbackRequestParser {
 
     /// Parses the body that follows `head` in `buffer`, from its first byte. (A connection reads
     /// with a ``LoopbackRequestReader``, which resumes where it stopped instead.)
-    static func parseBody(_ buffer: [UInt8], head: Head) -> Step<Body> {
-        var reader = LoopbackRequestReader(head: head)
+    static func parseBody(_ buffer: [UInt8], head: Head, limits: Limits = .standard) -> Step<Body> {
+        var reader = LoopbackRequestReader(head: head, limits: limits)
         switch reader.read(buffer) {
         case .incomplete: return .incomplete
         case .invalid(let rejection): return .invalid(rejection)
@@ -273,11 +290,16 @@ struct LoopbackRequestReader {
     private var inTrailers = false
     private var trailerLines = 0
     private var chunkExamined = 0
+    private let limits: Parser.Limits
 
-    init() {}
+    /// A reader that enforces `limits` (a connection's are the standard ones).
+    init(limits: Parser.Limits = .standard) {
+        self.limits = limits
+    }
 
     /// A reader whose head was read already: it reads the body that follows.
-    init(head: Parser.Head) {
+    init(head: Parser.Head, limits: Parser.Limits = .standard) {
+        self.limits = limits
         self.head = head
         index = head.bodyStart
         lineSearchFrom = index
@@ -294,7 +316,7 @@ struct LoopbackRequestReader {
     /// between calls.
     mutating func read(_ buffer: [UInt8]) -> Parser.Step<Request> {
         if head == nil {
-            switch Parser.parseHead(buffer, scan: &headScan) {
+            switch Parser.parseHead(buffer, scan: &headScan, limits: limits) {
             case .incomplete: return .incomplete
             case .invalid(let rejection): return .invalid(rejection)
             case .complete(let parsed):
@@ -330,10 +352,10 @@ struct LoopbackRequestReader {
         while true {
             if inTrailers {
                 // Trailer fields, then an empty line.
-                guard let end = lineEnd(in: buffer, limit: Parser.maxHeadBytes) else {
+                guard let end = lineEnd(in: buffer, limit: limits.headBytes) else {
                     // Too long only once every place the line's end could start has arrived.
-                    if buffer.count - index >= Parser.maxHeadBytes + 2 {
-                        return .invalid(Parser.bad("trailer line longer than \(Parser.maxHeadBytes) bytes", status: 431))
+                    if buffer.count - index >= limits.headBytes + 2 {
+                        return .invalid(Parser.bad("trailer line longer than \(limits.headBytes) bytes", status: 431))
                     }
                     return .incomplete
                 }
@@ -341,13 +363,13 @@ struct LoopbackRequestReader {
                 index = end + 2
                 if isEmpty { return .complete(Request(head: head, body: body, end: index)) }
                 trailerLines += 1
-                guard trailerLines <= Parser.maxTrailerLines else {
-                    return .invalid(Parser.bad("more than \(Parser.maxTrailerLines) trailer lines", status: 431))
+                guard trailerLines <= limits.trailerLines else {
+                    return .invalid(Parser.bad("more than \(limits.trailerLines) trailer lines", status: 431))
                 }
                 continue
             }
-            guard let lineEnd = lineEnd(in: buffer, limit: Parser.maxChunkLineBytes) else {
-                if buffer.count - index >= Parser.maxChunkLineBytes + 2 {
+            guard let lineEnd = lineEnd(in: buffer, limit: limits.chunkLineBytes) else {
+                if buffer.count - index >= limits.chunkLineBytes + 2 {
                     return .invalid(Parser.bad("chunk size line too long"))
                 }
                 return .incomplete
@@ -364,8 +386,8 @@ struct LoopbackRequestReader {
                 inTrailers = true
                 continue
             }
-            guard body.count + size <= Parser.maxBodyBytes else {
-                return .invalid(Parser.bad("body larger than \(Parser.maxBodyBytes) bytes", status: 413))
+            guard body.count + size <= limits.bodyBytes else {
+                return .invalid(Parser.bad("body larger than \(limits.bodyBytes) bytes", status: 413))
             }
             let dataStart = lineEnd + 2
             // Wait for the whole chunk and its CRLF; the size line is searched again only from

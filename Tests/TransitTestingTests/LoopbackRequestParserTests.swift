@@ -94,4 +94,44 @@ import Testing
         #expect(request.body == Data("hello".utf8))
         #expect(request.end == whole.count)
     }
+
+    @Test func smallLimitsAreEnforcedLikeTheStandardOnes() {
+        // The limits are a parameter (the fuzz target loopback-limits parses with small ones): a
+        // reader given small limits accepts a request right at each limit and refuses one a byte
+        // over it, with the status a connection answers the standard limits with.
+        let limits = LoopbackRequestParser.Limits(headBytes: 64, bodyBytes: 8, chunkLineBytes: 6, trailerLines: 1)
+        func read(_ text: String) -> LoopbackRequestParser.Step<LoopbackRequestReader.Request> {
+            var reader = LoopbackRequestReader(limits: limits)
+            return reader.read(Array(text.utf8))
+        }
+        func status(_ step: LoopbackRequestParser.Step<LoopbackRequestReader.Request>) -> Int? {
+            if case .invalid(let rejection) = step { return rejection.status }
+            return nil
+        }
+        func isComplete(_ step: LoopbackRequestParser.Step<LoopbackRequestReader.Request>) -> Bool {
+            if case .complete = step { return true }
+            return false
+        }
+        // A head of exactly 64 bytes before its final CRLFCRLF, then one of 65.
+        let line = "GET / HTTP/1.1\r\nX: "
+        let atLimit = line + String(repeating: "a", count: 64 - line.utf8.count) + "\r\n\r\n"
+        let overLimit = line + String(repeating: "a", count: 65 - line.utf8.count) + "\r\n\r\n"
+        #expect(isComplete(read(atLimit)))
+        #expect(status(read(overLimit)) == 431)
+        // The body: 8 bytes declared, then 9; 8 bytes in chunks, then 9.
+        #expect(isComplete(read("PUT / HTTP/1.1\r\nContent-Length: 8\r\n\r\n12345678")))
+        #expect(status(read("PUT / HTTP/1.1\r\nContent-Length: 9\r\n\r\n123456789")) == 413)
+        let chunked = "PUT / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+        #expect(isComplete(read(chunked + "4\r\n1234\r\n4\r\n5678\r\n0\r\n\r\n")))
+        #expect(status(read(chunked + "4\r\n1234\r\n5\r\n56789\r\n0\r\n\r\n")) == 413)
+        // A chunk-size line of 6 bytes (extensions included), then 7.
+        #expect(isComplete(read(chunked + "1;e=xy\r\na\r\n0\r\n\r\n")))
+        #expect(status(read(chunked + "1;e=xyz\r\na\r\n0\r\n\r\n")) == 400)
+        // One trailer line, then two.
+        #expect(isComplete(read(chunked + "0\r\nA: 1\r\n\r\n")))
+        #expect(status(read(chunked + "0\r\nA: 1\r\nB: 2\r\n\r\n")) == 431)
+        // The standard limits are the ones a connection uses.
+        #expect(LoopbackRequestParser.Limits.standard.headBytes == LoopbackRequestParser.maxHeadBytes)
+        #expect(LoopbackRequestParser.Limits.standard.chunkLineBytes == LoopbackRequestParser.maxChunkLineBytes)
+    }
 }
