@@ -381,8 +381,11 @@ private enum HTTPDates {
     }
 
     /// An IMF-fixdate or asctime date exactly as the harness writes it (four-digit years within
-    /// the Gregorian range), or nil.
+    /// the Gregorian range), or nil. ASCII only: HTTP-dates are, and swift-corelibs-foundation's
+    /// `DateFormatter.date(from:)` traps on some other text ("Incorrect range CFRange", a
+    /// combining mark after a space).
     static func read(_ text: String) -> Int64? {
+        guard text.utf8.allSatisfy({ $0 < 0x80 }) else { return nil }
         if let date = imfFormatter.date(from: text), date.timeIntervalSince1970.rounded() == date.timeIntervalSince1970 {
             let seconds = Int64(date.timeIntervalSince1970)
             if (earliestDate...latestDate).contains(seconds), imf(seconds) == text { return seconds }
