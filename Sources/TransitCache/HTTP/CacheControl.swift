@@ -4,10 +4,11 @@ import Foundation
 ///
 /// Directive names are case-insensitive; values may be tokens or quoted strings. A directive
 /// whose delta-seconds value does not parse is read conservatively: `max-age=abc` as `max-age=0`
-/// (stale at once), `min-fresh=abc` as absent. Qualified `no-cache="Set-Cookie"` is read as plain
-/// `no-cache` (always revalidate), which is stricter than the RFC requires; qualified `private`
-/// changes nothing for a private cache. `s-maxage` and `proxy-revalidate` are for shared caches
-/// and are ignored.
+/// (stale at once), `min-fresh=abc` as absent. A directive given more than once, in one field or
+/// several, is read as its first occurrence (RFC 9111 §4.2.1). Qualified `no-cache="Set-Cookie"`
+/// is read as plain `no-cache` (always revalidate), which is stricter than the RFC requires;
+/// qualified `private` changes nothing for a private cache. `s-maxage` and `proxy-revalidate` are
+/// for shared caches and are ignored.
 struct CacheControl: Equatable, Sendable {
     /// `max-age`, seconds.
     var maxAge: Int?
@@ -33,10 +34,10 @@ struct CacheControl: Equatable, Sendable {
         for directive in CacheControl.split(value) {
             let (name, argument) = directive
             switch name {
-            case "max-age": maxAge = CacheControl.deltaSeconds(argument) ?? 0
-            case "max-stale": maxStale = argument == nil ? Int.max : CacheControl.deltaSeconds(argument) ?? 0
-            case "min-fresh": minFresh = CacheControl.deltaSeconds(argument)
-            case "stale-if-error": staleIfError = CacheControl.deltaSeconds(argument)
+            case "max-age" where maxAge == nil: maxAge = CacheControl.deltaSeconds(argument) ?? 0
+            case "max-stale" where maxStale == nil: maxStale = argument == nil ? Int.max : CacheControl.deltaSeconds(argument) ?? 0
+            case "min-fresh" where minFresh == nil: minFresh = CacheControl.deltaSeconds(argument)
+            case "stale-if-error" where staleIfError == nil: staleIfError = CacheControl.deltaSeconds(argument)
             case "no-cache": noCache = true
             case "no-store": noStore = true
             case "only-if-cached": onlyIfCached = true

@@ -1,0 +1,48 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Testing
+import Transit
+@testable import TransitCache
+
+/// Defects the `cache-freshness` fuzz target (Fuzz/cache-freshness, FUZZING.md) found in the HTTP
+/// cache's freshness arithmetic, one test each.
+@Suite("HTTP caching: freshness regressions found by fuzzing")
+struct FreshnessRegressionTests {
+    private let url = URL(string: "https://api.example.com/feed")!
+
+    private func lifetime(_ fields: [HTTPField]) -> Double {
+        let head = HTTPResponseHead(url: url, statusCode: 200, fields: fields)
+        let stored = StoredResponse(url: url, response: head, request: URLRequest(url: url), requestTime: 0, responseTime: 0)
+        return stored.freshnessLifetime(fraction: 0.1, maximumHeuristic: 86_400)
+    }
+
+    /// RFC 9111 §4.2.1: when a directive is given more than once, the first occurrence is used
+    /// (or the response is stale). The last one was used, so a `max-age` appended after the
+    /// server's own made the response fresh for longer than the server said.
+    @Test("a directive given twice is read as its first occurrence, in one field or two")
+    func repeatedMaxAgeIsTheFirst() {
+        #expect(lifetime([HTTPField(name: "Cache-Control", value: "max-age=5, max-age=100000")]) == 5)
+        #expect(lifetime([HTTPField(name: "Cache-Control", value: "max-age=5"), HTTPField(name: "cache-control", value: "max-age=100000")]) == 5)
+        #expect(lifetime([HTTPField(name: "Cache-Control", value: "max-age=100000, max-age")]) == 100_000)
+        #expect(lifetime([HTTPField(name: "Cache-Control", value: "max-age=abc, max-age=60")]) == 0)
+        let request = CacheControl("max-stale=5, max-stale, min-fresh=1, min-fresh=9, stale-if-error=3, stale-if-error=30")
+        #expect(request.maxStale == 5)
+        #expect(request.minFresh == 1)
+        #expect(request.staleIfError == 3)
+    }
+
+    @Test("a response with max-age=5, max-age=100000 is stale after 5 seconds")
+    func repeatedMaxAgeThroughTheCache() async throws {
+        let fixture = try HTTPCacheFixture()
+        fixture.stub.stub(.get, path: "/feed").thenRespond(.text("feed", headers: ["Cache-Control": "max-age=5, max-age=100000"]))
+        _ = try await fixture.send("/feed")
+        fixture.scheduler.advance(by: .seconds(4))
+        _ = try await fixture.send("/feed")
+        #expect(fixture.networkRequests == 1)
+        fixture.scheduler.advance(by: .seconds(2))
+        _ = try await fixture.send("/feed")
+        #expect(fixture.networkRequests == 2)
+    }
+}
