@@ -27,7 +27,7 @@
 //       the parser does not unfold. The reader refuses such a head and nothing is compared.
 //    Also: when the multipart target's strict reader (Fuzz/multipart/MultipartReader.swift:
 //    exactly the writer's layout, no preamble, padding or epilogue) reads the body and every
-//    part has a head, the parser reads the same contents. A preamble (a line before the first
+//    part starts with a header line (not CR LF), the parser reads the same contents. A preamble (a line before the first
 //    delimiter) and an epilogue added to an accepted body change no part.
 // 2, Content-Type: a boundary (its bytes mapped to RFC 2046 bchars), then a body. The boundary
 //    written in Content-Types of every shape the flags pick — quoted or unquoted (when it is a
@@ -232,7 +232,9 @@ private func agreement(_ input: [UInt8]) {
     }
 
     // The multipart target's strict reader (the writer's exact layout): same contents.
-    if let strict = readMultipart(body, boundary: boundary), strict.allSatisfy({ !$0.head.isEmpty }),
+    // It looks for the blank line even in a part that starts with CR LF (no header: the writer
+    // never sends one), so it is compared only where every part starts with a header line.
+    if let strict = readMultipart(body, boundary: boundary), strict.allSatisfy({ !$0.head.isEmpty && !$0.head.starts(with: crlf) }),
        case .parts(let expected, _) = reading {
         require(strict.map(\.content) == expected.map(\.content), "the two readers disagree: \(context), strict \(strict.map(\.content))")
     }
