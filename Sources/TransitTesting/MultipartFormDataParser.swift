@@ -136,10 +136,13 @@ public enum MultipartFormDataParser {
         let headBytes = bytes.prefix(headEnd)
         var headers: [LoopbackHeader] = []
         for line in String(decoding: headBytes, as: UTF8.self).components(separatedBy: "\r\n") {
-            guard let colon = line.firstIndex(of: ":") else { throw .malformedHeaderLine(partIndex: index) }
-            let name = line[..<colon].trimmingCharacters(in: CharacterSet(charactersIn: " \t"))
+            // The first colon scalar, not Character: a colon followed by a combining mark is one
+            // Character that is not ":", but the name still ends there (the mark is the value's).
+            let scalars = line.unicodeScalars
+            guard let colon = scalars.firstIndex(of: ":") else { throw .malformedHeaderLine(partIndex: index) }
+            let name = String(Substring(scalars[..<colon])).trimmingCharacters(in: CharacterSet(charactersIn: " \t"))
             guard !name.isEmpty else { throw .malformedHeaderLine(partIndex: index) }
-            let value = line[line.index(after: colon)...].trimmingCharacters(in: CharacterSet(charactersIn: " \t"))
+            let value = String(Substring(scalars[scalars.index(after: colon)...])).trimmingCharacters(in: CharacterSet(charactersIn: " \t"))
             headers.append(LoopbackHeader(name, value))
         }
         return Part(headers: headers, body: Data(bytes.dropFirst(headEnd + 4)))
