@@ -27,12 +27,14 @@
 //       the parser does not unfold. The reader refuses such a head and nothing is compared.
 //    Also: when the multipart target's strict reader (Fuzz/multipart/MultipartReader.swift:
 //    exactly the writer's layout, no preamble, padding or epilogue) reads the body and every
-//    part starts with a header line (not CR LF), the parser reads the same contents. A preamble (a line before the first
-//    delimiter) and an epilogue added to an accepted body change no part.
+//    part starts with a header line (not CR LF), the parser reads the same contents. A
+//    preamble (a line before the first delimiter) and an epilogue added to an accepted body
+//    change no part.
 // 2, Content-Type: a boundary (its bytes mapped to RFC 2046 bchars), then a body. The boundary
-//    written in Content-Types of every shape the flags pick — quoted or unquoted (when it is a
-//    token), the parameter in any case and among others (charset, a quoted value holding
-//    `;boundary=`, names that end or start with "boundary") in any order, OWS around `;` — is
+//    written in Content-Types of every shape the flags pick — quoted (with or without needless
+//    quoted-pairs, RFC 9110 §5.6.4) or unquoted (when it is a token), the parameter in any case
+//    and among others (charset, quoted values holding `;boundary=` or an escaped quote or
+//    backslash, names that end or start with "boundary") in any order, OWS around `;` — is
 //    found unchanged, and parse(_:contentType:) reads as parse(_:boundary:) with it. The raw
 //    field as a Content-Type either yields noBoundary or reads as parse(_:boundary:) with the
 //    boundary found.
@@ -403,10 +405,13 @@ private func contentTypes(_ input: [UInt8]) {
     let keys = ["boundary", "BOUNDARY", "Boundary", "bOuNdArY"]
     let separators = [";", "; ", " ;", " ; ", ";\t", "\t;  "]
     let others = ["charset=utf-8", "charset=\"UTF-8\"", "name=\"x;boundary=evil\"", "xboundary=evil", "boundaryx=evil",
+                  #"title="a\";boundary=evil""#, #"path="C:\\""#, #"q="\b\o\u\n\d""#,
                   "a=\"boundary=evil\"", "start=\"<root@fuzz>\"", "type=\"text/plain\"", "empty=\"\""]
     for variant in 0..<4 {
         let quoted = !isToken || take(2) == 1
-        var parameters = ["\(keys[take(keys.count)])=\(quoted ? "\"\(boundary)\"" : boundary)"]
+        // Quoted, each scalar perhaps as a quoted-pair (`\x` stands for `x`).
+        let written = quoted ? "\"" + boundary.unicodeScalars.map { take(4) == 0 ? "\\\($0)" : "\($0)" }.joined() + "\"" : boundary
+        var parameters = ["\(keys[take(keys.count)])=\(written)"]
         for _ in 0..<take(4) {
             parameters.insert(others[take(others.count)], at: take(parameters.count + 1))
         }
@@ -427,4 +432,66 @@ private func contentTypes(_ input: [UInt8]) {
     } else {
         require(result == .failure(.noBoundary(contentType: rawType)), "Content-Type \(rawType.debugDescription) has no boundary but parse says \(describe(result))")
     }
+    // Where the raw text is a media type as RFC 9110 writes it, the boundary is the one it names.
+    if let media = readMediaType(Array(rawType.utf8)) {
+        let named = media.type == Array("multipart".utf8) ? media.parameters.first { $0.name == Array("boundary".utf8) }?.value : nil
+        let expected = named.flatMap { $0.isEmpty ? nil : String(decoding: $0, as: UTF8.self) }
+        require(Parser.boundary(fromContentType: rawType) == expected,
+                "Content-Type \(rawType.debugDescription): boundary \(Parser.boundary(fromContentType: rawType).debugDescription), RFC 9110 reads \(expected.debugDescription)")
+    }
+}
+
+/// RFC 9110 §8.3.1 and §5.6, on bytes: `type "/" subtype *( OWS ";" OWS [ name "=" value ] )`,
+/// a value a token or a quoted string (qdtext, quoted-pairs). The type and names are lowercased
+/// (ASCII); nil when the text is not of that form.
+private func readMediaType(_ text: [UInt8]) -> (type: [UInt8], parameters: [(name: [UInt8], value: [UInt8])])? {
+    let tchars = Set("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ".utf8)
+    var index = 0
+    func token() -> [UInt8]? {
+        let start = index
+        while index < text.count, tchars.contains(text[index]) { index += 1 }
+        return index > start ? text[start..<index].map { $0 >= 65 && $0 <= 90 ? $0 + 32 : $0 } : nil
+    }
+    func tokenValue() -> [UInt8]? {
+        let start = index
+        while index < text.count, tchars.contains(text[index]) { index += 1 }
+        return index > start ? Array(text[start..<index]) : nil
+    }
+    func skipOWS() { while index < text.count, isOWS(text[index]) { index += 1 } }
+    guard let type = token(), index < text.count, text[index] == 0x2F else { return nil }
+    index += 1
+    guard token() != nil else { return nil }
+    var parameters: [(name: [UInt8], value: [UInt8])] = []
+    while index < text.count {
+        skipOWS()
+        guard index < text.count, text[index] == 0x3B else { return nil }
+        index += 1
+        skipOWS()
+        guard index < text.count, text[index] != 0x3B else { continue } // an empty parameter
+        guard let name = token(), index < text.count, text[index] == 0x3D else { return nil }
+        index += 1
+        if index < text.count, text[index] == 0x22 {
+            index += 1
+            var value: [UInt8] = []
+            while true {
+                guard index < text.count else { return nil }
+                let byte = text[index]
+                if byte == 0x22 { index += 1; break }
+                if byte == 0x5C {
+                    guard index + 1 < text.count, text[index + 1] == 0x09 || text[index + 1] >= 0x20 && text[index + 1] != 0x7F else { return nil }
+                    value.append(text[index + 1])
+                    index += 2
+                } else {
+                    guard byte == 0x09 || byte >= 0x20 && byte != 0x7F else { return nil }
+                    value.append(byte)
+                    index += 1
+                }
+            }
+            parameters.append((name, value))
+        } else {
+            guard let value = tokenValue() else { return nil }
+            parameters.append((name, value))
+        }
+    }
+    return (type, parameters)
 }

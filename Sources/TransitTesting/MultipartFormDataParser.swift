@@ -90,11 +90,12 @@ public enum MultipartFormDataParser {
         return try parse(body, boundary: boundary)
     }
 
-    /// The `boundary` parameter of a `multipart/…` content type, or `nil`.
+    /// The `boundary` parameter of a `multipart/…` content type, or `nil`. Quoted values are RFC
+    /// 9110 quoted strings: a backslash takes the next character as it is (`\"`, `\\`).
     public static func boundary(fromContentType contentType: String) -> String? {
         guard let media = contentType.split(separator: ";", maxSplits: 1).first,
               media.trimmingCharacters(in: .whitespaces).lowercased().hasPrefix("multipart/"),
-              let boundary = parameters(of: contentType, type: nil)?["boundary"], !boundary.isEmpty
+              let boundary = parameters(of: contentType, type: nil, quotedPairs: true)?["boundary"], !boundary.isEmpty
         else { return nil }
         return boundary
     }
@@ -150,8 +151,10 @@ public enum MultipartFormDataParser {
 
     /// The parameters of a header value `type; key=value; key="quoted value"` (keys lower-cased),
     /// or `nil` if `type` is given and the value's first item is not it. A quoted value runs to
-    /// the next `"` (no backslash escapes: browsers percent-escape quotes instead).
-    static func parameters(of header: String, type: String?) -> [String: String]? {
+    /// the next `"`; with `quotedPairs` (RFC 9110 §5.6.4, for `Content-Type`) a backslash takes
+    /// the next character as it is, without it (`Content-Disposition`) a backslash is itself:
+    /// browsers percent-escape quotes instead, and send a Windows path's backslashes as they are.
+    static func parameters(of header: String, type: String?, quotedPairs: Bool = false) -> [String: String]? {
         let characters = Array(header.unicodeScalars)
         var index = 0
         func skipWhitespace() { while index < characters.count, characters[index] == " " || characters[index] == "\t" { index += 1 } }
@@ -179,6 +182,7 @@ public enum MultipartFormDataParser {
                 index += 1
                 var text = String.UnicodeScalarView()
                 while index < characters.count, characters[index] != "\"" {
+                    if quotedPairs, characters[index] == "\\", index + 1 < characters.count { index += 1 }
                     text.append(characters[index])
                     index += 1
                 }

@@ -191,4 +191,16 @@ struct FuzzRegressionTests {
         #expect(parts.first?.headers.map { Array($0.value.unicodeScalars) } == [["\u{301}", "y"], ["\u{301}", "B", ":", " ", "c"]])
         #expect(parts.first?.text == "v")
     }
+
+    /// A Content-Type's quoted parameter values were read to the next `"`, without RFC 9110's
+    /// quoted-pairs (§5.6.4): in `title="a\";boundary=evil"; boundary=real` the quoted string
+    /// ended at the escaped quote and the boundary read as `evil"`; `boundary="a\-b"` read as
+    /// `a\-b`. Content-Disposition keeps reading a backslash as itself, as browsers send it.
+    @Test("a quoted-pair in a Content-Type parameter neither ends the quoted string nor stays in the boundary")
+    func multipartContentTypeQuotedPairs() throws {
+        #expect(MultipartFormDataParser.boundary(fromContentType: #"multipart/form-data; title="a\";boundary=evil"; boundary=real"#) == "real")
+        #expect(MultipartFormDataParser.boundary(fromContentType: #"multipart/form-data; path="C:\\"; boundary="a\-b""#) == "a-b")
+        let body = Data("--b\r\nContent-Disposition: form-data; name=\"f\"; filename=\"C:\\dir\\x.txt\"\r\n\r\nv\r\n--b--".utf8)
+        #expect(try MultipartFormDataParser.parse(body, boundary: "b").first?.filename == #"C:\dir\x.txt"#)
+    }
 }
