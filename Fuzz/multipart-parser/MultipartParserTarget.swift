@@ -30,14 +30,17 @@
 //    part starts with a header line (not CR LF), the parser reads the same contents. A
 //    preamble (a line before the first delimiter) and an epilogue added to an accepted body
 //    change no part.
-// 2, Content-Type: a boundary (its bytes mapped to RFC 2046 bchars), then a body. The boundary
+// 2, Content-Type: four bytes that seed the choices, a boundary (its bytes mapped to RFC 2046
+//    bchars; the same bytes are also the raw Content-Type below), then a body. The boundary
 //    written in Content-Types of every shape the flags pick — quoted (with or without needless
 //    quoted-pairs, RFC 9110 §5.6.4) or unquoted (when it is a token), the parameter in any case
 //    and among others (charset, quoted values holding `;boundary=` or an escaped quote or
 //    backslash, names that end or start with "boundary") in any order, OWS around `;` — is
 //    found unchanged, and parse(_:contentType:) reads as parse(_:boundary:) with it. The raw
 //    field as a Content-Type either yields noBoundary or reads as parse(_:boundary:) with the
-//    boundary found.
+//    boundary found, and where it is an RFC 9110 media type (readMediaType below), that
+//    boundary is the `boundary` parameter it names (nil for an empty one or a type other than
+//    multipart).
 //
 // Every mode: no input traps; parse returns or throws a ParseError (the typed throws).
 import Foundation
