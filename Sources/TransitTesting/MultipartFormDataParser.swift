@@ -90,11 +90,12 @@ public enum MultipartFormDataParser {
         return try parse(body, boundary: boundary)
     }
 
-    /// The `boundary` parameter of a `multipart/…` content type, or `nil`.
+    /// The `boundary` parameter of a `multipart/…` content type, or `nil`. Quoted values are RFC
+    /// 9110 quoted strings: a backslash takes the next character as it is (`\"`, `\\`).
     public static func boundary(fromContentType contentType: String) -> String? {
         guard let media = contentType.split(separator: ";", maxSplits: 1).first,
               media.trimmingCharacters(in: .whitespaces).lowercased().hasPrefix("multipart/"),
-              let boundary = parameters(of: contentType, type: nil)?["boundary"], !boundary.isEmpty
+              let boundary = parameters(of: contentType, type: nil, quotedPairs: true)?["boundary"], !boundary.isEmpty
         else { return nil }
         return boundary
     }
@@ -136,10 +137,13 @@ public enum MultipartFormDataParser {
         let headBytes = bytes.prefix(headEnd)
         var headers: [LoopbackHeader] = []
         for line in String(decoding: headBytes, as: UTF8.self).components(separatedBy: "\r\n") {
-            guard let colon = line.firstIndex(of: ":") else { throw .malformedHeaderLine(partIndex: index) }
-            let name = line[..<colon].trimmingCharacters(in: CharacterSet(charactersIn: " \t"))
+            // The first colon scalar, not Character: a colon followed by a combining mark is one
+            // Character that is not ":", but the name still ends there (the mark is the value's).
+            let scalars = line.unicodeScalars
+            guard let colon = scalars.firstIndex(of: ":") else { throw .malformedHeaderLine(partIndex: index) }
+            let name = String(Substring(scalars[..<colon])).trimmingCharacters(in: CharacterSet(charactersIn: " \t"))
             guard !name.isEmpty else { throw .malformedHeaderLine(partIndex: index) }
-            let value = line[line.index(after: colon)...].trimmingCharacters(in: CharacterSet(charactersIn: " \t"))
+            let value = String(Substring(scalars[scalars.index(after: colon)...])).trimmingCharacters(in: CharacterSet(charactersIn: " \t"))
             headers.append(LoopbackHeader(name, value))
         }
         return Part(headers: headers, body: Data(bytes.dropFirst(headEnd + 4)))
@@ -147,8 +151,10 @@ public enum MultipartFormDataParser {
 
     /// The parameters of a header value `type; key=value; key="quoted value"` (keys lower-cased),
     /// or `nil` if `type` is given and the value's first item is not it. A quoted value runs to
-    /// the next `"` (no backslash escapes: browsers percent-escape quotes instead).
-    static func parameters(of header: String, type: String?) -> [String: String]? {
+    /// the next `"`; with `quotedPairs` (RFC 9110 §5.6.4, for `Content-Type`) a backslash takes
+    /// the next character as it is, without it (`Content-Disposition`) a backslash is itself:
+    /// browsers percent-escape quotes instead, and send a Windows path's backslashes as they are.
+    static func parameters(of header: String, type: String?, quotedPairs: Bool = false) -> [String: String]? {
         let characters = Array(header.unicodeScalars)
         var index = 0
         func skipWhitespace() { while index < characters.count, characters[index] == " " || characters[index] == "\t" { index += 1 } }
@@ -176,6 +182,7 @@ public enum MultipartFormDataParser {
                 index += 1
                 var text = String.UnicodeScalarView()
                 while index < characters.count, characters[index] != "\"" {
+                    if quotedPairs, characters[index] == "\\", index + 1 < characters.count { index += 1 }
                     text.append(characters[index])
                     index += 1
                 }

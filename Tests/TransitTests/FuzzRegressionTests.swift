@@ -176,4 +176,31 @@ struct FuzzRegressionTests {
         #expect(probe.values.first?.text == "new")
         #expect(transport.requests.last?.url?.absoluteString == "https://fuzz-regression.example/new#a%20b%2Fc")
     }
+
+    // MARK: The test kit's multipart reader (Fuzz/multipart-parser)
+
+    /// Header lines were split at the first colon *Character*: a colon followed by a combining
+    /// mark is one Character that is not `:`, so `X:\u{301}y` was refused as a line without a
+    /// colon, and in `A:\u{301}B: c` the name read as `A:\u{301}B`. RFC 5322 (and RFC 2046's part
+    /// headers) end the name at the first colon byte; the mark belongs to the value.
+    @Test("a header line whose colon is followed by a combining mark splits at that colon")
+    func multipartHeaderColonBeforeCombiningMark() throws {
+        let body = Data("--b\r\nX:\u{301}y\r\nA:\u{301}B: c\r\n\r\nv\r\n--b--".utf8)
+        let parts = try MultipartFormDataParser.parse(body, boundary: "b")
+        #expect(parts.first?.headers == [LoopbackHeader("X", "\u{301}y"), LoopbackHeader("A", "\u{301}B: c")])
+        #expect(parts.first?.headers.map { Array($0.value.unicodeScalars) } == [["\u{301}", "y"], ["\u{301}", "B", ":", " ", "c"]])
+        #expect(parts.first?.text == "v")
+    }
+
+    /// A Content-Type's quoted parameter values were read to the next `"`, without RFC 9110's
+    /// quoted-pairs (§5.6.4): in `title="a\";boundary=evil"; boundary=real` the quoted string
+    /// ended at the escaped quote and the boundary read as `evil"`; `boundary="a\-b"` read as
+    /// `a\-b`. Content-Disposition keeps reading a backslash as itself, as browsers send it.
+    @Test("a quoted-pair in a Content-Type parameter neither ends the quoted string nor stays in the boundary")
+    func multipartContentTypeQuotedPairs() throws {
+        #expect(MultipartFormDataParser.boundary(fromContentType: #"multipart/form-data; title="a\";boundary=evil"; boundary=real"#) == "real")
+        #expect(MultipartFormDataParser.boundary(fromContentType: #"multipart/form-data; path="C:\\"; boundary="a\-b""#) == "a-b")
+        let body = Data("--b\r\nContent-Disposition: form-data; name=\"f\"; filename=\"C:\\dir\\x.txt\"\r\n\r\nv\r\n--b--".utf8)
+        #expect(try MultipartFormDataParser.parse(body, boundary: "b").first?.filename == #"C:\dir\x.txt"#)
+    }
 }
