@@ -14,8 +14,9 @@
 // What the library promises (its doc comments): a URL is allowed when its host is one of the
 // scope's hosts (lowercased), or `something.suffix` for an entry `*.suffix` with a non-empty
 // `something`, and its scheme is https, or http with `.allowed`, or http with `.loopbackOnly` and
-// a loopback host: `localhost`, `::1` or an address of 127.0.0.0/8, written (by this library's
-// reading) as four decimal octets of 1-3 digits, each at most 255, the first 127. Scheme and host
+// a loopback host: `localhost`, `::1` or an address of 127.0.0.0/8, written as four decimal
+// octets of 1-3 digits without leading zeros (as `inet_pton` reads them), each at most 255, the
+// first 127. Scheme and host
 // are Foundation's (`url.scheme`, `url.host`), lowercased.
 //
 // Invariants, for every URL Foundation accepts:
@@ -128,8 +129,8 @@ private func isNamed(_ host: String, by hosts: Set<String>) -> Bool {
     }
 }
 
-/// `localhost`, `::1` (brackets or not), or four decimal octets of 1-3 digits, at most 255, the
-/// first 127.
+/// `localhost`, `::1` (brackets or not), or four decimal octets of 1-3 digits without a leading
+/// zero, at most 255, the first 127.
 private func isLoopbackByRule(_ host: String) -> Bool {
     var bare = Substring(host)
     if bare.hasPrefix("["), bare.hasSuffix("]") { bare = bare.dropFirst().dropLast() }
@@ -138,7 +139,7 @@ private func isLoopbackByRule(_ host: String) -> Bool {
     guard octets.count == 4 else { return false }
     for octet in octets {
         guard (1...3).contains(octet.utf8.count), octet.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
-              let value = Int(octet), value <= 255 else { return false }
+              octet == "0" || !octet.hasPrefix("0"), let value = Int(octet), value <= 255 else { return false }
     }
     return Int(octets[0]) == 127
 }

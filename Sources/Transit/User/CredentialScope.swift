@@ -12,6 +12,8 @@ public struct CredentialScope: Sendable, Hashable {
         /// Never (the default).
         case refused
         /// To loopback hosts only (`127.0.0.0/8`, `::1`, `localhost`): for tests and development.
+        /// An IPv4 address counts only when written as four decimal numbers without leading
+        /// zeros, as in `127.0.0.1` (libcurl reads `127.0.0.09` as a DNS name).
         case loopbackOnly
         /// To every host of the scope. Credentials can then be read by anyone on the path.
         case allowed
@@ -63,7 +65,8 @@ public struct CredentialScope: Sendable, Hashable {
         var bare = bytes[...]
         if bare.first == UInt8(ascii: "["), bare.last == UInt8(ascii: "]") { bare = bare.dropFirst().dropLast() }
         if bare.elementsEqual("localhost".utf8) || bare.elementsEqual("::1".utf8) { return true }
-        // 127.x.y.z: four decimal octets of at most 255, the first 127.
+        // 127.x.y.z: four decimal octets of at most 255 without leading zeros (as inet_pton reads
+        // them: libcurl reads `010` as octal and `09` as part of a name), the first 127.
         var octets = 0
         var value = 0
         var digits = 0
@@ -76,6 +79,7 @@ public struct CredentialScope: Sendable, Hashable {
                 value = 0
                 digits = 0
             } else if byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9"), digits < 3 {
+                guard digits == 0 || value > 0 else { return false }   // a leading zero
                 value = value * 10 + Int(byte - UInt8(ascii: "0"))
                 digits += 1
                 guard value <= 255 else { return false }
