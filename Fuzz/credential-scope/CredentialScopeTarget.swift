@@ -22,14 +22,15 @@
 // Invariants, for every URL Foundation accepts:
 // - exactness: `allows` is that rule, computed here independently on Foundation's scheme and host
 //   (`expected`); `isLoopback` of Foundation's host is this harness's loopback rule;
-// - no leak as libcurl reads the URL (dlopen'd `libcurl.so.4`, which sends URLSession's requests on
-//   Linux; Fuzz/url-builder/Curl.swift): when `allows` is true and libcurl accepts the
-//   URL's absolute string, libcurl's scheme is Foundation's; libcurl's host (brackets removed,
-//   `%zone` added back, lowercased) is named by the scope by the same rule — or is the IPv4
-//   address that Foundation's host denotes by `inet_aton` (a numeric host the scope names in
-//   another spelling, `127.1` for `127.0.0.1`); and for http under `.loopbackOnly` libcurl's host
-//   is loopback by `inet_pton` (127.0.0.0/8 or ::1) or is `localhost`. (A URL libcurl refuses is
-//   not sent, so it carries no credentials.)
+// - no leak as libcurl reads the URL (dlopen'd `libcurl.so.4`, which sends URLSession's requests
+//   on Linux; Fuzz/url-builder/Curl.swift): when `allows` is true and libcurl accepts the URL's
+//   absolute string, libcurl's scheme is Foundation's; libcurl's host (brackets removed, `%zone`
+//   added back, percent-decoded as Foundation decodes it, lowercased) is named by the scope by
+//   the same rule — or is the address that Foundation's host denotes (a numeric host the scope
+//   names in another spelling: IPv4 by `inet_aton`, `127.1` for `127.0.0.1`; IPv6 by
+//   `inet_pton`, `::0` for `::`, the same zone); and for http under `.loopbackOnly` libcurl's
+//   host is loopback by `inet_pton` (127.0.0.0/8 or ::1) or is `localhost`. (A URL libcurl
+//   refuses is not sent, so it carries no credentials.)
 // - case: the URL with its ASCII letters all upper- or all lowercased (when Foundation still reads
 //   the same scheme and host, lowercased) gets the same answer; a scope built from the entries
 //   ASCII-upper- or lowercased answers the same, and its `hosts` are the entries lowercased;
@@ -90,9 +91,9 @@ private func check(_ url: URL, text: String, relativeTo base: URL?, entries: [St
         require(curl.scheme?.lowercased() == scheme, "libcurl reads the scheme \(String(describing: curl.scheme)): \(subject)")
         var curlHost = curl.host ?? ""
         if curlHost.hasPrefix("["), curlHost.hasSuffix("]") { curlHost = String(curlHost.dropFirst().dropLast()) }
-        if let zone = curl.zoneID { curlHost += "%" + zone }
+        if let zone = curl.zoneID { curlHost += "%" + (zone.removingPercentEncoding ?? zone) }   // Foundation decodes it
         curlHost = curlHost.lowercased()
-        require(isNamed(curlHost, by: lowered) || sameIPv4Address(host ?? "", curlHost),
+        require(isNamed(curlHost, by: lowered) || sameAddress(host ?? "", curlHost),
                 "credentials would go to \(curlHost.debugDescription) as libcurl reads the URL, outside the scope: \(subject)")
         if scheme == "http", rule == .loopbackOnly {
             require(isLoopbackAddress(curlHost), "credentials would go over http to \(curlHost.debugDescription) as libcurl reads the URL, not loopback: \(subject)")
@@ -158,11 +159,19 @@ private func isLoopbackAddress(_ host: String) -> Bool {
 }
 
 /// Whether `curlHost` is a dotted-quad IPv4 address (`inet_pton`) and `host` denotes the same
-/// address by `inet_aton` (which reads `127.1`, `0x7f.0.0.1`, `0177.0.0.1`).
-private func sameIPv4Address(_ host: String, _ curlHost: String) -> Bool {
+/// address by `inet_aton` (which reads `127.1`, `0x7f.0.0.1`, `0177.0.0.1`), or both are the same
+/// IPv6 address by `inet_pton` with the same zone.
+private func sameAddress(_ host: String, _ curlHost: String) -> Bool {
     var read = in_addr(), sent = in_addr()
-    guard !host.isEmpty, inet_aton(host, &read) != 0, inet_pton(AF_INET, curlHost, &sent) == 1 else { return false }
-    return read.s_addr == sent.s_addr
+    if !host.isEmpty, inet_aton(host, &read) != 0, inet_pton(AF_INET, curlHost, &sent) == 1 { return read.s_addr == sent.s_addr }
+    func split(_ text: String) -> (address: [UInt8], zone: Substring)? {
+        let parts = text.split(separator: "%", maxSplits: 1, omittingEmptySubsequences: false)
+        var address = in6_addr()
+        guard inet_pton(AF_INET6, String(parts[0]), &address) == 1 else { return nil }
+        return (withUnsafeBytes(of: &address) { Array($0) }, parts.count > 1 ? parts[1] : "")
+    }
+    guard let read6 = split(host), let sent6 = split(curlHost) else { return false }
+    return read6.address == sent6.address && read6.zone == sent6.zone
 }
 
 private func asciiUppercased(_ text: String) -> String {
