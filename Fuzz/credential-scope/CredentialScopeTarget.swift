@@ -164,11 +164,14 @@ private func isLoopbackAddress(_ host: String) -> Bool {
 private func sameAddress(_ host: String, _ curlHost: String) -> Bool {
     var read = in_addr(), sent = in_addr()
     if !host.isEmpty, inet_aton(host, &read) != 0, inet_pton(AF_INET, curlHost, &sent) == 1 { return read.s_addr == sent.s_addr }
-    func split(_ text: String) -> (address: [UInt8], zone: Substring)? {
-        let parts = text.split(separator: "%", maxSplits: 1, omittingEmptySubsequences: false)
+    // Split at the first `%` byte: a zone may begin with a combining mark, which makes one
+    // Character with the `%`.
+    func split(_ text: String) -> (address: [UInt8], zone: [UInt8])? {
+        let bytes = Array(text.utf8)
+        let percent = bytes.firstIndex(of: UInt8(ascii: "%")) ?? bytes.count
         var address = in6_addr()
-        guard inet_pton(AF_INET6, String(parts[0]), &address) == 1 else { return nil }
-        return (withUnsafeBytes(of: &address) { Array($0) }, parts.count > 1 ? parts[1] : "")
+        guard inet_pton(AF_INET6, String(decoding: bytes[..<percent], as: UTF8.self), &address) == 1 else { return nil }
+        return (withUnsafeBytes(of: &address) { Array($0) }, Array(bytes[percent...]))
     }
     guard let read6 = split(host), let sent6 = split(curlHost) else { return false }
     return read6.address == sent6.address && read6.zone == sent6.zone
