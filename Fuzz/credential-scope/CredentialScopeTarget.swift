@@ -28,7 +28,7 @@
 //   added back, percent-decoded as Foundation decodes it, lowercased) is named by the scope by
 //   the same rule — or is the address that Foundation's host denotes (a numeric host the scope
 //   names in another spelling: IPv4 by `inet_aton`, `127.1` for `127.0.0.1`; IPv6 by
-//   `inet_pton`, `::0` for `::`, the same zone); and for http under `.loopbackOnly` libcurl's
+//   `inet_pton`, `::0` for `::`, the same zone unless Foundation's is empty); and for http under `.loopbackOnly` libcurl's
 //   host is loopback by `inet_pton` (127.0.0.0/8 or ::1) or is `localhost`. (A URL libcurl
 //   refuses is not sent, so it carries no credentials.)
 // - case: the URL with its ASCII letters all upper- or all lowercased (when Foundation still reads
@@ -174,7 +174,9 @@ private func sameAddress(_ host: String, _ curlHost: String) -> Bool {
         return (withUnsafeBytes(of: &address) { Array($0) }, Array(bytes[percent...]))
     }
     guard let read6 = split(host), let sent6 = split(curlHost) else { return false }
-    return read6.address == sent6.address && read6.zone == sent6.zone
+    // `[::1%25]`: Foundation reads an empty zone (host `::1%`), libcurl the zone `25` (it skips
+    // `%25` only before a non-empty zone). A malformed zone the scope would have to name.
+    return read6.address == sent6.address && (read6.zone == sent6.zone || read6.zone == [UInt8(ascii: "%")])
 }
 
 private func asciiUppercased(_ text: String) -> String {
