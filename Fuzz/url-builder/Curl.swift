@@ -16,6 +16,8 @@ struct CurlURL: Equatable {
     var path: String?
     var query: String?
     var fragment: String?
+    /// An IPv6 address's zone (`eth0` in `[fe80::1%25eth0]`), which libcurl keeps apart from the host.
+    var zoneID: String? = nil
 }
 
 enum Curl {
@@ -35,7 +37,8 @@ enum Curl {
 
     // curl/urlapi.h
     private static let partURL: CInt = 0, partScheme: CInt = 1, partUser: CInt = 2, partPassword: CInt = 3, partHost: CInt = 5,
-                       partPort: CInt = 6, partPath: CInt = 7, partQuery: CInt = 8, partFragment: CInt = 9
+                       partPort: CInt = 6, partPath: CInt = 7, partQuery: CInt = 8, partFragment: CInt = 9,
+                       partZoneID: CInt = 10
     private static let defaultPort: CUnsignedInt = 1 << 0
 
     private static let functions: Functions = {
@@ -67,7 +70,7 @@ enum Curl {
         }
         return .success(CurlURL(scheme: part(partScheme), user: part(partUser), password: part(partPassword), host: part(partHost),
                                 port: part(partPort, defaultPort), path: part(partPath),
-                                query: part(partQuery), fragment: part(partFragment)))
+                                query: part(partQuery), fragment: part(partFragment), zoneID: part(partZoneID)))
     }
 }
 

@@ -203,4 +203,22 @@ struct FuzzRegressionTests {
         let body = Data("--b\r\nContent-Disposition: form-data; name=\"f\"; filename=\"C:\\dir\\x.txt\"\r\n\r\nv\r\n--b--".utf8)
         #expect(try MultipartFormDataParser.parse(body, boundary: "b").first?.filename == #"C:\dir\x.txt"#)
     }
+
+    // MARK: Credential scopes (Fuzz/credential-scope)
+
+    /// `127.0.0.09` was read as the loopback address 127.0.0.9, so a scope with
+    /// `insecureHTTP: .loopbackOnly` sent its token over plain http to it; but libcurl (which sends
+    /// the request on Linux) and the C resolver read an octet with a leading zero as octal, and
+    /// `09` is no octal number: the host is a name, looked up in DNS. An octet with a leading zero
+    /// is now refused, as `inet_pton` refuses it (libcurl reads `010` as 8, still loopback, but
+    /// not the address the library read).
+    @Test("http to a 127 address with a leading zero in an octet is not loopback", arguments: [
+        "127.0.0.09", "127.08.0.1", "127.0.0.010", "127.000.0.1",
+    ])
+    func loopbackOctetsWithoutLeadingZeros(host: String) throws {
+        let scope = CredentialScope(hosts: [host, "127.0.0.1"], insecureHTTP: .loopbackOnly)
+        #expect(!scope.allows(try #require(URL(string: "http://\(host)/me"))))
+        #expect(scope.allows(try #require(URL(string: "https://\(host)/me"))))
+        #expect(scope.allows(try #require(URL(string: "http://127.0.0.1/me"))))
+    }
 }
