@@ -18,7 +18,8 @@
 //   `max-age` over `Expires` − `Date` over the heuristic — 10 % (configured) of `Date` −
 //   `Last-Modified`, capped, for a heuristically cacheable status or `public`; an invalid `Expires`
 //   means already expired (§5.3); a `max-age` that does not parse means 0; a directive or an
-//   `Expires` given twice is read as its first occurrence or as stale (§4.2.1)), with dates
+//   `Expires` given twice is read as its first occurrence or as stale (§4.2.1); `Age` is the
+//   largest delta-seconds element of its values, joined and split at commas, else 0), with dates
 //   written and read by Foundation's `DateFormatter` (the three HTTP-date forms), where the
 //   headers' meaning is unambiguous;
 // - the case of header names and spaces and tabs around values change nothing;
@@ -407,9 +408,21 @@ private enum HTTPDates {
 private func makeAge(_ choice: HeaderChoice, _ raw: inout ArraySlice<String>) -> Header {
     if choice.isAbsent { return Header() }
     let first = oneAge(choice, &raw)
-    guard choice.isTwice else { return Header(values: [first.text], meaning: first.meaning) }
+    guard choice.isTwice else { return Header(values: [first.text], meaning: ageMeaning([first.text])) }
     let second = oneAge(choice.second, &raw)
-    return Header(values: [first.text, second.text], meaning: .duplicate(first.meaning))
+    return Header(values: [first.text, second.text], meaning: ageMeaning([first.text, second.text]))
+}
+
+/// What the `Age` fields say, as the library documents it: the values joined (`, `) and split at
+/// every comma byte, the largest element that is delta-seconds; none (`invalid`) counts as 0.
+/// Never younger than any value sent says.
+private func ageMeaning(_ texts: [String]) -> Meaning {
+    let elements = Array(texts.joined(separator: ", ").utf8).split(separator: 0x2C, omittingEmptySubsequences: false)
+    let values = elements.compactMap { element -> Int64? in
+        if case .valid(let seconds) = deltaSeconds(String(decoding: element, as: UTF8.self)) { return seconds }
+        return nil
+    }
+    return values.max().map(Meaning.valid) ?? .invalid
 }
 
 private let invalidNumbers = ["-5", "1.5", "+5", "", "0x10", "5 5", "five", "5s", "\u{FF15}", "1e3", "-0", "5,", ",5", "\"5\"", "٥", "5\u{301}"]

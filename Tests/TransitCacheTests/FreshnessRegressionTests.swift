@@ -45,4 +45,23 @@ struct FreshnessRegressionTests {
         _ = try await fixture.send("/feed")
         #expect(fixture.networkRequests == 2)
     }
+
+    /// `Age` sent twice arrives joined (`5, 100`), which is not one delta-seconds value: it was
+    /// read as absent, so the response looked younger than either value said and could be served
+    /// as fresh when it was not. The largest value is taken now. (Noticed while writing the
+    /// `cache-freshness` target, whose oracle now covers an `Age` sent twice.)
+    @Test("an Age sent twice counts as the larger value, never as no Age")
+    func repeatedAgeIsTheLargest() {
+        func age(_ fields: [HTTPField]) -> Double {
+            let head = HTTPResponseHead(url: url, statusCode: 200, fields: fields)
+            let stored = StoredResponse(url: url, response: head, request: URLRequest(url: url), requestTime: 0, responseTime: 0)
+            return stored.currentAge(now: 0)
+        }
+        #expect(age([HTTPField(name: "Age", value: "5, 100")]) == 100)
+        #expect(age([HTTPField(name: "Age", value: "100"), HTTPField(name: "age", value: "5")]) == 100)
+        #expect(age([HTTPField(name: "Age", value: "7, abc")]) == 7)
+        #expect(age([HTTPField(name: "Age", value: "abc")]) == 0)
+        #expect(age([HTTPField(name: "Age", value: " 42 ")]) == 42)
+        #expect(lifetime([HTTPField(name: "Cache-Control", value: "max-age=60"), HTTPField(name: "Age", value: "30, 90")]) == 60)
+    }
 }

@@ -111,12 +111,24 @@ struct StoredResponse: Codable, Equatable, Sendable {
         return 0
     }
 
+    /// The `Age` field's value in seconds: 0 without one (or with one that is not a number). A
+    /// field sent more than once arrives joined (`5, 100`); the largest value is taken, so the
+    /// response is never taken for younger than one of them says (a stale response served as
+    /// fresh), only perhaps for older (one revalidation too many).
+    var ageSeconds: Int {
+        guard let value = header("Age") else { return 0 }
+        // Split at the comma byte: a comma followed by a combining mark is one Character.
+        return value.utf8.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: false)
+            .compactMap { CacheControl.deltaSeconds(String(decoding: $0, as: UTF8.self).trimmingWhitespace) }
+            .max() ?? 0
+    }
+
     /// The response's current age in seconds at `now` (milliseconds), per RFC 9111 §4.2.3.
     func currentAge(now: Int64) -> Double {
         let responseSeconds = Double(responseTime) / 1000
         let dateValue = date("Date")?.timeIntervalSince1970 ?? responseSeconds
         let apparentAge = max(0, responseSeconds - dateValue)
-        let ageValue = Double(CacheControl.deltaSeconds(header("Age")?.trimmingWhitespace) ?? 0)
+        let ageValue = Double(ageSeconds)
         let responseDelay = max(0, Double(responseTime - requestTime) / 1000)
         let correctedInitialAge = max(apparentAge, ageValue + responseDelay)
         let residentTime = max(0, Double(now - responseTime) / 1000)
