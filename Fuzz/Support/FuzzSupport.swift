@@ -81,3 +81,19 @@ struct FuzzInput {
         Int(byte()) << 8 | Int(byte())
     }
 }
+
+/// A small deterministic generator seeded by the input, for choices a harness derives from it
+/// (the spelling of a respelled header, generated values) so that an input always runs the same.
+struct FuzzGenerator {
+    private var state: UInt64
+
+    init(seed: [UInt8]) {
+        state = seed.reduce(0x9E37_79B9_7F4A_7C15) { ($0 ^ UInt64($1)) &* 0x100_0000_01B3 }
+    }
+
+    /// The next 31 bits.
+    mutating func next() -> UInt64 {
+        state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+        return state >> 33
+    }
+}

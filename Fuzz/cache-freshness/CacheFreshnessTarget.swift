@@ -144,7 +144,7 @@ func fuzzTarget(_ bytes: [UInt8]) {
     }
 
     // The same headers with other name case and spaces and tabs around the values.
-    var generator = Generator(seed: bytes)
+    var generator = FuzzGenerator(seed: bytes)
     let respelled = fields.map { field in
         HTTPField(name: randomCase(field.name, &generator), value: ows(&generator) + field.value + ows(&generator))
     }
@@ -472,7 +472,7 @@ private func makeCacheControl(_ choice: HeaderChoice, _ raw: inout ArraySlice<St
         let texts = choice.isTwice ? [nextRaw(&raw), nextRaw(&raw)] : [nextRaw(&raw)]
         return CacheControlHeader(header: Header(values: texts, meaning: .unknown), meaning: readDirectives(texts.joined(separator: ", ")))
     }
-    var generator = Generator(seed: [choice.kind, UInt8(choice.number >> 8), UInt8(choice.number & 0xFF), choice.form])
+    var generator = FuzzGenerator(seed: [choice.kind, UInt8(choice.number >> 8), UInt8(choice.number & 0xFF), choice.form])
     var directives = Directives()
     var values: [String] = []
     for _ in 0..<(choice.isTwice ? 2 : 1) {
@@ -516,7 +516,7 @@ private func readDirectives(_ text: String) -> Directives? {
 
 /// One directive: its text, the max-age it states (a value that does not parse is 0), and whether
 /// it is `public`.
-private func directive(_ generator: inout Generator) -> (String, Int64?, Bool) {
+private func directive(_ generator: inout FuzzGenerator) -> (String, Int64?, Bool) {
     func number() -> (String, Int64) {
         let choice = generator.next() % 12
         switch choice {
@@ -561,7 +561,7 @@ private func spelled(_ name: String, style: UInt8, index: Int) -> String {
     }
 }
 
-private func randomCase(_ text: String, _ generator: inout Generator) -> String {
+private func randomCase(_ text: String, _ generator: inout FuzzGenerator) -> String {
     String(decoding: text.utf8.map { byte in
         guard generator.next() & 1 == 1 else { return byte }
         if (0x41...0x5A).contains(byte) { return byte | 0x20 }
@@ -570,20 +570,6 @@ private func randomCase(_ text: String, _ generator: inout Generator) -> String 
     }, as: UTF8.self)
 }
 
-private func ows(_ generator: inout Generator) -> String {
+private func ows(_ generator: inout FuzzGenerator) -> String {
     ["", " ", "\t", "  ", " \t "][Int(generator.next() % 5)]
-}
-
-/// A small deterministic generator seeded by the input.
-private struct Generator {
-    private var state: UInt64
-
-    init(seed: [UInt8]) {
-        state = seed.reduce(0x9E37_79B9_7F4A_7C15) { ($0 ^ UInt64($1)) &* 0x100_0000_01B3 }
-    }
-
-    mutating func next() -> UInt64 {
-        state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-        return state >> 33
-    }
 }

@@ -82,7 +82,7 @@ func fuzzTarget(_ bytes: [UInt8]) {
     require(decoded.matches(request) == !star, "the stored response read back from JSON \(star ? "matches with Vary: *" : "does not match its request")")
 
     // The same request, written with other name case and OWS.
-    var generator = Generator(seed: bytes)
+    var generator = FuzzGenerator(seed: bytes)
     var respelled = URLRequest(url: url)
     for (name, value) in request.allHTTPHeaderFields ?? [:] {
         let otherCase = String(String.UnicodeScalarView(name.unicodeScalars.map { scalar in
@@ -133,21 +133,7 @@ private func normalized(_ value: String?) -> [String]? {
 }
 
 /// `value` with spaces and tabs added around its commas and at its ends.
-private func withOWS(_ value: String, _ generator: inout Generator) -> String {
+private func withOWS(_ value: String, _ generator: inout FuzzGenerator) -> String {
     func ows() -> String { ["", " ", "\t", "  ", " \t "][Int(generator.next() % 5)] }
     return ows() + elements(value).map { ows() + $0 + ows() }.joined(separator: ",") + ows()
-}
-
-/// A small deterministic generator seeded by the input, for the choices of the respelled request.
-private struct Generator {
-    private var state: UInt64
-
-    init(seed: [UInt8]) {
-        state = seed.reduce(0x9E37_79B9_7F4A_7C15) { ($0 ^ UInt64($1)) &* 0x100_0000_01B3 }
-    }
-
-    mutating func next() -> UInt64 {
-        state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-        return state >> 33
-    }
 }
