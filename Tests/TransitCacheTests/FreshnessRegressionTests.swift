@@ -64,4 +64,43 @@ struct FreshnessRegressionTests {
         #expect(age([HTTPField(name: "Age", value: " 42 ")]) == 42)
         #expect(lifetime([HTTPField(name: "Cache-Control", value: "max-age=60"), HTTPField(name: "Age", value: "30, 90")]) == 60)
     }
+
+    /// A 304 freshens the stored response, so its age is the 304's (RFC 9111 §4.3.4): the
+    /// original's `Date` and `Age` were kept when the 304 sent none, so after revalidating, the
+    /// response was as old as the first answer — here stale again 29 s later instead of 60, and
+    /// served with `Age: 31`. (Noticed while writing the `cache-freshness` target.)
+    @Test("a 304 without Date or Age makes the response as young as the 304")
+    func notModifiedWithoutDateOrAge() async throws {
+        let fixture = try HTTPCacheFixture()
+        fixture.stub.stub(.get, path: "/feed")
+            .thenRespond(.text("feed", headers: ["Cache-Control": "max-age=60", "ETag": "\"v1\"", "Date": fixture.now, "Age": "30"]))
+            .thenRespond(.status(304, headers: ["Cache-Control": "max-age=60", "ETag": "\"v1\""]))
+        _ = try await fixture.send("/feed")
+        fixture.scheduler.advance(by: .seconds(31))
+        let revalidated = try await fixture.send("/feed")
+        #expect(fixture.networkRequests == 2)
+        #expect(revalidated.value(forHTTPHeaderField: "Age") == "0")
+        #expect(revalidated.value(forHTTPHeaderField: "Date") == fixture.now)
+        fixture.scheduler.advance(by: .seconds(59))
+        _ = try await fixture.send("/feed")
+        #expect(fixture.networkRequests == 2)
+        fixture.scheduler.advance(by: .seconds(2))
+        _ = try await fixture.send("/feed")
+        #expect(fixture.networkRequests == 3)
+    }
+
+    @Test("the Date written for a 304 without one is an IMF-fixdate that reads back as the same second")
+    func writtenDatesReadBack() throws {
+        #expect(StoredResponse.httpDate(milliseconds: 784_111_777_000) == "Sun, 06 Nov 1994 08:49:37 GMT")
+        #expect(StoredResponse.httpDate(milliseconds: 0) == "Thu, 01 Jan 1970 00:00:00 GMT")
+        #expect(StoredResponse.httpDate(milliseconds: -1) == "Wed, 31 Dec 1969 23:59:59 GMT")
+        #expect(StoredResponse.httpDate(milliseconds: 951_782_400_999) == "Tue, 29 Feb 2000 00:00:00 GMT")
+        var seconds: Int64 = -2_208_988_800  // 1900-01-01
+        while seconds < 253_402_300_799 {  // 9999-12-31
+            let text = StoredResponse.httpDate(milliseconds: seconds * 1000 + 500)
+            let read = try #require(RetryAfter.httpDate(text, now: Date(timeIntervalSince1970: 0)), "\(text)")
+            #expect(Int64(read.timeIntervalSince1970) == seconds, "\(text)")
+            seconds += 7_777_777  // about 90 days and some hours: every month, weekday and time of day
+        }
+    }
 }

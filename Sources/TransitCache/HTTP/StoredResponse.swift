@@ -138,6 +138,12 @@ struct StoredResponse: Codable, Equatable, Sendable {
     /// The stored response with the headers of a `304 Not Modified` merged in (RFC 9111 §3.2)
     /// and the times of the revalidation. A `Vary` in the 304 replaces the stored one, and the
     /// response then varies on it, with the values `request` (the request it revalidated) sent.
+    ///
+    /// The 304 freshens the response, so its age is now the 304's (RFC 9111 §4.3.4, §4.2.3): a
+    /// `Date` or an `Age` the 304 does not send is not kept from the original response. A missing
+    /// `Date` becomes the time the 304 arrived (RFC 9110 §6.6.1: a recipient adds one) and a
+    /// missing `Age` goes. Kept, they made a response revalidated by a server that sends 304s
+    /// without `Date` as old as the first answer, stale at once, revalidated on every request.
     func updated(with notModified: HTTPResponseHead, request: URLRequest, requestTime: Int64, responseTime: Int64) -> StoredResponse {
         var copy = self
         var varyUpdated = false
@@ -153,9 +159,41 @@ struct StoredResponse: Codable, Equatable, Sendable {
             copy.varyNames = StoredResponse.varyNames(copy.header("Vary"))
             copy.varyValues = StoredResponse.values(of: copy.varyNames, in: request)
         }
+        if notModified.value(forHTTPHeaderField: "Date") == nil {
+            copy.headers = copy.headers.filter { $0.key.lowercased() != "date" }
+            copy.headers["Date"] = StoredResponse.httpDate(milliseconds: responseTime)
+        }
+        if notModified.value(forHTTPHeaderField: "Age") == nil {
+            copy.headers = copy.headers.filter { $0.key.lowercased() != "age" }
+        }
         copy.requestTime = requestTime
         copy.responseTime = responseTime
         return copy
+    }
+
+    /// `milliseconds` since 1970 as an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`, RFC 9110
+    /// §5.6.7), the seconds rounded down.
+    static func httpDate(milliseconds: Int64) -> String {
+        let seconds = milliseconds >= 0 ? milliseconds / 1000 : -((-milliseconds + 999) / 1000)
+        let days = seconds >= 0 ? seconds / 86_400 : -((-seconds + 86_399) / 86_400)
+        let secondOfDay = seconds - days * 86_400
+        // Civil date from days since 1970-01-01 (proleptic Gregorian; Howard Hinnant's algorithm).
+        let shifted = days + 719_468
+        let era = (shifted >= 0 ? shifted : shifted - 146_096) / 146_097
+        let dayOfEra = shifted - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let monthIndex = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * monthIndex + 2) / 5 + 1
+        let month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9
+        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+        let weekday = Int(((days % 7) + 11) % 7)  // 1970-01-01 was a Thursday
+        let weekdays = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        func two(_ value: Int64) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        let yearText = String(repeating: "0", count: max(0, 4 - String(year).count)) + String(year)
+        return "\(weekdays[weekday]), \(two(day)) \(months[Int(month - 1)]) \(yearText) "
+            + "\(two(secondOfDay / 3600)):\(two(secondOfDay % 3600 / 60)):\(two(secondOfDay % 60)) GMT"
     }
 
     /// The response to hand out for `url`, with an `Age` header (RFC 9111 §5.1).
