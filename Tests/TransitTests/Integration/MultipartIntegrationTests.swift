@@ -15,18 +15,21 @@ struct MultipartIntegrationTests {
         let baseURL: String
         let client: HTTPClient
 
-        init(_ server: LoopbackServer) {
+        /// `patience` bounds the request (URLSession's idle timeout and the client's deadline):
+        /// far above what a request takes, since under the thread sanitizer, with the whole suite
+        /// running in parallel on two cores, a 50 MiB upload has taken 80 s.
+        init(_ server: LoopbackServer, patience: Duration = .seconds(300)) {
             baseURL = server.baseURL.absoluteString
             let configuration = URLSessionConfiguration.ephemeral
-            configuration.timeoutIntervalForRequest = 60
-            client = HTTPClient(transport: URLSessionTransport(configuration: configuration), deadline: .after(.seconds(120)))
+            configuration.timeoutIntervalForRequest = patience.timeInterval
+            client = HTTPClient(transport: URLSessionTransport(configuration: configuration), deadline: .after(patience))
         }
     }
 
     /// Subscribes to `signal` and waits (real time, bounded) for its terminal event.
     private func await(_ signal: Signal<HTTPResponse, any Error>) async throws -> AwaitedProbe<HTTPResponse> {
         let probe = AwaitedProbe(signal)
-        try #require(await probe.ended.wait(timeout: .seconds(120)), "no terminal event within 120 s")
+        try #require(await probe.ended.wait(timeout: .seconds(300)), "no terminal event within 300 s")
         #expect(probe.violations == 0)
         return probe
     }
@@ -76,14 +79,17 @@ struct MultipartIntegrationTests {
         var form = MultipartFormData()
         form.temporaryDirectory = bodies.url
         form.append(fileAt: try folder.file("doc.pdf", pseudoRandomBytes(1 << 20, seed: 2)), name: "doc")
-        // The server answers only after a minute, so the request is in flight when cancelled.
-        try await withLoopbackServer(handler: { _ in LoopbackResponse.status(200).delayed(by: .seconds(60)) }) { server in
-            let probe = RequestProbe(Service(server).post(endpoint: "docs", multipart: form))
-            #expect(await server.waitUntil { server.requests.count == 1 })
+        // The server answers only after an hour (stopping it ends the wait), and the request
+        // would time out only then, so it is in flight when cancelled however long this test's
+        // task waits for a thread. (With a minute for both, a suite run under the thread
+        // sanitizer once resumed the task after the request had timed out.)
+        try await withLoopbackServer(handler: { _ in LoopbackResponse.status(200).delayed(by: .seconds(3600)) }) { server in
+            let probe = RequestProbe(Service(server, patience: .seconds(3600)).post(endpoint: "docs", multipart: form))
+            #expect(await server.waitUntil(timeout: .seconds(300)) { server.requests.count == 1 })
             #expect(bodies.contents.count == 1)
             probe.cancel()
             #expect(bodies.contents.isEmpty)
-            #expect(await server.waitUntil { server.clientClosedConnectionCount >= 1 })
+            #expect(await server.waitUntil(timeout: .seconds(300)) { server.clientClosedConnectionCount >= 1 })
             #expect(probe.events.isEmpty)
         }
     }
