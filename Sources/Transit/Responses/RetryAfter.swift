@@ -85,6 +85,19 @@ public enum RetryAfter {
         }
     }
 
+    /// `secondsSince1970` as an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`, RFC 9110 §5.6.7),
+    /// the form ``httpDate(_:now:)`` reads first; for years 0 to 9999.
+    package static func imfFixdate(secondsSince1970 seconds: Int64) -> String {
+        let days = seconds >= 0 ? seconds / 86_400 : -((-seconds + 86_399) / 86_400)
+        let secondOfDay = Int(seconds - days * 86_400)
+        let (year, month, day) = civil(fromDays: Int(days))
+        let weekday = Int(((days % 7) + 10) % 7)  // 0 = Monday; 1970-01-01 was a Thursday
+        func two(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        let yearText = String(repeating: "0", count: max(0, 4 - String(year).count)) + String(year)
+        return "\(shortDays[weekday].capitalized), \(two(day)) \(months[month - 1].capitalized) \(yearText) "
+            + "\(two(secondOfDay / 3600)):\(two(secondOfDay % 3600 / 60)):\(two(secondOfDay % 60)) GMT"
+    }
+
     /// The value of `text` if it is ASCII digits only (`Int("+5")` would accept a sign).
     private static func number(_ text: some StringProtocol) -> Int? {
         guard !text.isEmpty, text.count <= 9, text.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }) else { return nil }
