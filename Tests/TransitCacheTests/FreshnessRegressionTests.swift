@@ -12,10 +12,18 @@ import Transit
 struct FreshnessRegressionTests {
     private let url = URL(string: "https://api.example.com/feed")!
 
-    private func lifetime(_ fields: [HTTPField]) -> Double {
+    /// A 200 with `fields`, requested and received at time 0.
+    private func stored(_ fields: [HTTPField]) -> StoredResponse {
         let head = HTTPResponseHead(url: url, statusCode: 200, fields: fields)
-        let stored = StoredResponse(url: url, response: head, request: URLRequest(url: url), requestTime: 0, responseTime: 0)
-        return stored.freshnessLifetime(fraction: 0.1, maximumHeuristic: 86_400)
+        return StoredResponse(url: url, response: head, request: URLRequest(url: url), requestTime: 0, responseTime: 0)
+    }
+
+    private func lifetime(_ fields: [HTTPField]) -> Double {
+        stored(fields).freshnessLifetime(fraction: 0.1, maximumHeuristic: 86_400)
+    }
+
+    private func age(_ fields: [HTTPField]) -> Double {
+        stored(fields).currentAge(now: 0)
     }
 
     /// RFC 9111 §4.2.1: when a directive is given more than once, the first occurrence is used
@@ -52,11 +60,6 @@ struct FreshnessRegressionTests {
     /// `cache-freshness` target, whose oracle now covers an `Age` sent twice.)
     @Test("an Age sent twice counts as the larger value, never as no Age")
     func repeatedAgeIsTheLargest() {
-        func age(_ fields: [HTTPField]) -> Double {
-            let head = HTTPResponseHead(url: url, statusCode: 200, fields: fields)
-            let stored = StoredResponse(url: url, response: head, request: URLRequest(url: url), requestTime: 0, responseTime: 0)
-            return stored.currentAge(now: 0)
-        }
         #expect(age([HTTPField(name: "Age", value: "5, 100")]) == 100)
         #expect(age([HTTPField(name: "Age", value: "100"), HTTPField(name: "age", value: "5")]) == 100)
         #expect(age([HTTPField(name: "Age", value: "7, abc")]) == 7)
