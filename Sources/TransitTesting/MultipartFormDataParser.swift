@@ -141,9 +141,9 @@ public enum MultipartFormDataParser {
             // Character that is not ":", but the name still ends there (the mark is the value's).
             let scalars = line.unicodeScalars
             guard let colon = scalars.firstIndex(of: ":") else { throw .malformedHeaderLine(partIndex: index) }
-            let name = String(Substring(scalars[..<colon])).trimmingCharacters(in: CharacterSet(charactersIn: " \t"))
+            let name = trimmingSpacesAndTabs(scalars[..<colon])
             guard !name.isEmpty else { throw .malformedHeaderLine(partIndex: index) }
-            let value = String(Substring(scalars[scalars.index(after: colon)...])).trimmingCharacters(in: CharacterSet(charactersIn: " \t"))
+            let value = trimmingSpacesAndTabs(scalars[scalars.index(after: colon)...])
             headers.append(LoopbackHeader(name, value))
         }
         return Part(headers: headers, body: Data(bytes.dropFirst(headEnd + 4)))
@@ -158,22 +158,19 @@ public enum MultipartFormDataParser {
         let characters = Array(header.unicodeScalars)
         var index = 0
         func skipWhitespace() { while index < characters.count, characters[index] == " " || characters[index] == "\t" { index += 1 } }
-        func read(until stops: Set<Unicode.Scalar>) -> String {
-            var text = String.UnicodeScalarView()
-            while index < characters.count, !stops.contains(characters[index]) {
-                text.append(characters[index])
-                index += 1
-            }
-            return String(text).trimmingCharacters(in: CharacterSet(charactersIn: " \t"))
+        func read(until stop: Unicode.Scalar, or otherStop: Unicode.Scalar? = nil) -> String {
+            let start = index
+            while index < characters.count, characters[index] != stop, characters[index] != otherStop { index += 1 }
+            return trimmingSpacesAndTabs(characters[start..<index])
         }
         skipWhitespace()
-        let first = read(until: [";"])
+        let first = read(until: ";")
         if let type, first.lowercased() != type { return nil }
         var result: [String: String] = [:]
         while index < characters.count {
             index += 1 // the ";"
             skipWhitespace()
-            let key = read(until: ["=", ";"]).lowercased()
+            let key = read(until: "=", or: ";").lowercased()
             guard index < characters.count, characters[index] == "=" else { continue }
             index += 1
             skipWhitespace()
@@ -186,15 +183,27 @@ public enum MultipartFormDataParser {
                     text.append(characters[index])
                     index += 1
                 }
-                index += 1
+                index = min(index + 1, characters.count) // the closing quote, if there is one
                 value = String(text)
-                _ = read(until: [";"]) // anything after the closing quote
+                _ = read(until: ";") // anything after the closing quote
             } else {
-                value = read(until: [";"])
+                value = read(until: ";")
             }
             if !key.isEmpty, result[key] == nil { result[key] = value }
         }
         return result
+    }
+
+    /// The scalars without spaces and tabs at either end, as a string: what
+    /// `trimmingCharacters(in: CharacterSet(charactersIn: " \t"))` gives, without bridging to
+    /// `NSString` (which took a quarter of the parser's time).
+    private static func trimmingSpacesAndTabs<Scalars: BidirectionalCollection<Unicode.Scalar>>(_ scalars: Scalars) -> String {
+        func isBlank(_ scalar: Unicode.Scalar) -> Bool { scalar == " " || scalar == "\t" }
+        guard let first = scalars.firstIndex(where: { !isBlank($0) }),
+              let last = scalars.lastIndex(where: { !isBlank($0) }) else { return "" }
+        var text = String.UnicodeScalarView()
+        text.append(contentsOf: scalars[first...last])
+        return String(text)
     }
 
     /// `%0D` → CR, `%0A` → LF, `%22` → `"`; nothing else changes.

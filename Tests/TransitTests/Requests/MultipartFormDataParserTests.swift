@@ -52,6 +52,26 @@ struct MultipartFormDataParserTests {
         }
     }
 
+    @Test func aQuotedParameterWithoutItsClosingQuoteRunsToTheEnd() throws {
+        #expect(MultipartFormDataParser.boundary(fromContentType: "multipart/form-data; boundary=\"abc") == "abc")
+        #expect(MultipartFormDataParser.boundary(fromContentType: "multipart/form-data; boundary=\"") == nil)
+        #expect(MultipartFormDataParser.boundary(fromContentType: #"multipart/form-data; boundary="a\"#) == #"a\"#)
+        let part = try #require(try parse("--b\r\nContent-Disposition: form-data; name=\"a b\r\n\r\nv\r\n--b--").first)
+        #expect(part.name == "a b")
+        #expect(part.filename == nil)
+    }
+
+    @Test func onlySpacesAndTabsAroundHeadersAndParametersAreTrimmed() throws {
+        let part = try #require(try parse("--b\r\n \t Content-Type \t: \u{A0}text/plain\u{3000} \t\r\nContent-Disposition:form-data; name= \t\u{A0}x\u{A0} \t;filename \t= f\r\n\r\nv\r\n--b--").first)
+        #expect(part.headers.first == LoopbackHeader("Content-Type", "\u{A0}text/plain\u{3000}"))
+        #expect(part.contentType == "\u{A0}text/plain\u{3000}")
+        #expect(part.name == "\u{A0}x\u{A0}")
+        #expect(part.filename == "f")
+        // A space before a combining mark stays: the mark is a scalar of its own.
+        let marked = try #require(try parse("--b\r\nX: \u{301}a \u{301}\r\n\r\nv\r\n--b--").first)
+        #expect(marked.headers == [LoopbackHeader("X", "\u{301}a \u{301}")])
+    }
+
     @Test func malformedBodiesThrowSayingWhy() {
         typealias E = MultipartFormDataParser.ParseError
         #expect(throws: E.noOpeningDelimiter) { try parse("") }
