@@ -17,11 +17,19 @@ public struct LoopbackHeader: Sendable, Hashable, CustomStringConvertible {
 }
 
 extension Array where Element == LoopbackHeader {
-    /// The value of the field `name`, matched case-insensitively. Repeated fields are joined with
-    /// `", "`, as RFC 9110 allows; `nil` when the field is absent.
+    /// The value of the field `name`, matched without regard to ASCII case (field names are ASCII
+    /// tokens, RFC 9110 §5.1): other letters must be the same bytes, so `Hoſt` (long s) or a
+    /// Kelvin sign for `K` names another field, as on a real server. Repeated fields are joined
+    /// with `", "`, as RFC 9110 allows; `nil` when the field is absent.
     public func value(for name: String) -> String? {
-        let values = filter { $0.name.caseInsensitiveCompare(name) == .orderedSame }.map(\.value)
+        let values = filter { Self.sameFieldName($0.name, name) }.map(\.value)
         return values.isEmpty ? nil : values.joined(separator: ", ")
+    }
+
+    /// Whether two names have the same UTF-8 bytes once ASCII capitals are lowercased.
+    private static func sameFieldName(_ a: String, _ b: String) -> Bool {
+        func folded(_ byte: UInt8) -> UInt8 { byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte }
+        return a.utf8.elementsEqual(b.utf8) { folded($0) == folded($1) }
     }
 }
 

@@ -72,6 +72,17 @@ struct MultipartFormDataParserTests {
         #expect(marked.headers == [LoopbackHeader("X", "\u{301}a \u{301}")])
     }
 
+    /// Part headers are looked up as a server would: `Content-Diſposition` (long s) is not
+    /// `Content-Disposition`, though Foundation's `caseInsensitiveCompare` took them for one.
+    @Test func headerNamesMatchWithoutASCIICaseOnly() throws {
+        let parts = try parse("--b\r\nContent-Diſposition: form-data; name=a\r\nContent-Type: text/plain\r\n\r\nv\r\n"
+            + "--b\r\ncontent-DISPOSITION: form-data; name=b\r\n\u{212A}ind: x\r\n\r\nw\r\n--b--")
+        #expect(parts.map(\.name) == [nil, "b"])
+        #expect(parts.map(\.contentType) == ["text/plain", nil])
+        #expect(parts[1].headers.value(for: "kind") == nil)
+        #expect(parts[1].headers.value(for: "\u{212A}IND") == "x")
+    }
+
     @Test func malformedBodiesThrowSayingWhy() {
         typealias E = MultipartFormDataParser.ParseError
         #expect(throws: E.noOpeningDelimiter) { try parse("") }
