@@ -124,14 +124,19 @@ struct StoredResponse: Codable, Equatable, Sendable {
     }
 
     /// The response's current age in seconds at `now` (milliseconds), per RFC 9111 §4.2.3.
+    ///
+    /// The times are subtracted as `Double`s: they are read back from a file, which may say
+    /// anything its checksums allow, and `Int64` subtraction traps on overflow (a record
+    /// claiming a request at `Int64.min` crashed the next request for its URL). Any times give a
+    /// finite age that is not negative; absurd ones an absurd age, so the response is stale.
     func currentAge(now: Int64) -> Double {
         let responseSeconds = Double(responseTime) / 1000
         let dateValue = date("Date")?.timeIntervalSince1970 ?? responseSeconds
         let apparentAge = max(0, responseSeconds - dateValue)
         let ageValue = Double(ageSeconds)
-        let responseDelay = max(0, Double(responseTime - requestTime) / 1000)
+        let responseDelay = max(0, (Double(responseTime) - Double(requestTime)) / 1000)
         let correctedInitialAge = max(apparentAge, ageValue + responseDelay)
-        let residentTime = max(0, Double(now - responseTime) / 1000)
+        let residentTime = max(0, (Double(now) - Double(responseTime)) / 1000)
         return correctedInitialAge + residentTime
     }
 
