@@ -40,6 +40,26 @@ struct StoredMetadataTests {
         #expect(expiresIn.isFinite && expiresIn >= 0)
     }
 
+    /// A 304 without `Date` gets the time it arrived as its `Date`. Rounding the milliseconds
+    /// down negated them, which traps for `Int64.min`, where a clock's milliseconds clamp (found
+    /// by the `cache-metadata` fuzz target at once).
+    @Test("the Date written for a 304 rounds down, at every clock value")
+    func writtenDatesAtTheClocksExtremes() throws {
+        #expect(StoredResponse.httpDate(milliseconds: 0) == "Thu, 01 Jan 1970 00:00:00 GMT")
+        #expect(StoredResponse.httpDate(milliseconds: -1) == "Wed, 31 Dec 1969 23:59:59 GMT")
+        #expect(StoredResponse.httpDate(milliseconds: -1000) == "Wed, 31 Dec 1969 23:59:59 GMT")
+        #expect(StoredResponse.httpDate(milliseconds: -1001) == "Wed, 31 Dec 1969 23:59:58 GMT")
+        #expect(StoredResponse.httpDate(milliseconds: 1999) == "Thu, 01 Jan 1970 00:00:01 GMT")
+        let head = HTTPResponseHead(url: url, statusCode: 200, fields: [HTTPField(name: "Cache-Control", value: "max-age=60")])
+        let stored = StoredResponse(url: url, response: head, request: URLRequest(url: url), requestTime: 0, responseTime: 0)
+        let notModified = HTTPResponseHead(url: url, statusCode: 304, fields: [])
+        for time in [Int64.min, Int64.max] {
+            let updated = stored.updated(with: notModified, request: URLRequest(url: url), requestTime: time, responseTime: time)
+            #expect(updated.header("Date") != nil)
+            #expect(updated.currentAge(now: time).isFinite)
+        }
+    }
+
     @Test("a record whose metadata says it was requested at Int64.min is stale, not a crash")
     func hostileTimesInARecordAreStale() async throws {
         let fixture = try HTTPCacheFixture()

@@ -177,9 +177,10 @@ struct StoredResponse: Codable, Equatable, Sendable {
     }
 
     /// `milliseconds` since 1970 as an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`, RFC 9110
-    /// §5.6.7), the seconds rounded down.
+    /// §5.6.7), the seconds rounded down. (Rounded without negating: `-Int64.min` traps, and a
+    /// clock clamps to it.)
     static func httpDate(milliseconds: Int64) -> String {
-        RetryAfter.imfFixdate(secondsSince1970: milliseconds >= 0 ? milliseconds / 1000 : -((-milliseconds + 999) / 1000))
+        RetryAfter.imfFixdate(secondsSince1970: milliseconds / 1000 - (milliseconds % 1000 < 0 ? 1 : 0))
     }
 
     /// The response to hand out for `url`, with an `Age` header (RFC 9111 §5.1).
