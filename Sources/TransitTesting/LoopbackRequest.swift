@@ -1,4 +1,5 @@
 import Foundation
+import Transit
 
 /// One header field as it travelled on the wire: the name keeps the case the peer used.
 public struct LoopbackHeader: Sendable, Hashable, CustomStringConvertible {
@@ -22,14 +23,8 @@ extension Array where Element == LoopbackHeader {
     /// Kelvin sign for `K` names another field, as on a real server. Repeated fields are joined
     /// with `", "`, as RFC 9110 allows; `nil` when the field is absent.
     public func value(for name: String) -> String? {
-        let values = filter { Self.sameFieldName($0.name, name) }.map(\.value)
+        let values = filter { HTTPSyntax.sameFieldName($0.name, name) }.map(\.value)
         return values.isEmpty ? nil : values.joined(separator: ", ")
-    }
-
-    /// Whether two names have the same UTF-8 bytes once ASCII capitals are lowercased.
-    private static func sameFieldName(_ a: String, _ b: String) -> Bool {
-        func folded(_ byte: UInt8) -> UInt8 { byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte }
-        return a.utf8.elementsEqual(b.utf8) { folded($0) == folded($1) }
     }
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+import Transit
 
 /// What a ``LoopbackServer`` does with one request: answer it (at once or after a delay, with a
 /// whole body or a chunked one that trickles out), close the connection half-way through the
@@ -86,7 +87,7 @@ public struct LoopbackResponse: Sendable {
     /// charset=utf-8` unless `headers` names another.
     public static func text(_ text: String, status: Int = 200, headers: [String: String] = [:]) -> LoopbackResponse {
         var headers = headers
-        if !headers.keys.contains(where: { $0.caseInsensitiveCompare("Content-Type") == .orderedSame }) {
+        if !headers.keys.contains(where: { HTTPSyntax.sameFieldName($0, "Content-Type") }) {
             headers["Content-Type"] = "text/plain; charset=utf-8"
         }
         return .status(status, headers: headers, body: Data(text.utf8))
@@ -96,7 +97,7 @@ public struct LoopbackResponse: Sendable {
     /// `Content-Type: application/json` unless `headers` names another.
     public static func json(_ json: String, status: Int = 200, headers: [String: String] = [:]) -> LoopbackResponse {
         var headers = headers
-        if !headers.keys.contains(where: { $0.caseInsensitiveCompare("Content-Type") == .orderedSame }) {
+        if !headers.keys.contains(where: { HTTPSyntax.sameFieldName($0, "Content-Type") }) {
             headers["Content-Type"] = "application/json"
         }
         return .status(status, headers: headers, body: Data(json.utf8))
@@ -223,7 +224,7 @@ public struct LoopbackResponse: Sendable {
     func head(forMethod method: String, closing: Bool) -> [UInt8] {
         if case .raw = body { return [] }
         var fields = headers
-        let has = { (name: String) in fields.contains { $0.name.caseInsensitiveCompare(name) == .orderedSame } }
+        let has = { (name: String) in fields.contains { HTTPSyntax.sameFieldName($0.name, name) } }
         if !hasNoBody(forMethod: method) || method == "HEAD" {
             switch body {
             case .whole(let data):

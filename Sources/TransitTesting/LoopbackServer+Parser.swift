@@ -1,4 +1,5 @@
 import Foundation
+import Transit
 
 /// The HTTP/1.1 request parser of ``LoopbackServer``: pure functions over the bytes a connection
 /// has buffered, so malformed input can only produce an `.invalid` result, never a crash or a
@@ -186,7 +187,7 @@ enum LoopbackRequestParser {
     }
 
     private static func framing(_ headers: [LoopbackHeader], maxBodyBytes: Int) -> Result<BodyFraming, Rejection> {
-        let lengths = headers.filter { $0.name.caseInsensitiveCompare("Content-Length") == .orderedSame }
+        let lengths = headers.filter { HTTPSyntax.sameFieldName($0.name, "Content-Length") }
             .flatMap { $0.value.split(separator: ",", omittingEmptySubsequences: false) }
             .map { $0.trimmingCharacters(in: .whitespaces) }
         if let encoding = headers.value(for: "Transfer-Encoding") {

@@ -1,7 +1,7 @@
 /// The character rules of RFC 9110 and RFC 3986 that Transit checks before anything reaches a
 /// transport. Pure functions over UTF-8 bytes, so they behave the same on every platform
 /// (Linux Foundation silently percent-encodes or drops what Apple's rejects).
-enum HTTPSyntax {
+package enum HTTPSyntax {
     /// `true` if `text` is an RFC 9110 token (a method or a header name): one or more of
     /// ALPHA, DIGIT and ``!#$%&'*+-.^_`|~``.
     static func isToken(_ text: String) -> Bool {
@@ -37,7 +37,7 @@ enum HTTPSyntax {
 
     /// `true` if two header names are the same name: ASCII letters compared case-insensitively,
     /// everything else byte for byte (header names are tokens, which are ASCII).
-    static func sameFieldName(_ a: String, _ b: String) -> Bool {
+    package static func sameFieldName(_ a: String, _ b: String) -> Bool {
         let a = a.utf8, b = b.utf8
         guard a.count == b.count else { return false }
         @inline(__always) func same(_ x: UInt8, _ y: UInt8) -> Bool {

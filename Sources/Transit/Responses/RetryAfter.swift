@@ -88,7 +88,7 @@ public enum RetryAfter {
     /// `secondsSince1970` as an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`, RFC 9110 §5.6.7),
     /// the form ``httpDate(_:now:)`` reads first; for years 0 to 9999.
     package static func imfFixdate(secondsSince1970 seconds: Int64) -> String {
-        let days = seconds >= 0 ? seconds / 86_400 : -((-seconds + 86_399) / 86_400)
+        let days = seconds / 86_400 - (seconds % 86_400 < 0 ? 1 : 0)  // rounded down, never negated (-Int64.min traps)
         let secondOfDay = Int(seconds - days * 86_400)
         let (year, month, day) = civil(fromDays: Int(days))
         let weekday = Int(((days % 7) + 10) % 7)  // 0 = Monday; 1970-01-01 was a Thursday

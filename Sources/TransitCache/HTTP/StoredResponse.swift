@@ -177,8 +177,8 @@ struct StoredResponse: Codable, Equatable, Sendable {
     }
 
     /// `milliseconds` since 1970 as an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`, RFC 9110
-    /// §5.6.7), the seconds rounded down. (Rounded without negating: `-Int64.min` traps, and a
-    /// clock clamps to it.)
+    /// §5.6.7), the seconds rounded down (never negated: `-Int64.min` traps, and a clock clamps
+    /// to it).
     static func httpDate(milliseconds: Int64) -> String {
         RetryAfter.imfFixdate(secondsSince1970: milliseconds / 1000 - (milliseconds % 1000 < 0 ? 1 : 0))
     }
