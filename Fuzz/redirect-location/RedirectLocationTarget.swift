@@ -15,7 +15,8 @@
 //   user, host, port, path and query as Foundation reads them there — with the current
 //   fragment when it has none; only http and https are followed (also as libcurl reads the next
 //   URL); a refused Location is exactly one Foundation cannot resolve to an http(s) URL with a
-//   host;
+//   host that `URLComponents` reads too (from a URL without a scheme, Foundation resolves
+//   `./HTTPS://h:p` to a URL with a port that is no number, which only `URL` accepts);
 // - https → http is never followed (as Foundation and as libcurl read the schemes);
 // - hops stay below `maxRedirects`: at the limit, `tooManyRedirects`;
 // - **no credential crosses origins**: when the next request still carries Authorization,
@@ -88,6 +89,7 @@ func fuzzTarget(_ bytes: [UInt8]) {
     let target = URL(string: head.value(forHTTPHeaderField: "Location") ?? "", relativeTo: current)?.absoluteURL
     let targetScheme = target?.scheme?.lowercased()
     let followable = target != nil && (targetScheme == "http" || targetScheme == "https") && target?.host?.isEmpty == false
+        && URLComponents(url: target!, resolvingAgainstBaseURL: false) != nil
     let redirects = [301, 302, 303, 307, 308].contains(status)
 
     guard let outcome else {

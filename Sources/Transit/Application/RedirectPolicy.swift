@@ -96,9 +96,13 @@ extension RedirectPolicy {
         }
         // A 3xx without a Location has nowhere to go: it is the response (RFC 9110 §15.4).
         guard let location = head.value(forHTTPHeaderField: "Location") else { return nil }
+        // `URLComponents` must read the target too: relative to a URL without a scheme,
+        // Foundation resolves some Locations to URLs it refuses when parsing them afresh
+        // (`HTTPS://host:p`, a port that is no number), whose origin cannot be known.
         guard let target = URL(string: location, relativeTo: current)?.absoluteURL,
               let scheme = target.scheme?.lowercased(), scheme == "http" || scheme == "https",
-              target.host?.isEmpty == false
+              target.host?.isEmpty == false,
+              let components = URLComponents(url: target, resolvingAgainstBaseURL: false)
         else { return .failure(.invalidLocation(status: status)) }
         let crossOrigin = !Self.sameOrigin(current, target)
         if crossOrigin, mode == .sameOrigin { return nil }
@@ -109,7 +113,7 @@ extension RedirectPolicy {
 
         var next = request
         var urlRequest = request.urlRequest
-        urlRequest.url = Self.inheritingFragment(target, from: current)
+        urlRequest.url = Self.inheritingFragment(target, components, from: current)
         let method = (urlRequest.httpMethod ?? "GET").uppercased()
         if status == 303 && method != "HEAD" || (status == 301 || status == 302) && method == "POST" {
             urlRequest.httpMethod = "GET"
@@ -148,10 +152,9 @@ extension RedirectPolicy {
 
     /// RFC 9110 §10.2.2: a `Location` without a fragment inherits the original one, byte for
     /// byte (`URL.fragment` is percent-encoded, so it goes to `percentEncodedFragment`).
-    private static func inheritingFragment(_ target: URL, from current: URL) -> URL {
-        guard target.fragment == nil, let fragment = current.fragment,
-              var components = URLComponents(url: target, resolvingAgainstBaseURL: false)
-        else { return target }
+    private static func inheritingFragment(_ target: URL, _ components: URLComponents, from current: URL) -> URL {
+        guard target.fragment == nil, let fragment = current.fragment else { return target }
+        var components = components
         components.percentEncodedFragment = fragment
         return components.url ?? target
     }

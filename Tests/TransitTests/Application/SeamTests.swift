@@ -291,6 +291,19 @@ struct SeamTests {
         #expect(probe.failure as? RedirectError == .invalidLocation(status: 302))
     }
 
+    /// Found by the `redirect-location` fuzz target: from a URL without a scheme (one a transport
+    /// still answered), Foundation resolves `./HTTPS://host:p` to `HTTPS://host:p`, a URL whose
+    /// port is not a number and which `URLComponents` cannot read. It was followed (without the
+    /// original fragment, which could not be added); it is refused like any unreadable Location.
+    @Test func aLocationResolvingToAURLWithAnUnreadablePortFails() throws {
+        let transport = StubTransport(scheduler: scheduler)
+        transport.stub(.get).thenRespond(redirect(302, to: "./HTTPS://host.example.com:p"))
+        let current = try #require(URL(string: "\u{01}#fragment"))
+        let probe = RequestProbe(client(transport).send(URLRequest(url: current)))
+        #expect(probe.failure as? RedirectError == .invalidLocation(status: 302))
+        #expect(transport.requests.count == 1)
+    }
+
     @Test func aRedirectWithoutLocationIsTheResponse() {
         let transport = StubTransport(scheduler: scheduler)
         transport.stub(.get).thenRespond(.status(301))
