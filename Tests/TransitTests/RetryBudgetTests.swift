@@ -23,6 +23,29 @@ struct RetryBudgetTests {
         #expect(later == 5)
     }
 
+    @Test func slicesLeaveTheWindowOneByOne() {
+        let budget = RetryBudget(ratio: 0.2, minRetriesPerSecond: 0, window: .seconds(10), scheduler: scheduler)
+        for _ in 0..<100 { budget.recordRequest() }  // slice 0
+        scheduler.advance(by: .milliseconds(9_500))  // slice 9: slice 0 still counts
+        #expect((0..<15).filter { _ in budget.withdrawRetry() }.count == 15)
+        scheduler.advance(by: .seconds(1))  // slice 10: slice 0 has left, slice 9's 15 retries count
+        for _ in 0..<100 { budget.recordRequest() }
+        #expect((0..<10).filter { _ in budget.withdrawRetry() }.count == 5)
+        scheduler.advance(by: .milliseconds(300))  // still slice 10
+        #expect(!budget.withdrawRetry())
+        scheduler.advance(by: .seconds(9))  // slice 19: slice 9 has left, slice 10 counts
+        #expect((0..<20).filter { _ in budget.withdrawRetry() }.count == 15)
+    }
+
+    /// A scheduler's time has an arbitrary origin: before or far after zero, the slice number was
+    /// a negative array index or overflowed `Int64`, and either trapped.
+    @Test(arguments: [Duration.seconds(-123), .seconds(-1), .milliseconds(-1), .seconds(Int64.max), .seconds(Int64.min)])
+    func aClockAtAnyTimeWorks(now: Duration) {
+        let budget = RetryBudget(ratio: 0.5, minRetriesPerSecond: 0, window: .seconds(10), scheduler: FixedClock(now: now))
+        for _ in 0..<4 { budget.recordRequest() }
+        #expect((0..<5).filter { _ in budget.withdrawRetry() }.count == 2)
+    }
+
     @Test func aServerErrorStormCannotMultiplyTheLoad() {
         let transport = StubTransport(scheduler: scheduler)
         transport.stub(.get).thenRespond(.status(503))
@@ -58,5 +81,15 @@ struct RetryBudgetTests {
         scheduler.advance(by: .seconds(5))
         #expect(transport.requests.count == 30)
         #expect(probes.allSatisfy { $0.failure is HTTPServerError })
+    }
+}
+
+/// A scheduler whose clock stands at `now`; it runs actions at once.
+private struct FixedClock: Scheduler {
+    let now: Duration
+    func schedule(_ action: @escaping @Sendable () -> Void) { action() }
+    func schedule(after delay: Duration, _ action: @escaping @Sendable () -> Void) -> any Cancellable {
+        action()
+        return CancellationToken()
     }
 }

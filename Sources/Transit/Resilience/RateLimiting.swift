@@ -27,7 +27,7 @@ extension Signal where Failure == any Error {
     ///   - scheduler: where the wait is timed; a `TestScheduler` in tests.
     public func respondToRateLimiting(
         maxSecondsToWait: TimeInterval,
-        scheduler: some Scheduler = DispatchQueue.global()
+        scheduler: some Scheduler = DispatchQueue.transitGlobal
     ) -> Signal<Output, any Error> {
         SpecializedOperator.forResponses(self, generic: { $0.respondingToRateLimiting(maxSecondsToWait: maxSecondsToWait, scheduler: scheduler) }) {
             $0.respondingToRateLimiting(maxSecondsToWait: maxSecondsToWait, scheduler: scheduler)

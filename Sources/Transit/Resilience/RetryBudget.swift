@@ -31,6 +31,8 @@ public final class RetryBudget: Sendable {
     public let window: Duration
     private let scheduler: any Scheduler
     private let slices = 10
+    /// The length of a slice in seconds: `window / slices`, computed once.
+    private let sliceSeconds: Double
     private let counts: Locked<Counts>
 
     private struct Counts {
@@ -39,6 +41,9 @@ public final class RetryBudget: Sendable {
         var requests: [Int]
         var retries: [Int]
         var sliceNumbers: [Int64]
+        /// The number of the slice of the last call: while time stays in it, no other slice
+        /// can have grown older than the window, so none is looked at.
+        var lastNumber: Int64 = .min
     }
 
     /// Creates a budget.
@@ -58,6 +63,7 @@ public final class RetryBudget: Sendable {
         self.minRetriesPerSecond = minRetriesPerSecond.isFinite ? max(0, minRetriesPerSecond) : 0
         self.window = window > .zero ? window : .seconds(10)
         self.scheduler = scheduler
+        sliceSeconds = self.window.timeInterval / Double(slices)
         counts = Locked(Counts(requests: Array(repeating: 0, count: slices), retries: Array(repeating: 0, count: slices),
                               sliceNumbers: Array(repeating: -1, count: slices)))
     }
@@ -86,15 +92,21 @@ public final class RetryBudget: Sendable {
 
     /// The slice of now, emptied if it held an older time.
     private func currentSlice(_ counts: inout Counts) -> Int {
-        let sliceSeconds = window.timeInterval / Double(slices)
-        let number = Int64((scheduler.now.timeInterval / sliceSeconds).rounded(.down))
-        let index = Int(number % Int64(slices))
+        // A scheduler's time has an arbitrary origin: it may be negative, or far enough from zero
+        // that the slice number would overflow. Clamped to ±2⁶², differences stay in range.
+        let raw = (scheduler.now.timeInterval / sliceSeconds).rounded(.down)
+        let number = raw.isNaN ? 0 : Int64(max(-0x1p62, min(0x1p62, raw)))
+        let index = Int((number % Int64(slices) + Int64(slices)) % Int64(slices))
+        // The common case, every request within one slice: nothing to clear.
+        guard number != counts.lastNumber else { return index }
+        counts.lastNumber = number
         if counts.sliceNumbers[index] != number {
             counts.sliceNumbers[index] = number
             counts.requests[index] = 0
             counts.retries[index] = 0
         }
-        // Slices older than the window are cleared lazily: they no longer count.
+        // Slices older than the window are cleared lazily: they no longer count. Which slices
+        // are too old changes only when the slice number does.
         for other in 0..<slices where other != index && number - counts.sliceNumbers[other] >= Int64(slices) {
             counts.requests[other] = 0
             counts.retries[other] = 0

@@ -35,3 +35,13 @@ enum ScheduledSubscription {
         }
     }
 }
+
+extension DispatchQueue {
+    /// The global concurrent queue (default quality of service), looked up once: where
+    /// `retry(_:method:scheduler:)` and `respondToRateLimiting(maxSecondsToWait:scheduler:)` time
+    /// their waits unless given another scheduler.
+    ///
+    /// The same queue as `DispatchQueue.global()`, but that call makes a new wrapper object on
+    /// every call on Linux: as an operator's default argument, one allocation per request.
+    public static let transitGlobal = DispatchQueue.global()
+}
