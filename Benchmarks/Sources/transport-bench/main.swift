@@ -47,7 +47,7 @@ func usage() -> Never {
     print("""
     usage: transport-bench [--repetitions N] [--big-runs N] [--quick] [--requests N]
                            [--url http://127.0.0.1:PORT] [--only requests|bodies]
-           transport-bench --profile raw|raw-plain|delegate|transport|client|chain|policies|ahc-raw|ahc-chain|ahc-policies --url URL [--requests N] [--concurrency C]
+           transport-bench --profile raw|raw-plain|delegate|transport|client|chain|policies|ahc-raw|ahc-chain|ahc-policies|mem-chain|mem-policies --url URL [--requests N] [--concurrency C]
     Without --url, nginx is started with nginx/nginx.sh and stopped at the end.
     """)
     exit(2)
@@ -445,6 +445,44 @@ func makeContenders(base: String) -> [(name: String, key: String, makeStart: (To
     ]
 }
 
+/// A transport that answers every request at once, in memory: a 200 with a 13.7 KB JSON-sized
+/// body, delivered on the subscribing thread. With it a profile counts Transit's own instructions
+/// only — no socket, no event loop, no other thread — so they repeat exactly from run to run,
+/// and a change of a few hundred instructions per request shows.
+struct InMemoryTransport: HTTPTransport {
+    let body = Data(repeating: UInt8(ascii: " "), count: 13_700)
+
+    func exchange(_ request: TransportRequest) -> Signal<HTTPResponsePart, any Error> {
+        let body = body
+        let url = request.urlRequest.url ?? URL(string: "http://127.0.0.1/")!
+        return Signal { observer in
+            let head = HTTPResponseHead(url: url, statusCode: 200, fields: [
+                HTTPField(name: "Content-Type", value: "application/json"),
+                HTTPField(name: "Content-Length", value: "13700"),
+            ])
+            observer.send(.value(.head(head)))
+            observer.send(.value(.body(body)))
+            observer.send(.finished)
+            return nil
+        }
+    }
+}
+
+/// Contenders for `--profile` only: the README chain and the policies service on
+/// ``InMemoryTransport`` (`mem-chain`, `mem-policies`), what the policies cost in instructions.
+func makeInMemoryContenders(base: String) -> [(name: String, key: String, makeStart: (TokenSlot) -> StartRequest)] {
+    let service = BenchPostService(
+        baseURL: base,
+        client: HTTPClient(transport: InMemoryTransport()),
+        tokens: TokenStore(token: AuthToken(accessToken: bearerToken)) { current in Signal(value: current) }
+    )
+    let policyService = BenchPolicyService.make(base: base, transport: InMemoryTransport())
+    return [
+        ("README PostService chain, in memory", "mem-chain", signalStart { service.posts.map(\.count) }),
+        ("README service, every policy on, in memory", "mem-policies", signalStart { policyService.posts.map(\.count) }),
+    ]
+}
+
 /// Runs `requests` requests, `concurrency` at a time, and returns the elapsed time and the CPU
 /// time the process used meanwhile; every body must have `expectedBytes` bytes.
 func load(
@@ -750,7 +788,8 @@ if let name = options.caseName {
 if let profile = options.profile {
     // One contender alone, for callgrind or perf; nginx must already run (--url).
     guard let base = options.url else { usage() }
-    guard let contender = makeContenders(base: base).first(where: { $0.key == profile }) else { usage() }
+    let contenders = profile.hasPrefix("mem-") ? makeInMemoryContenders(base: base) : makeContenders(base: base)
+    guard let contender = contenders.first(where: { $0.key == profile }) else { usage() }
     // Each worker is a thread that starts a request and waits for its end, so no request starts
     // inside another's completion and the profile's inclusive costs do not nest.
     let perWorker = options.profileRequests / options.profileConcurrency

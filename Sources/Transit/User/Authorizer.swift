@@ -3,6 +3,7 @@ import Foundation
 import FoundationNetworking
 #endif
 import Signals
+import Synchronization
 
 /// User-level credentials for an ``HTTPClient``: one object that both adds credentials to every
 /// request in its ``scope`` and recovers from `401 Unauthorized` by renewing them and sending the
@@ -73,57 +74,20 @@ extension HTTPClient {
         attempt: @escaping @Sendable (consuming URLRequest) -> Signal<HTTPResponse, any Error>
     ) -> Signal<HTTPResponse, any Error> {
         guard let url = request.url, authorizer.scope.allows(url) else { return attempt(request) }
-        // Only a client with monitors asks whether the authorizer is a store: a store reports its
-        // own refreshes, another authorizer's renewal is reported here.
-        let store = events == nil ? nil : authorizer as? TokenStore
-        let report = store == nil ? events : nil
         // One stage rather than `deferred` and two `flatMap`s: every request in the scope passes
-        // through it, and the renewal path is the rare one.
+        // through it, and the renewal path is the rare one. Its signal captures one object, and
+        // a subscription makes one more and its cancellation token.
+        let exchange = AuthorizedExchange(request: request, authorizer: authorizer, events: events, attempt: attempt)
         return Signal { observer in
-            // At subscription, so a request made by a renewal is known as such.
-            let renew = if let events, let store {
-                store.renewal(events: events)
-            } else {
-                authorizer.renewal()
-            }
-            let scope = CancellationToken()
-            // Set (from the first attempt's serialised events) once its 401 starts the renewal:
-            // the first attempt's completion is then not the signal's.
-            let renewing = Locked(false)
-            sendAuthorized(request, by: authorizer, attempt: attempt).observe(Observer { event in
-                guard case .value(let response) = event, response.statusCode == 401 else {
-                    if !renewing.withLock({ $0 }) { observer.send(event) }
-                    return
-                }
-                renewing.withLock { $0 = true }
-                let waiting = scope.makeChild()
-                let rejected = response.request
-                report?.emit(.authorizerRenewalStarted, request: rejected)
-                renew(rejected).observe(Observer { renewal in
-                    switch renewal {
-                    case .value:
-                        report?.emit(.authorizerRenewalEnded(renewed: true), request: rejected)
-                        // Stop waiting (releases this waiter), then send the request again, once.
-                        waiting.cancel()
-                        sendAuthorized(request, by: authorizer, attempt: attempt).observe(observer, in: scope)
-                    case .failed(let error):
-                        report?.emit(.authorizerRenewalFailed(error), request: rejected)
-                        observer.fail(error)
-                    case .finished:
-                        report?.emit(.authorizerRenewalEnded(renewed: false), request: rejected)
-                        // A renewal that ends without renewing: the 401 is the answer.
-                        observer.send(.value(response))
-                        observer.finish()
-                    }
-                }, in: waiting)
-            }, in: scope)
-            return { scope.cancel() }
+            let subscription = AuthorizedExchange.Subscription(exchange, observer)
+            subscription.start()
+            return { subscription.scope.cancel() }
         }
     }
 
     /// `attempt` for `request` with the authorizer's credentials added now; fails with the
     /// authorizer's error if it cannot add them.
-    private static func sendAuthorized(
+    static func sendAuthorized(
         _ request: URLRequest,
         by authorizer: any Authorizer,
         attempt: (consuming URLRequest) -> Signal<HTTPResponse, any Error>
@@ -132,6 +96,109 @@ extension HTTPClient {
             return attempt(try authorizer.authorize(request))
         } catch {
             return Signal(error: error)
+        }
+    }
+}
+
+/// What ``HTTPClient/authorized(_:by:events:attempt:)`` sends: the request, its authorizer and
+/// how to attempt it, shared by every subscription.
+private final class AuthorizedExchange: Sendable {
+    let request: URLRequest
+    let authorizer: any Authorizer
+    /// The authorizer, when it is a ``TokenStore``: a store's renewal needs only the refresh
+    /// being subscribed (read at subscription, no closure made unless a 401 comes), and a store
+    /// reports its own refreshes to `events`.
+    let store: TokenStore?
+    let events: HTTPEventSink?
+    /// Where another authorizer's renewal is reported (the client's monitors); `nil` for a store.
+    let report: HTTPEventSink?
+    let attempt: @Sendable (consuming URLRequest) -> Signal<HTTPResponse, any Error>
+
+    init(
+        request: URLRequest,
+        authorizer: any Authorizer,
+        events: HTTPEventSink?,
+        attempt: @escaping @Sendable (consuming URLRequest) -> Signal<HTTPResponse, any Error>
+    ) {
+        self.request = request
+        self.authorizer = authorizer
+        store = authorizer as? TokenStore
+        self.events = events
+        report = store == nil ? events : nil
+        self.attempt = attempt
+    }
+
+    /// One subscription: the first attempt, and on its 401 the renewal and one more attempt.
+    final class Subscription: Sendable {
+        let exchange: AuthorizedExchange
+        let observer: Observer<HTTPResponse, any Error>
+        let scope = CancellationToken()
+        /// Set (from the first attempt's serialised events) once its 401 starts the renewal:
+        /// the first attempt's completion is then not the signal's.
+        let renewing = Atomic<Bool>(false)
+        /// The store's refresh whose signal was being subscribed when this request was (a
+        /// request of that refresh must not wait for it).
+        let ownRefresh: UInt64?
+        /// Another authorizer's renewal, made at subscription as ``Authorizer/renewal()`` says.
+        let renew: (@Sendable (URLRequest) -> Signal<Void, any Error>)?
+
+        init(_ exchange: AuthorizedExchange, _ observer: Observer<HTTPResponse, any Error>) {
+            self.exchange = exchange
+            self.observer = observer
+            // At subscription, so a request made by a renewal is known as such.
+            if let store = exchange.store {
+                ownRefresh = store.refreshBeingSubscribed
+                renew = nil
+            } else {
+                ownRefresh = nil
+                renew = exchange.authorizer.renewal()
+            }
+        }
+
+        func start() {
+            // The observer captures this object alone, so it needs no context of its own.
+            HTTPClient.sendAuthorized(exchange.request, by: exchange.authorizer, attempt: exchange.attempt)
+                .observe(Observer { [self] event in receiveFirst(event) }, in: scope)
+        }
+
+        private func receiveFirst(_ event: Event<HTTPResponse, any Error>) {
+            guard case .value(let response) = event, response.statusCode == 401 else {
+                if !renewing.load(ordering: .acquiring) { observer.send(event) }
+                return
+            }
+            renewing.store(true, ordering: .releasing)
+            let waiting = scope.makeChild()
+            let rejected = response.request
+            let report = exchange.report
+            report?.emit(.authorizerRenewalStarted, request: rejected)
+            renewal(rejected).observe(Observer { [self] renewal in
+                switch renewal {
+                case .value:
+                    report?.emit(.authorizerRenewalEnded(renewed: true), request: rejected)
+                    // Stop waiting (releases this waiter), then send the request again, once.
+                    waiting.cancel()
+                    HTTPClient.sendAuthorized(exchange.request, by: exchange.authorizer, attempt: exchange.attempt)
+                        .observe(observer, in: scope)
+                case .failed(let error):
+                    report?.emit(.authorizerRenewalFailed(error), request: rejected)
+                    observer.fail(error)
+                case .finished:
+                    report?.emit(.authorizerRenewalEnded(renewed: false), request: rejected)
+                    // A renewal that ends without renewing: the 401 is the answer.
+                    observer.send(.value(response))
+                    observer.finish()
+                }
+            }, in: waiting)
+        }
+
+        /// The renewal after `rejected`: the store's (told whether this request is part of one
+        /// of its refreshes, and reporting to the client's monitors), or the other authorizer's.
+        private func renewal(_ rejected: URLRequest) -> Signal<Void, any Error> {
+            if let store = exchange.store {
+                return store.freshToken(replacing: TokenStore.bearerToken(in: rejected), fromRefresh: ownRefresh, events: exchange.events)
+                    .map { _ in () }
+            }
+            return renew.map { $0(rejected) } ?? exchange.authorizer.renewCredentials(after: rejected)
         }
     }
 }
