@@ -74,17 +74,22 @@ public final class RateLimiter: Sendable {
     /// at once (the fast path of a client, which then needs no permit signal), `false` if it must
     /// wait its turn through ``permit(for:)``.
     func acquireImmediately(forKey name: String) -> Bool {
-        buckets.withLock { buckets -> Bool in
-            var bucket = buckets[name] ?? Bucket(tokens: Double(burst), refilledAt: scheduler.now)
-            refill(&bucket)
-            guard bucket.queue.isEmpty, bucket.tokens >= 1 else {
-                buckets[name] = bucket
-                return false
-            }
-            bucket.tokens -= 1
-            buckets[name] = bucket
-            return true
+        // Every request asks: the time is read once (outside the lock, like all scheduler
+        // calls), and the bucket is changed in place, with one hash look-up and no copy of its
+        // queue.
+        let now = scheduler.now
+        let (burst, rate) = (Double(self.burst), requestsPerSecond)
+        return buckets.withLock { buckets -> Bool in
+            Self.takeToken(from: &buckets[name, default: Bucket(tokens: burst, refilledAt: now)], now: now, burst: burst, rate: rate)
         }
+    }
+
+    /// Refills `bucket` to `now` and takes a token if one is free and nobody waits.
+    private static func takeToken(from bucket: inout Bucket, now: Duration, burst: Double, rate: Double) -> Bool {
+        refill(&bucket, now: now, burst: burst, rate: rate)
+        guard bucket.queue.isEmpty, bucket.tokens >= 1 else { return false }
+        bucket.tokens -= 1
+        return true
     }
 
     /// ``permit(for:)`` for a key computed already; `waited` is told the key and how long the
@@ -126,9 +131,16 @@ public final class RateLimiter: Sendable {
     }
 
     private func refill(_ bucket: inout Bucket) {
-        let now = scheduler.now
+        Self.refill(&bucket, now: scheduler.now, burst: Double(burst), rate: requestsPerSecond)
+    }
+
+    /// Adds the tokens earned since the bucket was last refilled, up to `burst`. A `now` read
+    /// before another thread refilled the bucket to a later time adds nothing and moves nothing
+    /// back.
+    private static func refill(_ bucket: inout Bucket, now: Duration, burst: Double, rate: Double) {
+        guard now > bucket.refilledAt else { return }
         let elapsed = (now - bucket.refilledAt).timeInterval
-        bucket.tokens = min(Double(burst), bucket.tokens + max(0, elapsed) * requestsPerSecond)
+        bucket.tokens = min(burst, bucket.tokens + elapsed * rate)
         bucket.refilledAt = now
     }
 

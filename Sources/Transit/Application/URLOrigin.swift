@@ -72,13 +72,24 @@ enum URLOrigin {
     }
 
     /// The scheme and host of `url`, lowercased, when it is plain (see ``URLOrigin``); `nil`
-    /// when Foundation must read it. A credential scope asks this of every request.
+    /// when Foundation must read it. (A credential scope compares the bytes of
+    /// ``withPlainSchemeAndHost(_:_:)`` instead, without making strings.)
     static func plainSchemeAndHost(_ url: URL) -> (scheme: String, host: String)? {
+        withPlainSchemeAndHost(url) { scheme, host in (lowercasedString(scheme), lowercasedString(host)) }
+    }
+
+    /// `body` of the scheme's and the host's bytes in `url`'s absolute string, as written (not
+    /// lowercased), when `url` is plain up to its authority (see ``URLOrigin``); `nil` when
+    /// Foundation must read it.
+    static func withPlainSchemeAndHost<Result>(
+        _ url: URL,
+        _ body: (_ scheme: Slice<UnsafeBufferPointer<UInt8>>, _ host: Slice<UnsafeBufferPointer<UInt8>>) -> Result
+    ) -> Result? {
         guard url.baseURL == nil else { return nil }
         var string = url.absoluteString
-        return string.withUTF8 { bytes -> (scheme: String, host: String)? in
+        return string.withUTF8 { bytes -> Result? in
             guard let authority = authority(bytes) else { return nil }
-            return (lowercasedString(bytes[0..<authority.schemeEnd]), lowercasedString(bytes[authority.host]))
+            return body(bytes[0..<authority.schemeEnd], bytes[authority.host])
         }
     }
 

@@ -24,6 +24,34 @@ struct AuthorizerTests {
         #expect(!loopback.allows(URL(string: "http://api.example.com/x")!))
     }
 
+    /// A scope of up to 8 hosts compares a plain URL's bytes with each; a larger one looks the
+    /// host up as a string. Both answer alike, whatever the case of the URL, the scheme or
+    /// `localhost`.
+    @Test func aScopeOfManyHostsAnswersAsOneOfFew() {
+        let named: Set<String> = ["api.example.com", "*.cdn.example.com", "LocalHost", "127.0.0.1"]
+        let few = CredentialScope(hosts: named, insecureHTTP: .loopbackOnly)
+        let many = CredentialScope(hosts: named.union((0..<12).map { "filler\($0).example.org" }), insecureHTTP: .loopbackOnly)
+        let urls = [
+            "https://api.example.com/x", "HTTPS://API.EXAMPLE.COM:8443/x", "https://eu.cdn.example.com/x", "https://EU.CDN.Example.Com",
+            "https://cdn.example.com/x", "https://.cdn.example.com/x", "https://x.cdn.example.com.evil.net/", "https://evilapi.example.com/",
+            "http://api.example.com/x", "http://localhost:8080/x", "HTTP://LOCALHOST/x", "http://127.0.0.1:1/", "ftp://api.example.com/",
+            "https://user@api.example.com/", "https://api.example.com.", "https://[::1]/", "http://[::1]:80/",
+        ]
+        for text in urls {
+            let url = URL(string: text)!
+            #expect(few.allows(url) == many.allows(url), "\(text)")
+        }
+        for text in ["https://api.example.com/x", "HTTPS://API.EXAMPLE.COM:8443/x", "https://EU.CDN.Example.Com", "HTTP://LOCALHOST/x",
+                     "http://127.0.0.1:1/", "https://user@api.example.com/"] {
+            #expect(few.allows(URL(string: text)!), "\(text)")
+        }
+        for text in ["https://cdn.example.com/x", "https://x.cdn.example.com.evil.net/", "http://api.example.com/x", "ftp://api.example.com/",
+                     "https://filler3.example.org/"] {
+            #expect(!few.allows(URL(string: text)!), "\(text)")
+        }
+        #expect(many.allows(URL(string: "https://filler3.example.org/")!))
+    }
+
     @Test func loopbackMeansLocalhostOrOne127AddressOrTheIPv6One() {
         for host in ["localhost", "::1", "[::1]", "127.0.0.1", "127.255.255.254", "127.1.2.3"] {
             #expect(CredentialScope.isLoopback(host), "\(host)")
