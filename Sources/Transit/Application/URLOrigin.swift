@@ -1,4 +1,5 @@
 import Foundation
+import Signals
 
 /// The origin of a URL (`scheme://host:port`) and the default ``RequestKey`` (the origin and the
 /// first path segment), read by the policies — rate limits, cooldowns, host failover — for
@@ -68,8 +69,22 @@ enum URLOrigin {
         // A relative URL's parts are its base's: left to Foundation.
         guard url.baseURL == nil else { return nil }
         var string = url.absoluteString
-        return string.withUTF8 { plain($0, withFirstSegment: withFirstSegment) }
+        // A client's requests mostly go to a few URLs, often the same one again: the last URL
+        // read is remembered with its result, and comparing strings is a fraction of a scan.
+        let memo = withFirstSegment ? lastKey : lastOrigin
+        if let remembered = memo.withLock({ last in last.flatMap { $0.url == string ? $0.result : nil } }) {
+            return remembered
+        }
+        let result = string.withUTF8 { plain($0, withFirstSegment: withFirstSegment) }
+        if let result { memo.withLock { $0 = (string, result) } }
+        return result
     }
+
+    /// The last plain URL string ``plain(_:withFirstSegment:)`` read for a key, and its key.
+    private static let lastKey = Locked<(url: String, result: String)?>(nil)
+    /// The last plain URL string ``plain(_:withFirstSegment:)`` read for an origin, and its
+    /// origin.
+    private static let lastOrigin = Locked<(url: String, result: String)?>(nil)
 
     /// The scheme and host of `url`, lowercased, when it is plain (see ``URLOrigin``); `nil`
     /// when Foundation must read it. (A credential scope compares the bytes of

@@ -22,6 +22,25 @@ struct URLOriginTests {
         }
     }
 
+    /// The last URL read is remembered with its key and origin: from many threads at once, and
+    /// for URLs that differ in one byte, each still gets its own.
+    @Test func aRememberedURLNeverAnswersForAnother() {
+        let urls = ["https://api.example.com/v1/posts", "https://api.example.com/v2/posts", "https://api.example.com:8443/v1/posts",
+                    "https://API.example.com/v1/posts", "http://api.example.com/v1/posts", "https://api.example.co/v1/posts"]
+            .map { URL(string: $0)! }
+        let expected = urls.map { (URLOrigin.foundationKey($0), URLOrigin.foundationOrigin($0), URLOrigin.foundationHostOrigin($0)) }
+        let mismatches = Locked(0)
+        DispatchQueue.concurrentPerform(iterations: 4_000) { iteration in
+            let index = (iteration * 7 + iteration / 3) % urls.count
+            let url = urls[index]
+            let (key, origin, hostOrigin) = expected[index]
+            if URLOrigin.key(url) != key || URLOrigin.origin(url) != origin || URLOrigin.hostOrigin(url) != hostOrigin {
+                mismatches.withLock { $0 += 1 }
+            }
+        }
+        #expect(mismatches.withLock { $0 } == 0)
+    }
+
     /// URLs, whether the key's fast path reads them (`true`) or Foundation (`false`), and the key.
     static let table: [(url: String, plain: Bool, key: String)] = [
         ("https://api.example.com/v1/posts", true, "https://api.example.com:443/v1"),
