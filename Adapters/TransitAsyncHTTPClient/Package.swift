@@ -52,6 +52,10 @@ let package = Package(
                 .product(name: "Transit", package: "Transit"),
                 .product(name: "TransitTesting", package: "Transit"),
                 .product(name: "Signals", package: "Transit"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                // EmbeddedEventLoop: the idle sweeper's ticks in virtual time.
+                .product(name: "NIOEmbedded", package: "swift-nio"),
             ]
         ),
     ],

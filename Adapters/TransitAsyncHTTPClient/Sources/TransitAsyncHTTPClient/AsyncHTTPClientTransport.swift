@@ -32,7 +32,8 @@ import Transit
 ///   memory. The file must not change size while it is sent.
 /// - **Idle timeout**: `URLRequest.timeoutInterval` is the longest silence allowed (no byte sent or
 ///   received, connecting included), as on `URLSession`; then the request is cancelled and fails
-///   with `.timedOut`. The total deadline and the size limit are ``HTTPClient``'s.
+///   with `.timedOut` (checked by one repeating task per transport, at a tenth of the shortest
+///   timeout in flight: a request fails within its timeout plus that tick). The total deadline and the size limit are ``HTTPClient``'s.
 /// - **Errors** are `URLError`s with the codes `URLSessionTransport` gives for the same failure
 ///   (the original error is kept under `NSUnderlyingErrorKey`), so retry policies and failover
 ///   behave the same on both transports:
@@ -74,6 +75,8 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
 
     /// The AsyncHTTPClient client every request goes through.
     let client: AsyncHTTPClient.HTTPClient
+    /// Watches every exchange in flight for `timeoutInterval` of silence, with one repeating check.
+    let sweeper: IdleSweeper
     private let isShutDown = NIOLockedValueBox(false)
 
     /// Creates a transport with its own AsyncHTTPClient client (and so its own connection pool).
@@ -89,6 +92,7 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         configuration: AsyncHTTPClient.HTTPClient.Configuration = AsyncHTTPClientTransport.defaultConfiguration
     ) {
         client = AsyncHTTPClient.HTTPClient(eventLoopGroup: eventLoopGroup, configuration: Self.required(configuration))
+        sweeper = IdleSweeper(eventLoopGroup: eventLoopGroup)
     }
 
     deinit {
@@ -129,7 +133,7 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
                 observer.fail(ErrorMapping.urlError(error))
                 return nil
             }
-            let delegate = ExchangeDelegate(url: prepared.url, observer: observer, idleTimeout: request.urlRequest.timeoutInterval)
+            let delegate = ExchangeDelegate(url: prepared.url, observer: observer, idleTimeout: request.urlRequest.timeoutInterval, sweeper: sweeper)
             let task = client.execute(request: prepared, delegate: delegate, eventLoop: .indifferent)
             delegate.start(task)
             // Capturing `self` keeps the transport (so its client) alive while the request runs.

@@ -10,33 +10,34 @@ import NIOHTTP1
 import Signals
 import Transit
 
-/// Receives one AsyncHTTPClient request's response and delivers it as ``HTTPResponsePart``s; keeps
-/// the idle timer of `URLRequest.timeoutInterval`.
+/// Receives one AsyncHTTPClient request's response and delivers it as ``HTTPResponsePart``s; is
+/// swept for `URLRequest.timeoutInterval` of silence by its transport's ``IdleSweeper``.
 ///
 /// The head and body callbacks run on the task's event loop, one at a time; the end comes from
 /// the task's future (which also fails when the task could not even start). `cancel()` may come
 /// from any thread. Thread safety: the mutable state is behind a lock that is never held while
 /// the observer runs.
-final class ExchangeDelegate: HTTPClientResponseDelegate {
+final class ExchangeDelegate: HTTPClientResponseDelegate, IdleSweeper.Exchange {
     typealias Response = Void
 
     private struct State {
         var task: AsyncHTTPClient.HTTPClient.Task<Void>?
         /// When a byte was last sent or received.
         var lastActivity: NIODeadline
-        var timer: Scheduled<Void>?
-        /// The exchange ended or was cancelled: no timer is (re)scheduled.
+        /// The exchange ended or was cancelled.
         var ended = false
     }
 
     private let url: URL
     private let observer: Observer<HTTPResponsePart, any Error>
     private let idleTimeout: TimeAmount?
+    private let sweeper: IdleSweeper
     private let state: NIOLockedValueBox<State>
 
-    init(url: URL, observer: Observer<HTTPResponsePart, any Error>, idleTimeout: TimeInterval) {
+    init(url: URL, observer: Observer<HTTPResponsePart, any Error>, idleTimeout: TimeInterval, sweeper: IdleSweeper) {
         self.url = url
         self.observer = observer
+        self.sweeper = sweeper
         // URLRequest's timeout is a positive number of seconds; anything else means none.
         self.idleTimeout = idleTimeout > 0 && idleTimeout.isFinite
             ? .nanoseconds(Int64(min(idleTimeout, 1e9) * 1e9))
@@ -44,8 +45,8 @@ final class ExchangeDelegate: HTTPClientResponseDelegate {
         state = NIOLockedValueBox(State(lastActivity: .now()))
     }
 
-    /// Ties the delegate to its task: the end of the task ends the signal, and the idle timer
-    /// starts.
+    /// Ties the delegate to its task: the end of the task ends the signal, and the sweeper starts
+    /// watching it for silence.
     func start(_ task: AsyncHTTPClient.HTTPClient.Task<Void>) {
         let proceed = state.withLockedValue { state -> Bool in
             guard !state.ended else { return false }
@@ -56,68 +57,47 @@ final class ExchangeDelegate: HTTPClientResponseDelegate {
             task.cancel()
             return
         }
+        if let idleTimeout { sweeper.register(self, timeout: idleTimeout) }
         task.futureResult.whenComplete { [self] result in
-            let timer = state.withLockedValue { state -> Scheduled<Void>? in
+            state.withLockedValue { state in
                 state.ended = true
                 state.task = nil
-                defer { state.timer = nil }
-                return state.timer
             }
-            timer?.cancel()
+            if idleTimeout != nil { sweeper.unregister(self) }
             switch result {
             case .success: observer.finish()
             case .failure(let error): observer.fail(ErrorMapping.urlError(error))
             }
         }
-        if let idleTimeout { scheduleIdleCheck(on: task, at: NIODeadline.now() + idleTimeout) }
     }
 
     /// Cancels the request; nothing is delivered afterwards (the observer drops it).
     func cancel() {
-        let (task, timer) = state.withLockedValue { state -> (AsyncHTTPClient.HTTPClient.Task<Void>?, Scheduled<Void>?) in
+        let task = state.withLockedValue { state -> AsyncHTTPClient.HTTPClient.Task<Void>? in
             state.ended = true
-            defer {
-                state.task = nil
-                state.timer = nil
-            }
-            return (state.task, state.timer)
+            defer { state.task = nil }
+            return state.task
         }
-        timer?.cancel()
+        if idleTimeout != nil { sweeper.unregister(self) }
         task?.cancel()
     }
 
-    private func scheduleIdleCheck(on task: AsyncHTTPClient.HTTPClient.Task<Void>, at deadline: NIODeadline) {
-        let scheduled = task.eventLoop.scheduleTask(deadline: deadline) { [self] in checkIdle(task) }
-        let keep = state.withLockedValue { state -> Bool in
-            guard !state.ended else { return false }
-            state.timer = scheduled
-            return true
+    /// Whether nothing was sent or received for the idle timeout (an ended exchange never is).
+    func isIdle(at now: NIODeadline) -> Bool {
+        guard let idleTimeout else { return false }
+        return state.withLockedValue { state in
+            !state.ended && state.task != nil && state.lastActivity + idleTimeout <= now
         }
-        if !keep { scheduled.cancel() }
     }
 
-    /// Fails the task with `.timedOut` if nothing moved for the idle timeout; otherwise checks
-    /// again when it would have passed since the last activity.
-    private func checkIdle(_ task: AsyncHTTPClient.HTTPClient.Task<Void>) {
-        guard let idleTimeout else { return }
-        enum Verdict { case ended, checkAgain(at: NIODeadline), expired }
-        let verdict = state.withLockedValue { state -> Verdict in
-            guard !state.ended else { return .ended }
-            let due = state.lastActivity + idleTimeout
-            return due > .now() ? .checkAgain(at: due) : .expired
-        }
-        switch verdict {
-        case .ended:
-            return
-        case .checkAgain(let due):
-            scheduleIdleCheck(on: task, at: due)
-        case .expired:
-            let seconds = Double(idleTimeout.nanoseconds) / 1e9
-            task.fail(reason: URLError(.timedOut, userInfo: [
-                NSLocalizedDescriptionKey: "The server sent nothing for \(seconds) seconds (the request's timeoutInterval); the request was cancelled.",
-                NSURLErrorFailingURLErrorKey: url,
-            ]))
-        }
+    /// Fails the task with `.timedOut` (the sweeper found it idle).
+    func expire() {
+        guard let idleTimeout, let task = state.withLockedValue({ $0.ended ? nil : $0.task }) else { return }
+        let seconds = Double(idleTimeout.nanoseconds) / 1e9
+        task.fail(reason: URLError(.timedOut, userInfo: [
+            NSLocalizedDescriptionKey: "The server sent nothing for \(seconds) seconds (the request's timeoutInterval); the request was cancelled.",
+            NSURLErrorFailingURLErrorKey: url,
+        ]))
     }
 
     private func touch() {
