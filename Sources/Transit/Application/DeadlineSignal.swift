@@ -14,9 +14,7 @@ extension Signal where Failure == any Error {
             let scope = CancellationToken()
             let id = deadlines.add(after: deadline) {
                 scope.cancel()
-                observer.fail(URLError(.timedOut, userInfo: [
-                    NSLocalizedDescriptionKey: "The request did not complete within its deadline of \(deadline); it was cancelled.",
-                ]))
+                observer.fail(Self.deadlinePassed(deadline))
             }
             upstream.observe(observer, in: scope)
             return {
@@ -24,5 +22,12 @@ extension Signal where Failure == any Error {
                 scope.cancel()
             }
         }
+    }
+
+    /// The error of a request that did not complete within `deadline`.
+    static func deadlinePassed(_ deadline: Duration) -> URLError {
+        URLError(.timedOut, userInfo: [
+            NSLocalizedDescriptionKey: "The request did not complete within its deadline of \(deadline); it was cancelled.",
+        ])
     }
 }

@@ -162,8 +162,9 @@ public final class HTTPClient: Sendable {
         let deadline = (options.deadline ?? self.deadline).duration
         let buffered: @Sendable (consuming URLRequest) -> Signal<HTTPResponse, any Error> = { request in
             self.prepared(request) { sent in
-                let response = self.parts(of: TransportRequest(sent, bodyFile: bodyFile), options: options, deadline: deadline)
-                    .collectResponse(for: sent, maxBytes: limit, events: self.events)
+                // The deadline is timed by the collecting stage itself: one stage fewer per request.
+                let response = self.parts(of: TransportRequest(sent, bodyFile: bodyFile), options: options)
+                    .collectResponse(for: sent, maxBytes: limit, events: self.events, deadline: deadline, deadlines: self.deadlines)
                 guard self.coalescesRequests, bodyFile == nil, let key = Coalescer.key(for: sent) else { return response }
                 return self.coalescer.send(key + "\n\(limit)", response, request: sent, events: self.events)
             }
@@ -195,7 +196,7 @@ public final class HTTPClient: Sendable {
     ) -> Signal<HTTPResponsePart, any Error> {
         withCredentials(request) { request in
             self.prepared(request) { sent in
-                var parts = self.parts(of: TransportRequest(sent, bodyFile: bodyFile), options: options, deadline: options.deadline?.duration)
+                var parts = self.parts(of: TransportRequest(sent, bodyFile: bodyFile), options: options, deadline: options.deadline?.duration, sent: sent)
                 if let limit = options.maxResponseBytes { parts = parts.limitingBody(to: limit) }
                 return parts
             }
@@ -222,7 +223,7 @@ public final class HTTPClient: Sendable {
         return withCredentials(request) { request in
             self.prepared(request) { sent in
                 DownloadWriter.signal(to: destination, request: sent, maxBytes: options.maxResponseBytes, transportWrites: transportWrites) { file in
-                    self.parts(of: TransportRequest(sent, responseBodyFile: file), options: options, deadline: options.deadline?.duration)
+                    self.parts(of: TransportRequest(sent, responseBodyFile: file), options: options, deadline: options.deadline?.duration, sent: sent)
                 }
             }
         }
@@ -255,12 +256,27 @@ public final class HTTPClient: Sendable {
         return monitored(body(sent), sent)
     }
 
-    /// The parts of `request`'s final response: after the shared cooldown and the rate limit,
-    /// redirects followed, the deadline (which includes those waits) enforced.
+    /// ``parts(of:options:)`` with the deadline (which includes the waits) enforced.
     private func parts(
         of request: TransportRequest,
         options: RequestOptions,
-        deadline: Duration?
+        deadline: Duration?,
+        sent: URLRequest
+    ) -> Signal<HTTPResponsePart, any Error> {
+        let parts = parts(of: request, options: options)
+        guard let deadline else { return parts }
+        let events = self.events
+        // The deadline's `URLError(.timedOut)` carries the request like a transport's would.
+        return parts.within(deadline, deadlines: deadlines).mapError { error in
+            error is URLError ? Self.annotate(error, sentWith: sent, events: events) : error
+        }
+    }
+
+    /// The parts of `request`'s final response: after the shared cooldown and the rate limit,
+    /// redirects followed.
+    private func parts(
+        of request: TransportRequest,
+        options: RequestOptions
     ) -> Signal<HTTPResponsePart, any Error> {
         let events = self.events
         let sent = request.urlRequest
@@ -301,11 +317,7 @@ public final class HTTPClient: Sendable {
                 return cooldowns.clearance(forKey: cooldownKey, request: sent, events: events).flatMap(maxConcurrent: 1) { _ in permitted() }
             })
         }
-        guard let deadline else { return parts }
-        // The deadline's `URLError(.timedOut)` carries the request like a transport's would.
-        return parts.within(deadline, deadlines: deadlines).mapError { error in
-            error is URLError ? Self.annotate(error, sentWith: sent, events: events) : error
-        }
+        return parts
     }
 
     /// `exchange` once `rateLimiter` grants `key` a token: at once when one is free (no extra

@@ -24,13 +24,16 @@ enum RedirectingExchange {
         events: HTTPEventSink? = nil,
         onFinalHead: (@Sendable (HTTPResponseHead) -> Void)? = nil
     ) -> Signal<HTTPResponsePart, any Error> {
-        // Without monitors, the exchange is the transport's, untouched: no event is built.
+        // Without monitors, the exchange is the transport's, untouched: no event is built. Its
+        // failures are annotated by the hop below (one stage fewer), or here when there is none.
         let exchange: Exchange = if let events {
             { request, mark in monitoredHop(request, on: transport, events: events, mark: mark) }
         } else {
-            { request, _ in hop(request, on: transport) }
+            { request, _ in transport.exchange(request) }
         }
-        if policy.mode == .never, failover == nil, onFinalHead == nil { return exchange(request, nil) }
+        if policy.mode == .never, failover == nil, onFinalHead == nil {
+            return events == nil ? hop(request, on: transport) : exchange(request, nil)
+        }
         // Redirects, failover and the final head are all handled in this one stage: every request
         // of a client with policies passes through it.
         return Signal { observer in
@@ -45,7 +48,7 @@ enum RedirectingExchange {
     }
 
     /// One exchange, told by the redirect-following hop when it is cancelled to follow a redirect
-    /// (only when monitored).
+    /// (only when monitored). Its failures need not carry the request: the hop annotates them.
     typealias Exchange = @Sendable (TransportRequest, AttemptMonitoring.RedirectMark?) -> Signal<HTTPResponsePart, any Error>
 
     /// One exchange on the transport (on one origin of a failover group); its failures carry the request (``HTTPClient/annotate(_:sentWith:events:)``).
@@ -136,7 +139,8 @@ enum RedirectingExchange {
                     if let failover, let answered, !answered.withLock({ $0 }), failedOver(error, request: request, exchange: exchange, hops: hops, failover: failover) {
                         return
                     }
-                    observer.send(event)
+                    // The failure carries the request of this hop (a monitored exchange's already does).
+                    observer.fail(HTTPClient.annotate(error, sentWith: sent.urlRequest, events: events))
                 default:
                     observer.send(event)
                 }

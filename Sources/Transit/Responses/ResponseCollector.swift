@@ -12,10 +12,32 @@ extension Signal where Output == HTTPResponsePart, Failure == any Error {
     /// transfer) is cancelled at once and the signal fails with ``ResponseTooLargeError``.
     ///
     /// The response carries `events`, the client's monitors (see ``HTTPEventSink``).
-    func collectResponse(for request: URLRequest, maxBytes: Int, events: HTTPEventSink? = nil) -> Signal<HTTPResponse, any Error> {
+    ///
+    /// With a `deadline`, timed by `deadlines`, the signal also fails with `URLError(.timedOut)`
+    /// (carried by a ``TransportError`` for `request`) and cancels the upstream if the response
+    /// is not complete within `deadline` of the subscription; values do not restart the clock.
+    /// It is the same as `within(_:deadlines:)` before the collection, in one stage instead of
+    /// three: the buffered send's path, taken by every request.
+    func collectResponse(
+        for request: URLRequest,
+        maxBytes: Int,
+        events: HTTPEventSink? = nil,
+        deadline: Duration? = nil,
+        deadlines: Deadlines? = nil
+    ) -> Signal<HTTPResponse, any Error> {
         let parts = self
         return Signal<HTTPResponse, any Error> { observer in
             let scope = CancellationToken()
+            var deadlineID: UInt64?
+            if let deadline, let deadlines {
+                deadlineID = deadlines.add(after: deadline) {
+                    scope.cancel()
+                    observer.fail(HTTPClient.annotate(Self.deadlinePassed(deadline), sentWith: request, events: events))
+                }
+            }
+            // With a deadline, a `URLError` from upstream carries the request, as the deadline's
+            // own does (the transport's failures already do).
+            let annotatesURLErrors = deadlineID != nil
             let buffer = Locked<(head: HTTPResponseHead?, body: Data, declared: Int)>((nil, Data(), 0))
             let tooLarge: @Sendable (Int64?) -> Void = { declared in
                 scope.cancel()
@@ -62,10 +84,14 @@ extension Signal where Output == HTTPResponsePart, Failure == any Error {
                     observer.send(response)
                     observer.finish()
                 case .failed(let error):
-                    observer.fail(error)
+                    observer.fail(annotatesURLErrors && error is URLError ? HTTPClient.annotate(error, sentWith: request, events: events) : error)
                 }
             }, in: scope)
-            return { scope.cancel() }
+            guard let deadlineID, let deadlines else { return { scope.cancel() } }
+            return {
+                deadlines.remove(deadlineID)
+                scope.cancel()
+            }
         }
     }
 }
