@@ -23,8 +23,7 @@ struct HostFailoverIntegrationTests {
         let primaryOrigin = "http://127.0.0.1:\(port)"
         let log = EventLog()
         let failover = HostFailover(origins: [primaryOrigin, backup.baseURL.absoluteString], quarantine: .seconds(30), scheduler: scheduler)
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.timeoutIntervalForRequest = 60
+        let configuration = URLSessionConfiguration.loopbackTests()
         let client = HTTPClient(transport: URLSessionTransport(configuration: configuration), monitors: [log], scheduler: scheduler, failover: failover)
         let request = URLRequest(url: primary.url("/v1/items?page=2"))
 

@@ -12,8 +12,7 @@ import Transit
 @Suite("Lifecycle monitor over loopback")
 struct LifecycleMonitorIntegrationTests {
     private func client(_ log: EventLog) -> HTTPClient {
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.timeoutIntervalForRequest = 60
+        let configuration = URLSessionConfiguration.loopbackTests()
         return HTTPClient(transport: URLSessionTransport(configuration: configuration), monitors: [log])
     }
 

@@ -15,8 +15,7 @@ struct SeamIntegrationTests {
         maxResponseBytes: Int = HTTPClient.defaultMaxResponseBytes,
         deadline: Deadline = .after(.seconds(60))
     ) -> HTTPClient {
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.timeoutIntervalForRequest = 60
+        let configuration = URLSessionConfiguration.loopbackTests()
         return HTTPClient(
             transport: URLSessionTransport(configuration: configuration),
             maxResponseBytes: maxResponseBytes, deadline: deadline
@@ -56,7 +55,7 @@ struct SeamIntegrationTests {
     }
 
     @Test func aTricklingServerIsCutOffAtTheDeadline() async throws {
-        // One byte every 100 ms for 100 s: the idle timeout (60 s) never fires.
+        // One byte every 100 ms for 100 s: the idle timeout (reset by every byte) never fires.
         let trickle = Array(repeating: Data([0x2E]), count: 1000)
         try await withLoopbackServer(handler: { _ in .chunked(trickle, interval: .milliseconds(100)) }) { server in
             let started = ContinuousClock.now

@@ -13,8 +13,7 @@ import TransitTesting
 @Suite("URLSessionTransport(downloadTasks: true) writes downloads itself")
 struct TransportDownloadTests {
     private func makeClient() -> HTTPClient {
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.timeoutIntervalForRequest = 60
+        let configuration = URLSessionConfiguration.loopbackTests()
         return HTTPClient(transport: URLSessionTransport(configuration: configuration, downloadTasks: true))
     }
 

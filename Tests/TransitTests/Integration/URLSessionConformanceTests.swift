@@ -15,8 +15,7 @@ struct URLSessionConformanceTests {
     func conforms(_ check: TransportConformance.Check) async throws {
         let run = {
             try await check.run {
-                let configuration = URLSessionConfiguration.ephemeral
-                configuration.timeoutIntervalForRequest = 60
+                let configuration = URLSessionConfiguration.loopbackTests()
                 return URLSessionTransport(configuration: configuration)
             }
         }

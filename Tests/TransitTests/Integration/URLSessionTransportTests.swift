@@ -13,8 +13,7 @@ import TransitTesting
 struct URLSessionTransportTests {
     /// A fresh transport per test (its own session), so tests do not share connections.
     private func makeTransport() -> URLSessionTransport {
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.timeoutIntervalForRequest = 60
+        let configuration = URLSessionConfiguration.loopbackTests()
         return URLSessionTransport(configuration: configuration)
     }
 
