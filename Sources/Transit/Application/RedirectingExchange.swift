@@ -82,7 +82,10 @@ enum RedirectingExchange {
 
     /// The hops of one subscription. Each exchange runs in a child of `scope`; cancelling the
     /// scope cancels whichever hop is running.
-    private struct Hop: Sendable {
+    ///
+    /// A class, not a struct: each hop's observer captures it with one reference instead of a
+    /// copy of all its fields (a retain and a release of each).
+    private final class Hop: Sendable {
         let exchange: Exchange
         let failover: HostFailover?
         let policy: RedirectPolicy
@@ -91,6 +94,26 @@ enum RedirectingExchange {
         let onFinalHead: (@Sendable (HTTPResponseHead) -> Void)?
         let observer: Observer<HTTPResponsePart, any Error>
         let scope: CancellationToken
+
+        init(
+            exchange: @escaping Exchange,
+            failover: HostFailover?,
+            policy: RedirectPolicy,
+            sensitiveHeaders: Set<String>,
+            events: HTTPEventSink?,
+            onFinalHead: (@Sendable (HTTPResponseHead) -> Void)?,
+            observer: Observer<HTTPResponsePart, any Error>,
+            scope: CancellationToken
+        ) {
+            self.exchange = exchange
+            self.failover = failover
+            self.policy = policy
+            self.sensitiveHeaders = sensitiveHeaders
+            self.events = events
+            self.onFinalHead = onFinalHead
+            self.observer = observer
+            self.scope = scope
+        }
 
         /// Hop number `hops` (0 for the request itself, then one per redirect followed): to the
         /// first origin of its failover plan when its origin is in the group.
@@ -117,7 +140,7 @@ enum RedirectingExchange {
             let mark = events.map { _ in AttemptMonitoring.RedirectMark() }
             let sent = failover.map { HostFailover.request(request, at: $0.plan.first!, from: $0.own) } ?? request
             let answered = failover.map { _ in Locked(false) }
-            self.exchange(sent, mark).observe(Observer { event in
+            self.exchange(sent, mark).observe(Observer { [self] event in
                 switch event {
                 case .value(.head(let head)):
                     answered?.withLock { $0 = true }

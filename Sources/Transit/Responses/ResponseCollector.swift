@@ -39,15 +39,11 @@ extension Signal where Output == HTTPResponsePart, Failure == any Error {
             // own does (the transport's failures already do).
             let annotatesURLErrors = deadlineID != nil
             let buffer = Locked<(head: HTTPResponseHead?, body: Data, declared: Int)>((nil, Data(), 0))
-            let tooLarge: @Sendable (Int64?) -> Void = { declared in
-                scope.cancel()
-                observer.fail(ResponseTooLargeError(limit: maxBytes, declaredLength: declared))
-            }
             parts.observe(Observer { event in
                 switch event {
                 case .value(.head(let head)):
                     let declared = head.expectedContentLength
-                    if declared > maxBytes { return tooLarge(declared) }
+                    if declared > maxBytes { return Self.tooLarge(maxBytes, declared: declared, scope, observer) }
                     buffer.withLock {
                         $0.head = head
                         $0.declared = declared > 0 ? Int(declared) : 0
@@ -68,7 +64,7 @@ extension Signal where Output == HTTPResponsePart, Failure == any Error {
                         }
                         return true
                     }
-                    if !fits { tooLarge(nil) }
+                    if !fits { Self.tooLarge(maxBytes, declared: nil, scope, observer) }
                 case .finished:
                     let (head, body) = buffer.withLock { state in
                         defer { state = (nil, Data(), 0) }
@@ -93,5 +89,17 @@ extension Signal where Output == HTTPResponsePart, Failure == any Error {
                 scope.cancel()
             }
         }
+    }
+
+    /// Cancels the transfer and fails: the body is larger than `maxBytes`. (A function, not a
+    /// closure in the stage: no allocation per request.)
+    private static func tooLarge(
+        _ maxBytes: Int,
+        declared: Int64?,
+        _ scope: CancellationToken,
+        _ observer: Observer<HTTPResponse, any Error>
+    ) {
+        scope.cancel()
+        observer.fail(ResponseTooLargeError(limit: maxBytes, declaredLength: declared))
     }
 }
