@@ -47,7 +47,7 @@ func usage() -> Never {
     print("""
     usage: transport-bench [--repetitions N] [--big-runs N] [--quick] [--requests N]
                            [--url http://127.0.0.1:PORT] [--only requests|bodies]
-           transport-bench --profile raw|raw-plain|delegate|transport|client|chain|policies|ahc-raw|ahc-chain|ahc-policies|mem-chain|mem-policies --url URL [--requests N] [--concurrency C]
+           transport-bench --profile raw|raw-plain|delegate|transport|client|chain|policies|ahc-raw|ahc-chain|ahc-policies|mem-chain|mem-policies|mem-signal|mem-urlrequest|mem-urlrequest-consume --url URL [--requests N] [--concurrency C]
     Without --url, nginx is started with nginx/nginx.sh and stopped at the end.
     """)
     exit(2)
@@ -468,6 +468,22 @@ struct InMemoryTransport: HTTPTransport {
     }
 }
 
+/// The README's modifier, as the chain calls it: not inlined into its caller, so the parameter
+/// lives to the function's end as a modifier closure's does.
+@inline(never)
+func readmeModifier(_ request: consuming URLRequest) throws -> URLRequest {
+    try request.addingBearerAuthorization(accessToken: modifierTokens.current.accessToken).receivingJSON()
+}
+
+/// The same with `consume`, as the README's performance notes advise.
+@inline(never)
+func consumingModifier(_ request: consuming URLRequest) throws -> URLRequest {
+    try (consume request).addingBearerAuthorization(accessToken: modifierTokens.current.accessToken).receivingJSON()
+}
+
+/// The token store the two modifiers above read, as the README's does.
+let modifierTokens = TokenStore(token: AuthToken(accessToken: bearerToken)) { current in Signal(value: current) }
+
 /// Contenders for `--profile` only: the README chain and the policies service on
 /// ``InMemoryTransport`` (`mem-chain`, `mem-policies`), what the policies cost in instructions.
 func makeInMemoryContenders(base: String) -> [(name: String, key: String, makeStart: (TokenSlot) -> StartRequest)] {
@@ -477,7 +493,33 @@ func makeInMemoryContenders(base: String) -> [(name: String, key: String, makeSt
         tokens: TokenStore(token: AuthToken(accessToken: bearerToken)) { current in Signal(value: current) }
     )
     let policyService = BenchPolicyService.make(base: base, transport: InMemoryTransport())
+    // What the request currency alone costs: the `URLRequest` the chain builds (from a URL
+    // already built, as the client's table of built URLs gives it), the README's modifier in its
+    // README spelling and with `consume`, and the reads of its method, URL and headers that the
+    // client's checks and a transport's conversion make; against the same deferred signal without
+    // them (`mem-signal`).
+    let url = URL(string: base + "/json")!
+    let readRequest: @Sendable (URLRequest) -> Int = { request in
+        (request.allHTTPHeaderFields?.count ?? 0) + (request.httpMethod?.utf8.count ?? 0) + (request.url == nil ? 0 : 1)
+    }
     return [
+        ("a bare deferred Signal(value:), in memory", "mem-signal", signalStart { Signal(tryDeferred: { Signal(value: 1) }) }),
+        ("the chain's URLRequest, README modifier, in memory", "mem-urlrequest", signalStart {
+            Signal(tryDeferred: {
+                var request = URLRequest(url: url)
+                request.httpMethod = "GET"
+                let modified = try readmeModifier(consume request)
+                return Signal(value: readRequest(modified) + readRequest(modified))
+            })
+        }),
+        ("the chain's URLRequest, modifier with consume, in memory", "mem-urlrequest-consume", signalStart {
+            Signal(tryDeferred: {
+                var request = URLRequest(url: url)
+                request.httpMethod = "GET"
+                let modified = try consumingModifier(consume request)
+                return Signal(value: readRequest(modified) + readRequest(modified))
+            })
+        }),
         ("README PostService chain, in memory", "mem-chain", signalStart { service.posts.map(\.count) }),
         ("README service, every policy on, in memory", "mem-policies", signalStart { policyService.posts.map(\.count) }),
     ]
