@@ -14,11 +14,12 @@ final class Counter: Sendable {
     var count: Int { value.withLock { $0 } }
 }
 
-/// Waits until `condition` holds, checking it as other tasks make progress. Fails after 90
+/// Waits until `condition` holds, checking it as other tasks make progress. Fails after 300
 /// seconds, so a broken condition fails the test instead of hanging it.
 func waitUntil(_ condition: @Sendable () -> Bool) async throws {
-    // Far above what any condition needs, like `within`'s bound.
-    let deadline = ContinuousClock.now.advanced(by: .seconds(90))
+    // Far above what any condition needs: a thread-sanitizer run on a stalled two-core machine
+    // once took 102 s to let a cancelled loop end (stop 20), past the 90 s this was.
+    let deadline = ContinuousClock.now.advanced(by: .seconds(300))
     while !condition() {
         try #require(ContinuousClock.now < deadline, "condition not met in time")
         await Task.yield()
