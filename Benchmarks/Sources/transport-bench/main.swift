@@ -502,24 +502,26 @@ func makeInMemoryContenders(base: String) -> [(name: String, key: String, makeSt
     let readRequest: @Sendable (URLRequest) -> Int = { request in
         (request.allHTTPHeaderFields?.count ?? 0) + (request.httpMethod?.utf8.count ?? 0) + (request.url == nil ? 0 : 1)
     }
+    let withRequest: (@escaping @Sendable (consuming URLRequest) throws -> URLRequest) -> (TokenSlot) -> StartRequest = { modify in
+        signalStart {
+            Signal(tryDeferred: {
+                var request = URLRequest(url: url)
+                request.httpMethod = "GET"
+                let modified = try modify(consume request)
+                return Signal(value: readRequest(modified) + readRequest(modified))
+            })
+        }
+    }
     return [
         ("a bare deferred Signal(value:), in memory", "mem-signal", signalStart { Signal(tryDeferred: { Signal(value: 1) }) }),
-        ("the chain's URLRequest, README modifier, in memory", "mem-urlrequest", signalStart {
-            Signal(tryDeferred: {
-                var request = URLRequest(url: url)
-                request.httpMethod = "GET"
-                let modified = try readmeModifier(consume request)
-                return Signal(value: readRequest(modified) + readRequest(modified))
-            })
-        }),
-        ("the chain's URLRequest, modifier with consume, in memory", "mem-urlrequest-consume", signalStart {
-            Signal(tryDeferred: {
-                var request = URLRequest(url: url)
-                request.httpMethod = "GET"
-                let modified = try consumingModifier(consume request)
-                return Signal(value: readRequest(modified) + readRequest(modified))
-            })
-        }),
+        ("the chain's URLRequest, README modifier, in memory", "mem-urlrequest", withRequest(readmeModifier)),
+        ("the chain's URLRequest, modifier with consume, in memory", "mem-urlrequest-consume", withRequest(consumingModifier)),
+        ("the chain's URLRequest, README modifier as a closure literal, in memory", "mem-urlrequest-closure", withRequest({ request in
+            try request.addingBearerAuthorization(accessToken: modifierTokens.current.accessToken).receivingJSON()
+        })),
+        ("the chain's URLRequest, README modifier as a closure literal declaring consuming, in memory", "mem-urlrequest-closure-consuming", withRequest({ (request: consuming URLRequest) in
+            try request.addingBearerAuthorization(accessToken: modifierTokens.current.accessToken).receivingJSON()
+        })),
         ("README PostService chain, in memory", "mem-chain", signalStart { service.posts.map(\.count) }),
         ("README service, every policy on, in memory", "mem-policies", signalStart { policyService.posts.map(\.count) }),
     ]
