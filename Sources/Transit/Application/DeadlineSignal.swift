@@ -5,22 +5,56 @@ import FoundationNetworking
 import Signals
 
 extension Signal where Failure == any Error {
-    /// Fails with `URLError(.timedOut)` and cancels the upstream if it has not ended within
-    /// `deadline` of the subscription, timed by `deadlines`. Unlike `timeout`, values do not
-    /// restart the clock.
-    func within(_ deadline: Duration, deadlines: Deadlines) -> Signal<Output, any Error> {
+    /// Fails with `URLError(.timedOut)`, carried by a ``TransportError`` for `request`, and
+    /// cancels the upstream if it has not ended within `deadline` of the subscription, timed by
+    /// `deadlines`. Unlike `timeout`, values do not restart the clock.
+    ///
+    /// A `URLError` from upstream is carried by a ``TransportError`` for `request` too, as the
+    /// deadline's own is (a transport's failures already are): one stage, not a `mapError`
+    /// after it.
+    func within(
+        _ deadline: Duration,
+        deadlines: Deadlines,
+        for request: URLRequest,
+        events: HTTPEventSink?
+    ) -> Signal<Output, any Error> {
         let upstream = self
         return Signal { observer in
             let scope = CancellationToken()
-            let id = deadlines.add(after: deadline) {
-                scope.cancel()
-                observer.fail(Self.deadlinePassed(deadline))
-            }
-            upstream.observe(observer, in: scope)
+            let id = deadlines.arm(deadline, for: request, events: events, cancelling: scope, failing: observer)
+            upstream.observe(Observer { event in
+                if case .failed(let error) = event, error is URLError {
+                    observer.fail(HTTPClient.annotate(error, sentWith: request, events: events))
+                } else {
+                    observer.send(event)
+                }
+            }, in: scope)
             return {
                 deadlines.remove(id)
                 scope.cancel()
             }
+        }
+    }
+}
+
+extension Deadlines {
+    /// Arms one request's `deadline`: when it passes, `scope` (the request's upstream) is
+    /// cancelled and `observer` fails with `URLError(.timedOut)` in a ``TransportError`` for
+    /// `request`. Returns the identifier for ``remove(_:)``, which the stage's teardown calls.
+    ///
+    /// The one arming of both stages that time a request: `within(_:deadlines:for:events:)`
+    /// (streams and downloads) and `collectResponse(for:maxBytes:events:deadline:deadlines:)`
+    /// (the buffered send).
+    func arm<Value>(
+        _ deadline: Duration,
+        for request: URLRequest,
+        events: HTTPEventSink?,
+        cancelling scope: CancellationToken,
+        failing observer: Observer<Value, any Error>
+    ) -> UInt64 {
+        add(after: deadline) {
+            scope.cancel()
+            observer.fail(HTTPClient.annotate(Self.deadlinePassed(deadline), sentWith: request, events: events))
         }
     }
 

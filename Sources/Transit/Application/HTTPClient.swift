@@ -265,11 +265,8 @@ public final class HTTPClient: Sendable {
     ) -> Signal<HTTPResponsePart, any Error> {
         let parts = parts(of: request, options: options)
         guard let deadline else { return parts }
-        let events = self.events
         // The deadline's `URLError(.timedOut)` carries the request like a transport's would.
-        return parts.within(deadline, deadlines: deadlines).mapError { error in
-            error is URLError ? Self.annotate(error, sentWith: sent, events: events) : error
-        }
+        return parts.within(deadline, deadlines: deadlines, for: sent, events: events)
     }
 
     /// The parts of `request`'s final response: after the shared cooldown and the rate limit,

@@ -16,8 +16,8 @@ extension Signal where Output == HTTPResponsePart, Failure == any Error {
     /// With a `deadline`, timed by `deadlines`, the signal also fails with `URLError(.timedOut)`
     /// (carried by a ``TransportError`` for `request`) and cancels the upstream if the response
     /// is not complete within `deadline` of the subscription; values do not restart the clock.
-    /// It is the same as `within(_:deadlines:)` before the collection, in one stage instead of
-    /// three: the buffered send's path, taken by every request.
+    /// It is the same as `within(_:deadlines:for:events:)` before the collection, in one stage
+    /// instead of two: the buffered send's path, taken by every request.
     func collectResponse(
         for request: URLRequest,
         maxBytes: Int,
@@ -30,10 +30,7 @@ extension Signal where Output == HTTPResponsePart, Failure == any Error {
             let scope = CancellationToken()
             var deadlineID: UInt64?
             if let deadline, let deadlines {
-                deadlineID = deadlines.add(after: deadline) {
-                    scope.cancel()
-                    observer.fail(HTTPClient.annotate(Self.deadlinePassed(deadline), sentWith: request, events: events))
-                }
+                deadlineID = deadlines.arm(deadline, for: request, events: events, cancelling: scope, failing: observer)
             }
             // With a deadline, a `URLError` from upstream carries the request, as the deadline's
             // own does (the transport's failures already do).

@@ -186,6 +186,38 @@ struct SeamTests {
         #expect(urlErrorCode(bounded.failure) == .timedOut)
     }
 
+    @Test func aStreamsDeadlineDeliversWhatArrivedInTimeThenFailsOnceCarryingTheRequest() throws {
+        let transport = StubTransport(scheduler: scheduler)
+        transport.stub(.get).thenRespond(.chunks([Data([1]), Data([2]), Data([3])], every: .seconds(10)))
+        let http = client(transport)
+        let probe = RequestProbe(http.stream(request("https://api.example.com/s"), options: RequestOptions(deadline: .after(.seconds(15)))))
+        scheduler.advance(by: .seconds(14))
+        #expect(probe.values.count == 2)   // the head and the first chunk
+        #expect(probe.terminalCount == 0)
+        scheduler.advance(by: .seconds(1))
+        let failure = try #require(probe.failure as? TransportError, "not a TransportError: \(String(describing: probe.failure))")
+        #expect(failure.code == .timedOut)
+        #expect(failure.request.url?.absoluteString == "https://api.example.com/s")
+        scheduler.advance(by: .seconds(100))
+        #expect(probe.values.count == 2)
+        #expect(probe.terminalCount == 1)
+        #expect(probe.violations == 0)
+        #expect(scheduler.pendingCount == 0)
+    }
+
+    @Test func aStreamThatEndsBeforeItsDeadlineLeavesNothingPending() {
+        let transport = StubTransport(scheduler: scheduler)
+        transport.stub(.get).thenRespond(.chunks([Data([1]), Data([2])], every: .seconds(1)))
+        let probe = RequestProbe(client(transport).stream(request("https://api.example.com/s"), options: RequestOptions(deadline: .after(.seconds(50)))))
+        scheduler.advance(by: .seconds(2))
+        #expect(probe.isFinished)
+        #expect(probe.values.count == 3)
+        scheduler.advance(by: .seconds(100))
+        #expect(probe.terminalCount == 1)
+        #expect(probe.violations == 0)
+        #expect(scheduler.pendingCount == 0)
+    }
+
     // MARK: redirects
 
     private func redirect(_ status: Int, to location: String) -> StubResponse {
