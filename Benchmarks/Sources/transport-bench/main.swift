@@ -512,7 +512,13 @@ func makeInMemoryContenders(base: String) -> [(name: String, key: String, makeSt
             })
         }
     }
+    // A stream with a deadline (a stream has none unless its options set one): the parts counted.
+    let streamClient = HTTPClient(transport: InMemoryTransport())
+    let streamOptions = RequestOptions(deadline: .after(.seconds(300)))
     return [
+        ("a stream with a deadline, in memory", "mem-stream-deadline", signalStart {
+            streamClient.stream(URLRequest(url: url), options: streamOptions).map { _ in 1 }
+        }),
         ("a bare deferred Signal(value:), in memory", "mem-signal", signalStart { Signal(tryDeferred: { Signal(value: 1) }) }),
         ("the chain's URLRequest, README modifier, in memory", "mem-urlrequest", withRequest(readmeModifier)),
         ("the chain's URLRequest, modifier with consume, in memory", "mem-urlrequest-consume", withRequest(consumingModifier)),
