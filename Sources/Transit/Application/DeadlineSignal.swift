@@ -5,13 +5,10 @@ import FoundationNetworking
 import Signals
 
 extension Signal where Failure == any Error {
-    /// Fails with `URLError(.timedOut)`, carried by a ``TransportError`` for `request`, and
-    /// cancels the upstream if it has not ended within `deadline` of the subscription, timed by
-    /// `deadlines`. Unlike `timeout`, values do not restart the clock.
-    ///
-    /// A `URLError` from upstream is carried by a ``TransportError`` for `request` too, as the
-    /// deadline's own is (a transport's failures already are): one stage, not a `mapError`
-    /// after it.
+    /// Fails with `URLError(.timedOut)`, carried by a ``TransportError`` for `request` as a
+    /// transport's failures are (the redirecting exchange annotates those), and cancels the
+    /// upstream if it has not ended within `deadline` of the subscription, timed by `deadlines`.
+    /// Unlike `timeout`, values do not restart the clock.
     func within(
         _ deadline: Duration,
         deadlines: Deadlines,
@@ -22,13 +19,7 @@ extension Signal where Failure == any Error {
         return Signal { observer in
             let scope = CancellationToken()
             let id = deadlines.arm(deadline, for: request, events: events, cancelling: scope, failing: observer)
-            upstream.observe(Observer { event in
-                if case .failed(let error) = event, error is URLError {
-                    observer.fail(HTTPClient.annotate(error, sentWith: request, events: events))
-                } else {
-                    observer.send(event)
-                }
-            }, in: scope)
+            upstream.observe(observer, in: scope)
             return {
                 deadlines.remove(id)
                 scope.cancel()

@@ -32,9 +32,6 @@ extension Signal where Output == HTTPResponsePart, Failure == any Error {
             if let deadline, let deadlines {
                 deadlineID = deadlines.arm(deadline, for: request, events: events, cancelling: scope, failing: observer)
             }
-            // With a deadline, a `URLError` from upstream carries the request, as the deadline's
-            // own does (the transport's failures already do).
-            let annotatesURLErrors = deadlineID != nil
             let buffer = Locked<(head: HTTPResponseHead?, body: Data, declared: Int)>((nil, Data(), 0))
             parts.observe(Observer { event in
                 switch event {
@@ -77,7 +74,8 @@ extension Signal where Output == HTTPResponsePart, Failure == any Error {
                     observer.send(response)
                     observer.finish()
                 case .failed(let error):
-                    observer.fail(annotatesURLErrors && error is URLError ? HTTPClient.annotate(error, sentWith: request, events: events) : error)
+                    // A transport's failures already carry the request (the redirecting exchange annotates them).
+                    observer.fail(error)
                 }
             }, in: scope)
             guard let deadlineID, let deadlines else { return { scope.cancel() } }
