@@ -22,6 +22,8 @@
 //   transport            Transit's bare transport: `URLSessionTransport().send(request)`
 //   client               Transit `HTTPClient(transport: URLSessionTransport())` through a RESTAPI
 //                        service's `get(endpoint:)`, as a user writes it
+//   NAME+fix             NAME with `--curl-fix LIBRARY` preloaded into its process: Benchmarks/soak/
+//                        curl-host-fix.c, Foundation's CFURLSessionCurlHostIsEqual without its leak
 import Dispatch
 import Foundation
 #if canImport(FoundationNetworking)
@@ -44,12 +46,15 @@ struct Options {
     var caseName: String?
     var url: String?
     var refusedPort: Int?
+    /// A shared library preloaded (`LD_PRELOAD`) into the child of a case named `NAME+fix`.
+    var curlFix: String?
 }
 
 func usage() -> Never {
     FileHandle.standardError.write(Data("""
     usage: soak-bench [--requests N] [--in-flight N] [--checkpoint N] [--idle SECONDS] [--runs R]
                       [--cases urlsession,urlsession-delegate,transport,client] [--url http://127.0.0.1:PORT]
+                      [--curl-fix LIBRARY]   (cases NAME+fix run NAME with LIBRARY preloaded)
            soak-bench --case NAME --url URL --refused-port PORT [--requests N] ...   (one contender, in this process)
     Without --url, nginx is started with nginx/nginx.sh and stopped at the end.
 
@@ -79,6 +84,7 @@ let options: Options = {
         case "--case": options.caseName = text()
         case "--url": options.url = text()
         case "--refused-port": options.refusedPort = number()
+        case "--curl-fix": options.curlFix = text()
         default: usage()
         }
     }
@@ -502,8 +508,16 @@ func runCaseInChild(_ name: String, base: String, refusedPort: Int) -> CaseResul
     if !FileManager.default.isExecutableFile(atPath: process.executableURL!.path) {
         process.executableURL = Bundle.main.executableURL
     }
+    var caseName = name
+    if name.hasSuffix("+fix") {
+        guard let library = options.curlFix else { fail("\(name) needs --curl-fix LIBRARY") }
+        caseName = String(name.dropLast(4))
+        var environment = ProcessInfo.processInfo.environment
+        environment["LD_PRELOAD"] = library
+        process.environment = environment
+    }
     process.arguments = [
-        "--case", name, "--url", base, "--refused-port", String(refusedPort),
+        "--case", caseName, "--url", base, "--refused-port", String(refusedPort),
         "--requests", String(options.requests), "--in-flight", String(options.inFlight),
         "--checkpoint", String(options.checkpoint), "--idle", String(options.idleSeconds),
     ]
@@ -582,6 +596,11 @@ let labels = [
     "client": "Transit HTTPClient, RESTAPI get",
 ]
 
+func label(_ name: String) -> String {
+    guard name.hasSuffix("+fix") else { return labels[name] ?? name }
+    return (labels[String(name.dropLast(4))] ?? name) + ", Foundation's URL-parsing leak fixed (preloaded)"
+}
+
 func report(_ results: [String: [CaseResult]]) {
     let checkpoints = results.values.first!.first!.samples.map(\.requests)
     let columns = checkpoints.filter { $0 == 0 || $0 % 100_000 == 0 || $0 == options.requests }
@@ -598,13 +617,13 @@ func report(_ results: [String: [CaseResult]]) {
         let heapSlope = median(runs.map { run in slopePerThousand(run.samples.filter { $0.requests >= warmUp }.map { ($0.requests, $0.heap) }) })
         let heapEnd = median(runs.map { Double($0.samples.last!.heap) })
         let rate = median(runs.map { Double(options.requests) / $0.seconds })
-        print("| \(labels[name] ?? name) | " + columns.map { mib(at($0)) }.joined(separator: " | ")
+        print("| \(label(name)) | " + columns.map { mib(at($0)) }.joined(separator: " | ")
               + " | \(mib(median(runs.map { Double($0.idle.rss) }))) | \(mib(median(runs.map { Double($0.trimmed.rss) }))) | \(mib(median(runs.map { Double($0.peak) }))) | \(fmt(rssSlope, 3)) | \(fmt(heapSlope, 3)) | \(mib(heapEnd)) | \(fmt(rate, 0)) |")
     }
     print("\nOutcomes (first run of each; ok / 404 / refused / cancelled / ended before its cancel / unexpected):\n")
     for name in options.cases {
         guard let run = results[name]?.first else { continue }
-        print("- \(labels[name] ?? name): " + run.counts.map(String.init).joined(separator: " / "))
+        print("- \(label(name)): " + run.counts.map(String.init).joined(separator: " / "))
     }
     print("\nEvery checkpoint, every run (requests: RSS KiB / heap in use KiB):\n")
     for name in options.cases {
