@@ -23,6 +23,8 @@ let package = Package(
         .target(name: "MallocCounter"),
         // The hand-written floor, in its own module like any library.
         .target(name: "BenchFloor"),
+        // glibc's heap statistics and malloc_trim, which the Glibc module does not export.
+        .target(name: "SoakMalloc"),
         .executableTarget(
             name: "signals-bench",
             dependencies: [
@@ -54,6 +56,16 @@ let package = Package(
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
+        ),
+        // Resident memory over a long soak of mixed requests (ok, 404, refused, cancelled), raw
+        // URLSession against Transit, each in its own process: `swift run -c release soak-bench`.
+        .executableTarget(
+            name: "soak-bench",
+            dependencies: [
+                "SoakMalloc",
+                .product(name: "Signals", package: "Transit"),
+                .product(name: "Transit", package: "Transit"),
             ]
         ),
     ],
