@@ -72,8 +72,13 @@ public final class HTTPCache: Sendable {
         eventSubject.signal
     }
 
-    /// Removes every stored response (a user signed out). A response being stored while this
-    /// runs is dropped too.
+    /// Removes every stored response (a user signed out).
+    ///
+    /// Sign-out wins over every exchange in flight: a response to a request that was looked up
+    /// before this call is never stored, and a `304 Not Modified` that arrives after it does not
+    /// bring the removed response back — whichever instance or process on the folder the
+    /// exchange runs in (the generation the exchange took at lookup is checked again under the
+    /// folder lock when it would store).
     public func removeAll() throws {
         try records.removeAll()
     }
