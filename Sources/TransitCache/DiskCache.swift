@@ -151,6 +151,11 @@ public final class DiskCache: Sendable {
         state.withLock { state in state.index.entriesByUse.map(\.key) }
     }
 
+    /// The keys this instance knows that `isIncluded` accepts, in no particular order.
+    func knownKeys(where isIncluded: (String) -> Bool) -> [String] {
+        state.withLock { state in state.index.keys(where: isIncluded) }
+    }
+
     // MARK: - Reading
 
     /// The record stored under `key`, or `nil` if there is none, it expired, or its file was

@@ -89,9 +89,8 @@ public struct CachingTransport: HTTPTransport {
                     targets.append(target)
                 }
             }
-            for target in targets {
-                guard (try? cache.records.containsRecord(forKey: HTTPCache.key(for: target))) == true else { continue }
-                if (try? cache.removeResponse(for: target)) != nil { cache.send(.invalidated(target)) }
+            for target in targets where cache.invalidate(target) {
+                cache.send(.invalidated(target))
             }
         })
     }
@@ -117,6 +116,8 @@ final class CacheExchange: Sendable {
     /// ``HTTPCache/removeAll()`` ran since.
     struct Slot {
         let key: String
+        /// The request's credential partition (see ``HTTPCache/partition(of:)``).
+        let partition: String
         let generation: CacheGeneration
     }
 
@@ -133,7 +134,6 @@ final class CacheExchange: Sendable {
     private let isHead: Bool
     private let observer: Observer<HTTPResponsePart, any Error>
     private let requestControl: CacheControl
-    private let key: String
     private let state = Locked(State())
 
     /// Chunk size for serving stored bodies.
@@ -153,7 +153,6 @@ final class CacheExchange: Sendable {
             control.noCache = true
         }
         requestControl = control
-        key = HTTPCache.key(for: url)
     }
 
     private var now: Int64 { cache.records.configuration.clock.milliseconds }
@@ -179,7 +178,9 @@ final class CacheExchange: Sendable {
         // The generation first, before anything is read: a removeAll() from now on keeps what
         // this exchange would store out of the cache — the response it may find below included,
         // which a 304 would otherwise store again from its still-open file.
-        let slot = Slot(key: key, generation: cache.records.generation())
+        let generation = cache.records.generation()
+        let partition = cache.partition(of: request.urlRequest)
+        let slot = Slot(key: HTTPCache.key(for: url, partition: partition), partition: partition, generation: generation)
         let candidate = lookUp(slot)
         if cache.isOffline {
             if let candidate, usableOffline(candidate.stored) {
@@ -216,10 +217,12 @@ final class CacheExchange: Sendable {
         forward(conditional, storing: slot, validating: true, fallback: candidate)
     }
 
-    /// The stored response for the request, if its record verifies, decodes and matches `Vary`.
+    /// The stored response for the request, if its record verifies, decodes, belongs to the
+    /// request's credential partition and matches `Vary`.
     private func lookUp(_ slot: Slot) -> Candidate? {
         guard let record = try? cache.records.openRecord(forKey: slot.key, generation: slot.generation),
               let stored = try? JSONDecoder().decode(StoredResponse.self, from: record.metadata),
+              stored.partition == slot.partition,
               stored.matches(request.urlRequest)
         else { return nil }
         return Candidate(stored: stored, record: record)
@@ -299,7 +302,9 @@ final class CacheExchange: Sendable {
         }
         var writer: RecordWriter?
         if let slot = storing, isStorable(head) {
-            let stored = StoredResponse(url: url, response: head, request: request.urlRequest, requestTime: requestTime, responseTime: now)
+            let stored = StoredResponse(
+                url: url, response: head, request: request.urlRequest, requestTime: requestTime, responseTime: now, partition: slot.partition
+            )
             do {
                 let metadata = try JSONEncoder().encode(stored)
                 let limit = cache.records.configuration.effectiveMaximumRecordSize
