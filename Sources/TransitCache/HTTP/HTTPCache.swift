@@ -51,6 +51,10 @@ public final class HTTPCache: Sendable {
     private let eventSubject = PassthroughSubject<HTTPCacheEvent, Never>()
     /// The folder's secret key for credential digests, once read.
     private let partitionKey = Locked<[UInt8]?>(nil)
+    /// The last partition computed, with the credential values it digests: a client sends the
+    /// same credential again and again, and the digest need not be computed each time. Kept in
+    /// memory only, and forgotten by ``removeAll()``.
+    private let lastPartition = Locked<(message: [UInt8], partition: String)?>(nil)
 
     /// The request headers that carry a credential: the cache is partitioned by their values.
     static let credentialHeaders = ["Authorization", "Proxy-Authorization", "Cookie"]
@@ -93,6 +97,7 @@ public final class HTTPCache: Sendable {
     /// exchange runs in (the generation the exchange took at lookup is checked again under the
     /// folder lock when it would store).
     public func removeAll() throws {
+        lastPartition.withLock { $0 = nil }
         try records.removeAll()
     }
 
@@ -152,11 +157,14 @@ public final class HTTPCache: Sendable {
             message.appendLittleEndian(UInt64(bytes.count))
             message.append(contentsOf: bytes)
         }
+        if let last = lastPartition.withLock({ $0 }), last.message == message { return last.partition }
         let digest = HMACSHA256.authenticationCode(for: message, key: secretKey())
-        return digest.map { byte in
+        let partition = digest.map { byte in
             let hex = String(byte, radix: 16)
             return byte < 16 ? "0" + hex : hex
         }.joined()
+        lastPartition.withLock { $0 = (message, partition) }
+        return partition
     }
 
     /// The folder's secret key, read (or created) once. Where it cannot be created (a read-only
