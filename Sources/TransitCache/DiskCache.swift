@@ -29,6 +29,9 @@ import Darwin
 ///   (in one process or several) may share a folder: renames, pins and removals are serialised
 ///   by an `flock` on the folder's lock file, and eviction re-reads a file before removing it.
 ///   Each instance keeps its own index; ``collectGarbage()`` re-synchronises it with the folder.
+/// - **`removeAll()` wins.** A write in progress when ``removeAll()`` runs — on any instance, in
+///   any process — does not commit: the folder's generation, kept in the lock file, changes, and
+///   every commit reads it again under the folder lock.
 ///
 /// The synchronous methods block the calling thread on file I/O. Each has an `async` twin, and
 /// ``signals`` offers them as cold signals; both run the work on the cache's own queue.

@@ -19,8 +19,13 @@ import Transit
 ///   `Expires` — `public`/`private`, or a status cacheable by default); a `HEAD` is answered
 ///   from a fresh stored `GET` response. Requests with a body file, a `Range` or their own
 ///   conditional headers pass through untouched. A successful unsafe request (`POST`, `PUT`,
-///   `PATCH`, `DELETE`, …) removes the stored response for its URL and for the same-origin
-///   `Location`/`Content-Location`.
+///   `PATCH`, `DELETE`, …) removes the stored responses for its URL and for the same-origin
+///   `Location`/`Content-Location` (for every credential the cache instance knows of).
+/// - **Partitioned by credential**: a stored response is served and revalidated only for a
+///   request with the same `Authorization`, `Proxy-Authorization` and `Cookie` values as the one
+///   it answered (see ``HTTPCache``).
+/// - **Sign-out wins**: a response whose exchange looked the request up before
+///   ``HTTPCache/removeAll()`` is never stored, nor is a `304` that arrives after it.
 /// - **Freshness** (RFC 9111 §4.2): `max-age`, else `Expires` − `Date`, else the heuristic only
 ///   where the RFC allows it (a status cacheable by default, or `public`, with `Last-Modified`);
 ///   age from `Age`, `Date` and the request/response times. Request `max-age`, `min-fresh`,
