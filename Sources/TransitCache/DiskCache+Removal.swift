@@ -28,30 +28,61 @@ extension DiskCache {
         }
     }
 
-    /// Removes every record, pinned or not (a user signed out). A write in progress when this is
-    /// called does not commit.
+    /// Removes every record, pinned or not (a user signed out).
     ///
-    /// - Throws: a ``CacheError`` if a file cannot be removed; the records removed before it
-    ///   stay removed.
+    /// A write in progress when this is called does not commit — whether it is on this instance,
+    /// on another instance on the folder, or in another process: the folder's generation, which
+    /// every write reads when it starts and again under the folder lock when it commits, changes.
+    ///
+    /// - Throws: a ``CacheError`` if a file cannot be removed (the records removed before it
+    ///   stay removed), or if the generation cannot be written to the lock file (then writes in
+    ///   progress on other instances may still commit; this instance's do not).
     public func removeAll() throws {
         try folderLock.withLock { () throws -> Void in
-            state.withLock { state in state.generation += 1 }
-            let names: [String]
-            do throws {
-                names = try FileSystem.names(in: folderPath)
+            // The generation changes last, even when a removal fails: a write that reads the new
+            // generation without the lock finds no record from before (an HTTP exchange could
+            // otherwise open one about to be removed and store it again after a 304).
+            defer {
+                state.withLock { state in state.removals &+= 1 }
+            }
+            do {
+                try removeRecordFiles()
             } catch {
-                throw CacheError.system("list folder", path: folderPath, error: error)
+                try? advanceGeneration()
+                throw error
             }
-            for name in names {
-                guard let id = RecordID(fileName: name) else { continue }
-                do {
-                    try FileSystem.remove(folderPath + "/" + name)
-                } catch {
-                    throw CacheError.system("remove", path: folderPath, error: error)
-                }
-                state.withLock { state in _ = state.index.remove(id) }
-            }
+            try advanceGeneration()
             state.withLock { state in state.index = RecordIndex() }
+        }
+    }
+
+    /// Removes every record file. Call it with the folder lock held.
+    private func removeRecordFiles() throws {
+        let names: [String]
+        do throws {
+            names = try FileSystem.names(in: folderPath)
+        } catch {
+            throw CacheError.system("list folder", path: folderPath, error: error)
+        }
+        for name in names {
+            guard let id = RecordID(fileName: name) else { continue }
+            do {
+                try FileSystem.remove(folderPath + "/" + name)
+            } catch {
+                throw CacheError.system("remove", path: folderPath, error: error)
+            }
+            state.withLock { state in _ = state.index.remove(id) }
+        }
+    }
+
+    /// Writes the folder's next generation to the lock file (a damaged one is replaced by a
+    /// random value). Call it with the folder lock held.
+    func advanceGeneration() throws {
+        let next = (folderLock.generation() ?? UInt64.random(in: 0...UInt64.max)) &+ 1
+        do {
+            try folderLock.setGeneration(next)
+        } catch {
+            throw CacheError.system("write the generation", path: folderPath, error: error)
         }
     }
 }

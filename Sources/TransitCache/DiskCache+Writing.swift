@@ -64,8 +64,14 @@ extension DiskCache {
         try makeWriter(forKey: key, ttl: ttl, metadata: metadata, expectedSize: nil)
     }
 
-    private func makeWriter(forKey key: String, ttl: Duration?, metadata: Data, expectedSize: Int?) throws -> RecordWriter {
-        let (header, generation) = try prepareHeader(forKey: key, ttl: ttl, metadata: metadata, expectedSize: expectedSize)
+    /// A writer whose record commits only if the cache's generation is still `generation` (by
+    /// default, the generation now): an HTTP exchange passes the generation it took when it
+    /// looked the request up.
+    func makeWriter(
+        forKey key: String, ttl: Duration?, metadata: Data, expectedSize: Int?, generation: CacheGeneration? = nil
+    ) throws -> RecordWriter {
+        let (header, current) = try prepareHeader(forKey: key, ttl: ttl, metadata: metadata, expectedSize: expectedSize)
+        let generation = generation ?? current
         return try RecordWriter(
             cache: self, id: RecordID(key: key), header: header, generation: generation,
             sizeLimit: configuration.effectiveMaximumRecordSize
@@ -74,7 +80,7 @@ extension DiskCache {
 
     /// Checks a write's key, metadata, TTL and (if known) size, and makes its header (payload
     /// length and CRC still zero); returns it with the generation the write belongs to.
-    private func prepareHeader(forKey key: String, ttl: Duration?, metadata: Data, expectedSize: Int?) throws -> (RecordHeader, UInt64) {
+    private func prepareHeader(forKey key: String, ttl: Duration?, metadata: Data, expectedSize: Int?) throws -> (RecordHeader, CacheGeneration) {
         try validate(key: key)
         guard metadata.count <= DiskCache.maximumMetadataLength else {
             throw CacheError.metadataTooLarge(length: metadata.count, limit: DiskCache.maximumMetadataLength)
@@ -93,18 +99,26 @@ extension DiskCache {
         if let expectedSize, header.headerLength + expectedSize > limit {
             throw CacheError.recordTooLarge(size: header.headerLength + expectedSize, limit: limit)
         }
-        return (header, state.withLock { $0.generation })
+        return (header, generation())
     }
 
     /// Moves a complete temporary file into place, under the folder lock. Called by
     /// ``RecordWriter/commit()``.
     ///
-    /// - Returns: `false` if ``removeAll()`` ran since the writer started: the record is dropped
-    ///   and the caller removes the temporary file.
-    func commit(temporaryPath: String, file: SystemFile, id: RecordID, header: RecordHeader, generation: UInt64) throws -> Bool {
+    /// - Returns: `false` if ``removeAll()`` ran since the writer started (the generation, read
+    ///   again under the lock, is not `generation`): the record is dropped and the caller removes
+    ///   the temporary file.
+    func commit(temporaryPath: String, file: SystemFile, id: RecordID, header: RecordHeader, generation: CacheGeneration) throws -> Bool {
         let path = self.path(for: id)
         let committed = try folderLock.withLock { () throws -> Bool in
-            guard state.withLock({ $0.generation }) == generation else { return false }
+            let current = self.generation()
+            if current.folder == nil {
+                // Damaged bytes in the lock file: nothing that started before can be trusted to
+                // have seen the last removeAll(). A new generation lets later writes commit.
+                try? advanceGeneration()
+                return false
+            }
+            guard generation.admits(current) else { return false }
             var pinCount: UInt32 = 0
             if let old = try? SystemFile(path: path, flags: O_RDONLY),
                let fixed = try? RecordReading.fixedHeader(of: old), fixed.pinCount > 0 {
@@ -147,12 +161,13 @@ extension DiskCache {
         try folderLock.withLock { () throws -> (path: String, file: SystemFile) in try createTemporaryFile() }
     }
 
-    private func createTemporaryFile() throws -> (path: String, file: SystemFile) {
+    /// Creates a temporary file (see ``makeTemporaryFile()``); call it with the folder lock held.
+    func createTemporaryFile(mode: mode_t = 0o644) throws -> (path: String, file: SystemFile) {
         var attempts = 0
         while true {
             let path = folderPath + "/" + DiskCache.temporaryPrefix + String(UInt64.random(in: 0...UInt64.max), radix: 16)
             do {
-                let file = try SystemFile(path: path, flags: O_RDWR | O_CREAT | O_EXCL, mode: 0o644)
+                let file = try SystemFile(path: path, flags: O_RDWR | O_CREAT | O_EXCL, mode: mode)
                 // Held until the file is closed: a scan that can take this lock knows the
                 // writer is gone (crashed) and removes the file.
                 _ = try? file.lock(exclusive: true, wait: false)
@@ -170,11 +185,14 @@ extension DiskCache {
     /// payload: a new file (written and renamed into place like any record) whose payload is
     /// copied from the open file by the kernel where it can (`sendfile`), with the payload's
     /// checksum carried over. An HTTP revalidation (304) updates a large response this way.
+    ///
+    /// Nothing is stored if ``removeAll()`` ran since the record was opened (its
+    /// ``OpenRecord/generation``): a removed record never comes back from a file still open.
     func replaceMetadata(of record: OpenRecord, with metadata: Data) throws {
         guard metadata.count <= DiskCache.maximumMetadataLength else {
             throw CacheError.metadataTooLarge(length: metadata.count, limit: DiskCache.maximumMetadataLength)
         }
-        let generation = state.withLock { $0.generation }
+        let generation = record.generation
         let now = configuration.clock.milliseconds
         var header = record.header
         header.metadata = Array(metadata)

@@ -29,6 +29,9 @@ import Darwin
 ///   (in one process or several) may share a folder: renames, pins and removals are serialised
 ///   by an `flock` on the folder's lock file, and eviction re-reads a file before removing it.
 ///   Each instance keeps its own index; ``collectGarbage()`` re-synchronises it with the folder.
+/// - **`removeAll()` wins.** A write in progress when ``removeAll()`` runs — on any instance, in
+///   any process — does not commit: the folder's generation, kept in the lock file, changes, and
+///   every commit reads it again under the folder lock.
 ///
 /// The synchronous methods block the calling thread on file I/O. Each has an `async` twin, and
 /// ``signals`` offers them as cold signals; both run the work on the cache's own queue.
@@ -95,8 +98,9 @@ public final class DiskCache: Sendable {
 
     struct State {
         var index = RecordIndex()
-        /// Raised by ``DiskCache/removeAll()``: a writer that started before it does not commit.
-        var generation: UInt64 = 0
+        /// How many times this instance ran ``DiskCache/removeAll()``: the local part of its
+        /// ``CacheGeneration``.
+        var removals: UInt64 = 0
     }
 
     /// The name of the lock file in the folder.
@@ -150,6 +154,11 @@ public final class DiskCache: Sendable {
         state.withLock { state in state.index.entriesByUse.map(\.key) }
     }
 
+    /// The keys this instance knows that `isIncluded` accepts, in no particular order.
+    func knownKeys(where isIncluded: (String) -> Bool) -> [String] {
+        state.withLock { state in state.index.keys(where: isIncluded) }
+    }
+
     // MARK: - Reading
 
     /// The record stored under `key`, or `nil` if there is none, it expired, or its file was
@@ -181,15 +190,26 @@ public final class DiskCache: Sendable {
     /// record can be read even if it is replaced or removed meanwhile. A payload of at most
     /// `memoryLimit` bytes is read into memory in the same pass; a larger one is verified in
     /// bounded chunks and read again from the file as it is served.
-    func openRecord(forKey key: String, includingExpired: Bool = true, memoryLimit: Int = 4 << 20) throws -> OpenRecord? {
-        try open(key, includingExpired: includingExpired, loadingPayloadUpTo: memoryLimit)
+    ///
+    /// The record carries `generation` — by default the generation when this method is called,
+    /// taken before the file is opened — so that new metadata for it
+    /// (``replaceMetadata(of:with:)``) is dropped if ``removeAll()`` runs after that.
+    func openRecord(
+        forKey key: String,
+        includingExpired: Bool = true,
+        memoryLimit: Int = 4 << 20,
+        generation: CacheGeneration? = nil
+    ) throws -> OpenRecord? {
+        try open(key, includingExpired: includingExpired, loadingPayloadUpTo: memoryLimit, generation: generation ?? self.generation())
     }
 
     private func open(_ key: String, includingExpired: Bool, loadingPayload: Bool) throws -> OpenRecord? {
-        try open(key, includingExpired: includingExpired, loadingPayloadUpTo: loadingPayload ? .max : 0)
+        try open(key, includingExpired: includingExpired, loadingPayloadUpTo: loadingPayload ? .max : 0, generation: .none)
     }
 
-    private func open(_ key: String, includingExpired: Bool, loadingPayloadUpTo memoryLimit: Int) throws -> OpenRecord? {
+    private func open(
+        _ key: String, includingExpired: Bool, loadingPayloadUpTo memoryLimit: Int, generation: CacheGeneration
+    ) throws -> OpenRecord? {
         try validate(key: key)
         let id = RecordID(key: key)
         let path = self.path(for: id)
@@ -230,7 +250,7 @@ public final class DiskCache: Sendable {
                 ))
             }
         }
-        return OpenRecord(key: key, header: fields, file: file, payload: payload, folderPath: folderPath)
+        return OpenRecord(key: key, header: fields, file: file, payload: payload, folderPath: folderPath, generation: generation)
     }
 
     /// `true` if a fresh record is stored under `key`, checked as a read would (checksums
@@ -261,6 +281,12 @@ public final class DiskCache: Sendable {
     }
 
     // MARK: - Helpers
+
+    /// The generation now (see ``CacheGeneration``): a write takes it when it starts and commits
+    /// only if it is still the same, read again under the folder lock.
+    func generation() -> CacheGeneration {
+        CacheGeneration(folder: folderLock.generation(), local: state.withLock { $0.removals })
+    }
 
     func path(for id: RecordID) -> String {
         folderPath + "/" + id.fileName

@@ -20,12 +20,12 @@ public final class RecordWriter: Sendable {
     private let cache: DiskCache
     private let id: RecordID
     private let header: RecordHeader
-    private let generation: UInt64
+    private let generation: CacheGeneration
     private let sizeLimit: Int
     private let temporaryPath: String
     private let state: Locked<State>
 
-    init(cache: DiskCache, id: RecordID, header: RecordHeader, generation: UInt64, sizeLimit: Int) throws {
+    init(cache: DiskCache, id: RecordID, header: RecordHeader, generation: CacheGeneration, sizeLimit: Int) throws {
         self.cache = cache
         self.id = id
         self.header = header
@@ -83,8 +83,10 @@ public final class RecordWriter: Sendable {
     /// A record stored under the same key before is replaced (its pins carry over). May evict
     /// least recently used records to meet the cache's limits.
     ///
-    /// If ``DiskCache/removeAll()`` ran since the writer was made, the record is dropped
-    /// instead (a signed-out user's response must not come back).
+    /// If ``DiskCache/removeAll()`` ran since the writer was made — on this instance, another
+    /// instance on the folder, or in another process — the record is dropped instead (a
+    /// signed-out user's response must not come back). That is checked under the folder lock,
+    /// so a `removeAll()` either comes after the commit (and removes the record) or wins.
     ///
     /// - Throws: a ``CacheError`` if the header or the rename fails (the writer is discarded);
     ///   ``CacheError/writerClosed`` if already committed or discarded.

@@ -13,6 +13,8 @@
 //   TransitCacheChild big-download DIR MiB  streams a MiB-sized response through the HTTP
 //                                          cache, then serves it from the cache, and prints
 //                                          the peak resident memory after each
+//   TransitCacheChild remove-all DIR       removes every record (a sign-out in another
+//                                          process), then prints "removed"
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -110,6 +112,14 @@ case "big-download":
     guard arguments.count >= 4, let mebibytes = Int(arguments[3]) else { fail("big-download needs a size in MiB") }
     do {
         try bigDownload(directory, bytes: mebibytes << 20)
+    } catch {
+        fail("\(error)")
+    }
+
+case "remove-all":
+    do {
+        try DiskCache(directory: directory).removeAll()
+        say("removed")
     } catch {
         fail("\(error)")
     }

@@ -44,6 +44,20 @@ struct ChecksumTests {
             == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
     }
 
+    @Test("HMAC-SHA256 matches the RFC 4231 examples, a key longer than a block included")
+    func hmacSHA256() {
+        func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
+        #expect(hex(HMACSHA256.authenticationCode(for: "Hi There".utf8, key: [UInt8](repeating: 0x0B, count: 20)))
+            == "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7")
+        #expect(hex(HMACSHA256.authenticationCode(for: "what do ya want for nothing?".utf8, key: Array("Jefe".utf8)))
+            == "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843")
+        #expect(hex(HMACSHA256.authenticationCode(for: [UInt8](repeating: 0xDD, count: 50), key: [UInt8](repeating: 0xAA, count: 20)))
+            == "773ea91e36800e46854db8ebd09181a72959098b3ef8c122d9635514ced565fe")
+        #expect(hex(HMACSHA256.authenticationCode(
+            for: "Test Using Larger Than Block-Size Key - Hash Key First".utf8, key: [UInt8](repeating: 0xAA, count: 131)
+        )) == "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54")
+    }
+
     @Test("a record's file name is its key's digest: 64 hex digits, no separator, whatever the key")
     func fileNames() {
         for key in ["", "a", "../../etc/passwd", "/absolute", "a/b\\c", "\0nul", String(repeating: "é", count: 5000)] {

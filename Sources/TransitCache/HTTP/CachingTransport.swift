@@ -19,8 +19,13 @@ import Transit
 ///   `Expires` — `public`/`private`, or a status cacheable by default); a `HEAD` is answered
 ///   from a fresh stored `GET` response. Requests with a body file, a `Range` or their own
 ///   conditional headers pass through untouched. A successful unsafe request (`POST`, `PUT`,
-///   `PATCH`, `DELETE`, …) removes the stored response for its URL and for the same-origin
-///   `Location`/`Content-Location`.
+///   `PATCH`, `DELETE`, …) removes the stored responses for its URL and for the same-origin
+///   `Location`/`Content-Location` (for every credential the cache instance knows of).
+/// - **Partitioned by credential**: a stored response is served and revalidated only for a
+///   request with the same `Authorization`, `Proxy-Authorization` and `Cookie` values as the one
+///   it answered (see ``HTTPCache``).
+/// - **Sign-out wins**: a response whose exchange looked the request up before
+///   ``HTTPCache/removeAll()`` is never stored, nor is a `304` that arrives after it.
 /// - **Freshness** (RFC 9111 §4.2): `max-age`, else `Expires` − `Date`, else the heuristic only
 ///   where the RFC allows it (a status cacheable by default, or `public`, with `Last-Modified`);
 ///   age from `Age`, `Date` and the request/response times. Request `max-age`, `min-fresh`,
@@ -89,9 +94,8 @@ public struct CachingTransport: HTTPTransport {
                     targets.append(target)
                 }
             }
-            for target in targets {
-                guard (try? cache.records.containsRecord(forKey: HTTPCache.key(for: target))) == true else { continue }
-                if (try? cache.removeResponse(for: target)) != nil { cache.send(.invalidated(target)) }
+            for target in targets where cache.invalidate(target) {
+                cache.send(.invalidated(target))
             }
         })
     }
@@ -112,6 +116,16 @@ final class CacheExchange: Sendable {
         var notModified: HTTPResponseHead?
     }
 
+    /// Where the exchange's response is stored, and the cache generation the exchange took when
+    /// it looked the request up: a response (or a 304's update) commits only if no
+    /// ``HTTPCache/removeAll()`` ran since.
+    struct Slot {
+        let key: String
+        /// The request's credential partition (see ``HTTPCache/partition(of:)``).
+        let partition: String
+        let generation: CacheGeneration
+    }
+
     /// A stored response found for the request, with its open record.
     struct Candidate {
         let stored: StoredResponse
@@ -125,7 +139,6 @@ final class CacheExchange: Sendable {
     private let isHead: Bool
     private let observer: Observer<HTTPResponsePart, any Error>
     private let requestControl: CacheControl
-    private let key: String
     private let state = Locked(State())
 
     /// Chunk size for serving stored bodies.
@@ -145,7 +158,6 @@ final class CacheExchange: Sendable {
             control.noCache = true
         }
         requestControl = control
-        key = HTTPCache.key(for: url)
     }
 
     private var now: Int64 { cache.records.configuration.clock.milliseconds }
@@ -166,9 +178,15 @@ final class CacheExchange: Sendable {
     func start() {
         guard !isCancelled else { return }
         if requestControl.noStore {
-            return forward(request, storing: false, validating: false, fallback: nil)
+            return forward(request, storing: nil, validating: false, fallback: nil)
         }
-        let candidate = lookUp()
+        // The generation first, before anything is read: a removeAll() from now on keeps what
+        // this exchange would store out of the cache — the response it may find below included,
+        // which a 304 would otherwise store again from its still-open file.
+        let generation = cache.records.generation()
+        let partition = cache.partition(of: request.urlRequest)
+        let slot = Slot(key: HTTPCache.key(for: url, partition: partition), partition: partition, generation: generation)
+        let candidate = lookUp(slot)
         if cache.isOffline {
             if let candidate, usableOffline(candidate.stored) {
                 cache.send(.servedOffline(url))
@@ -183,7 +201,7 @@ final class CacheExchange: Sendable {
         guard let candidate else {
             if requestControl.onlyIfCached { return gatewayTimeout() }
             cache.send(.miss(url))
-            return forward(request, storing: !isHead, validating: false, fallback: nil)
+            return forward(request, storing: isHead ? nil : slot, validating: false, fallback: nil)
         }
         if isFresh(candidate.stored) {
             cache.send(.hit(url))
@@ -192,7 +210,7 @@ final class CacheExchange: Sendable {
         if requestControl.onlyIfCached { return gatewayTimeout() }
         guard !isHead, candidate.stored.hasValidators else {
             cache.send(.miss(url))
-            return forward(request, storing: !isHead, validating: false, fallback: candidate)
+            return forward(request, storing: isHead ? nil : slot, validating: false, fallback: candidate)
         }
         var conditional = request
         if let etag = candidate.stored.header("ETag") {
@@ -201,13 +219,15 @@ final class CacheExchange: Sendable {
         if let lastModified = candidate.stored.header("Last-Modified") {
             conditional.urlRequest.setValue(lastModified, forHTTPHeaderField: "If-Modified-Since")
         }
-        forward(conditional, storing: true, validating: true, fallback: candidate)
+        forward(conditional, storing: slot, validating: true, fallback: candidate)
     }
 
-    /// The stored response for the request, if its record verifies, decodes and matches `Vary`.
-    private func lookUp() -> Candidate? {
-        guard let record = try? cache.records.openRecord(forKey: key),
+    /// The stored response for the request, if its record verifies, decodes, belongs to the
+    /// request's credential partition and matches `Vary`.
+    private func lookUp(_ slot: Slot) -> Candidate? {
+        guard let record = try? cache.records.openRecord(forKey: slot.key, generation: slot.generation),
               let stored = try? JSONDecoder().decode(StoredResponse.self, from: record.metadata),
+              stored.partition == slot.partition,
               stored.matches(request.urlRequest)
         else { return nil }
         return Candidate(stored: stored, record: record)
@@ -247,10 +267,11 @@ final class CacheExchange: Sendable {
 
     // MARK: - Network
 
-    /// Sends `outgoing` to the base transport and passes its parts on, storing them when
-    /// `storing` allows and the response is storable. `fallback` is the stored response the
-    /// request revalidates (`validating`: a 304 is answered with it), or serves on error.
-    private func forward(_ outgoing: TransportRequest, storing: Bool, validating: Bool, fallback: Candidate?) {
+    /// Sends `outgoing` to the base transport and passes its parts on, storing them in the slot
+    /// `storing` (none: not stored) if the response is storable. `fallback` is the stored
+    /// response the request revalidates (`validating`: a 304 is answered with it), or serves on
+    /// error.
+    private func forward(_ outgoing: TransportRequest, storing: Slot?, validating: Bool, fallback: Candidate?) {
         let token = CancellationToken()
         let proceed = state.withLock { state -> Bool in
             guard !state.cancelled else { return false }
@@ -273,7 +294,7 @@ final class CacheExchange: Sendable {
         }, in: token)
     }
 
-    private func receiveHead(_ head: HTTPResponseHead, storing: Bool, validating: Bool, fallback: Candidate?, requestTime: Int64, token: CancellationToken) {
+    private func receiveHead(_ head: HTTPResponseHead, storing: Slot?, validating: Bool, fallback: Candidate?, requestTime: Int64, token: CancellationToken) {
         if head.statusCode == 304, validating {
             // Our own conditional request: the stored body answers it, once the exchange ends.
             state.withLock { $0.notModified = head }
@@ -285,15 +306,19 @@ final class CacheExchange: Sendable {
             return serve(fallback.stored, fallback.record)
         }
         var writer: RecordWriter?
-        if storing, isStorable(head) {
-            let stored = StoredResponse(url: url, response: head, request: request.urlRequest, requestTime: requestTime, responseTime: now)
+        if let slot = storing, isStorable(head) {
+            let stored = StoredResponse(
+                url: url, response: head, request: request.urlRequest, requestTime: requestTime, responseTime: now, partition: slot.partition
+            )
             do {
                 let metadata = try JSONEncoder().encode(stored)
                 let limit = cache.records.configuration.effectiveMaximumRecordSize
                 if head.expectedContentLength > 0, head.expectedContentLength + Int64(metadata.count) > limit {
                     throw CacheError.recordTooLarge(size: Int(clamping: head.expectedContentLength) + metadata.count, limit: limit)
                 }
-                writer = try cache.records.makeWriter(forKey: key, metadata: metadata)
+                writer = try cache.records.makeWriter(
+                    forKey: slot.key, ttl: nil, metadata: metadata, expectedSize: nil, generation: slot.generation
+                )
             } catch {
                 cache.send(.storeFailed(url, error as? CacheError ?? .encodingFailed("\(error)")))
             }
@@ -371,7 +396,9 @@ final class CacheExchange: Sendable {
     }
 
     /// Stores `updated` with the body of `record` (after a 304). The body is not read again: the
-    /// record's payload is copied file to file with its checksum.
+    /// record's payload is copied file to file with its checksum. Nothing is stored if
+    /// ``HTTPCache/removeAll()`` ran since the exchange looked the request up (the record's
+    /// generation is the exchange's).
     private func restore(_ updated: StoredResponse, body record: OpenRecord) {
         do {
             try cache.records.replaceMetadata(of: record, with: JSONEncoder().encode(updated))

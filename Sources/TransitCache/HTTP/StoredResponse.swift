@@ -5,15 +5,24 @@ import FoundationNetworking
 import Transit
 
 /// What the HTTP cache stores with a response body (as the record's metadata): the status, the
-/// headers, the request header values the response varies on, and when it was requested and
-/// received. Also the freshness arithmetic of RFC 9111 §4.2 over those.
+/// headers, the credential partition and the request header values the response varies on, and
+/// when it was requested and received. Also the freshness arithmetic of RFC 9111 §4.2 over those.
+///
+/// Stored as JSON. `partition` is required: metadata written before the cache was partitioned
+/// by credential does not decode, and its record is never served (the next response for the
+/// URL replaces it).
 struct StoredResponse: Codable, Equatable, Sendable {
     var url: String
+    /// The partition of the request the response answered (see ``HTTPCache/partition(of:)``):
+    /// empty for a request without credentials, else a keyed digest of them.
+    var partition: String
     var status: Int
     var headers: [String: String]
     /// The lowercased header names of the response's `Vary`, or empty.
     var varyNames: [String]
-    /// The request's values of those headers when the response was stored (`nil`: absent).
+    /// The request's values of those headers when the response was stored (`nil`: absent). A
+    /// credential header's value is not kept (an empty string stands for it): the partition
+    /// already holds every request served from the record to the same value.
     var varyValues: [String?]
     /// Milliseconds since 1970: when the request was sent, and when the response head arrived.
     var requestTime: Int64
@@ -31,8 +40,9 @@ struct StoredResponse: Codable, Equatable, Sendable {
     ]
     static let unmergedHeaders: Set<String> = unstoredHeaders.union(["content-length", "content-encoding", "content-range"])
 
-    init(url: URL, response: HTTPResponseHead, request: URLRequest, requestTime: Int64, responseTime: Int64) {
+    init(url: URL, response: HTTPResponseHead, request: URLRequest, requestTime: Int64, responseTime: Int64, partition: String = "") {
         self.url = url.absoluteString
+        self.partition = partition
         status = response.statusCode
         var headers: [String: String] = [:]
         for (name, value) in response.allHeaderFields {
@@ -70,12 +80,18 @@ struct StoredResponse: Codable, Equatable, Sendable {
         return listElements(value).map { $0.lowercased() }.filter { !$0.isEmpty }.sorted()
     }
 
-    /// The values of the headers `names` in `request`, with whitespace around commas removed.
+    /// The values of the headers `names` in `request`, with whitespace around commas removed; a
+    /// credential's value as an empty string (present) or `nil` (absent).
     static func values(of names: [String], in request: URLRequest) -> [String?] {
         names.map { name in
-            request.value(forHTTPHeaderField: name).map { listElements($0).joined(separator: ",") }
+            guard let value = request.value(forHTTPHeaderField: name) else { return nil }
+            if credentialNames.contains(name) { return "" }
+            return listElements(value).joined(separator: ",")
         }
     }
+
+    /// The lowercased names of ``HTTPCache/credentialHeaders``.
+    static let credentialNames = Set(HTTPCache.credentialHeaders.map { $0.lowercased() })
 
     /// The elements of a comma-separated field value, without the spaces and tabs around them.
     /// Split on Unicode scalars, as HTTP reads bytes: as Characters, a comma or a space followed

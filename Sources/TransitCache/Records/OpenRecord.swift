@@ -15,13 +15,17 @@ final class OpenRecord: Sendable {
     /// The payload, if it was read into memory (a small record).
     let payload: Data?
     private let folderPath: String
+    /// The cache's generation when the record was opened: new metadata for it commits only if
+    /// no ``DiskCache/removeAll()`` ran since.
+    let generation: CacheGeneration
 
-    init(key: String, header: RecordHeader, file: SystemFile, payload: Data?, folderPath: String) {
+    init(key: String, header: RecordHeader, file: SystemFile, payload: Data?, folderPath: String, generation: CacheGeneration) {
         self.key = key
         self.header = header
         self.file = file
         self.payload = payload
         self.folderPath = folderPath
+        self.generation = generation
     }
 
     var payloadLength: Int { Int(header.payloadLength) }

@@ -172,6 +172,11 @@ struct RecordIndex {
     }
 
     /// Every entry, from least to most recently used.
+    /// The keys that `isIncluded` accepts, in no particular order.
+    func keys(where isIncluded: (String) -> Bool) -> [String] {
+        positions.values.compactMap { position in isIncluded(slots[position].key) ? slots[position].key : nil }
+    }
+
     var entriesByUse: [Entry] {
         var result: [Entry] = []
         result.reserveCapacity(count)
