@@ -18,7 +18,7 @@ final class Counter: Sendable {
 /// seconds, so a broken condition fails the test instead of hanging it.
 func waitUntil(_ condition: @Sendable () -> Bool) async throws {
     // Far above what any condition needs: a thread-sanitizer run on a stalled two-core machine
-    // once took 102 s to let a cancelled loop end (stop 20), past the 90 s this was.
+    // once took 102 s to let a cancelled loop end, past the 90 s this limit used to be.
     let deadline = ContinuousClock.now.advanced(by: .seconds(300))
     while !condition() {
         try #require(ContinuousClock.now < deadline, "condition not met in time")
