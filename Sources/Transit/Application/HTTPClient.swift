@@ -56,8 +56,9 @@ public final class HTTPClient: Sendable {
     public let deadline: Deadline
     /// Which redirects are followed.
     public let redirectPolicy: RedirectPolicy
-    /// Header names (case-insensitive) dropped, like `Authorization` and `Cookie`, from a request
-    /// redirected to another origin.
+    /// Header names (lowercased) dropped from a request redirected to another origin, in addition
+    /// to every header ``Redaction`` treats as secret (`Authorization`, `Cookie`, `X-API-Key`, …),
+    /// which are always dropped.
     public let sensitiveHeaders: Set<String>
     /// Where deadlines are timed; a `TestScheduler` in tests.
     public let scheduler: any Scheduler
@@ -93,7 +94,9 @@ public final class HTTPClient: Sendable {
     ///     longer than about 285 years as that, the longest wait Transit times.
     ///   - redirectPolicy: which redirects to follow (all, by default, dropping credentials
     ///     across origins and refusing https → http).
-    ///   - sensitiveHeaders: more headers to drop across origins, such as `X-API-Key`.
+    ///   - sensitiveHeaders: more headers to drop across origins, beyond those ``Redaction``
+    ///     treats as secret (`Authorization`, `Proxy-Authorization`, `Cookie`, `X-API-Key`,
+    ///     `X-Auth-Token`, …), which are always dropped.
     ///   - scheduler: where deadlines and the monitors' timings are timed: ``timerQueue`` unless
     ///     given (a `TestScheduler` in tests).
     ///   - rateLimiter: a client-side rate limit per key; excess requests wait their turn.
