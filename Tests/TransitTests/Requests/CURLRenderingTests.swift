@@ -73,7 +73,8 @@ struct CURLRenderingTests {
         {"user":{"name":"ada","password":"p@ss \"quoted\"","tokens":[{"id_token":"it-1"},{"kind":"x"}]},"client_secret":"cs-2","api_key":12345,"Access_Token":null,"apiKey":{"nested":"k-3"},"note":"password=inline","pass\u0077ord":"esc-4","list":[1,2.5e3,true,{"refresh_token":["rt-5"]}]}
         """#.utf8)
         let curl = request.curlDescription()
-        let expected = #"{"user":{"name":"ada","password":"REDACTED","tokens":[{"id_token":"REDACTED"},{"kind":"x"}]},"client_secret":"REDACTED","api_key":"REDACTED","Access_Token":"REDACTED","apiKey":"REDACTED","note":"password=inline","pass\u0077ord":"REDACTED","list":[1,2.5e3,true,{"refresh_token":"REDACTED"}]}"#
+        let expected = #"{"user":{"name":"ada","password":"REDACTED","tokens":[{"id_token":"REDACTED"},{"kind":"x"}]},"#
+            + #""client_secret":"REDACTED","api_key":"REDACTED","Access_Token":"REDACTED","apiKey":"REDACTED","note":"password=inline","pass\u0077ord":"REDACTED","list":[1,2.5e3,true,{"refresh_token":"REDACTED"}]}"#
         #expect(curl.contains("--data-raw '\(expected)'"), "\(curl)")
         for secret in ["p@ss", "quoted", "it-1", "cs-2", "12345", "k-3", "esc-4", "rt-5"] {
             #expect(!curl.contains(secret), "\(secret) leaked: \(curl)")
