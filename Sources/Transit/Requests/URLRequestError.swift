@@ -24,7 +24,7 @@ public enum URLRequestError: Error, Hashable, Sendable, CustomStringConvertible 
     case invalidMethod(String)
     /// The timeout (`URLRequest.timeoutInterval`, or the argument of
     /// `withTimeout(_:)`) is not a finite number of seconds above zero and at most
-    /// ``Foundation/URLRequest/maximumTimeoutInterval``. Foundation on Linux converts the
+    /// `URLRequest.maximumTimeoutInterval`. Foundation on Linux converts the
     /// timeout to whole milliseconds and traps on a value it cannot convert.
     case invalidTimeout(Double)
     /// The request has no valid URL: it has none, or query items could not be added to it.
@@ -39,7 +39,7 @@ public enum URLRequestError: Error, Hashable, Sendable, CustomStringConvertible 
     case credentialsInURL(String)
     /// The request has an `httpBodyStream`. A stream can be read once, so a retry or a redirect
     /// could not send it again, and not every transport reads it: give the body as `httpBody`
-    /// (``RequestBody``) or as a body file.
+    /// or as a body file.
     case bodyStreamNotSupported
 
     public var description: String {

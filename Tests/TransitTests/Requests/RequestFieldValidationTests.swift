@@ -190,3 +190,20 @@ struct RequestFieldValidationTests {
         #expect(late.terminalCount == 1)
     }
 }
+
+@Suite("Refresh limits too long to time")
+struct RefreshLimitsClampTests {
+    @Test("a refresh deadline too long to time is clamped like a request's, not trapped on")
+    func absurdRefreshDeadline() {
+        let scheduler = TestScheduler()
+        scheduler.advance(by: .seconds(1))
+        let store = TokenStore(
+            token: AuthToken(accessToken: "old"),
+            limits: TokenStore.RefreshLimits(deadline: Duration(attoseconds: .max), window: Duration(attoseconds: .max), scheduler: scheduler)
+        ) { _ in Signal(value: AuthToken(accessToken: "new")).delay(for: .seconds(1), scheduler: scheduler) }
+        let probe = RequestProbe(store.freshToken(replacing: "old"))
+        scheduler.advance(by: .seconds(1))
+        #expect(probe.values.map(\.accessToken) == ["new"])
+        #expect(probe.isFinished)
+    }
+}
