@@ -53,6 +53,22 @@ struct CredentialRedirectTests {
         #expect(followed.value(forHTTPHeaderField: "Accept") == "application/json")
     }
 
+    @Test("the monitors are told every secret header a redirect to another origin dropped")
+    func monitorsSeeTheDroppedHeaders() {
+        let transport = StubTransport(scheduler: scheduler)
+        transport.stub(matching: { $0.url?.host == "api.example.com" }).thenRespond(redirect(to: "https://cdn.example.net/file"))
+        transport.stub(matching: { $0.url?.host == "cdn.example.net" }).thenRespond(.text("file"))
+        let log = EventLog()
+        let client = HTTPClient(transport: transport, monitors: [log], scheduler: scheduler)
+        var request = get("https://api.example.com/start")
+        for name in ["Authorization", "X-API-Key", "X-Auth-Token", "X-Trace-Id"] { request.setValue("v", forHTTPHeaderField: name) }
+        _ = RequestProbe(client.send(request))
+        let stripped = log.events.compactMap { event -> [String]? in
+            if case .redirectFollowed(_, _, let stripped) = event.kind { stripped } else { nil }
+        }
+        #expect(stripped.map { $0.map { $0.lowercased() } } == [["authorization", "x-api-key", "x-auth-token"]])
+    }
+
     @Test("a redirect within the origin keeps every header")
     func sameOriginRedirectKeepsHeaders() throws {
         let transport = StubTransport(scheduler: scheduler)
