@@ -20,7 +20,8 @@
 // - https → http is never followed (as Foundation and as libcurl read the schemes);
 // - hops stay below `maxRedirects`: at the limit, `tooManyRedirects`;
 // - **no credential crosses origins**: when the next request still carries Authorization,
-//   Cookie, Proxy-Authorization or a sensitive header (names compared without ASCII case),
+//   Cookie, Proxy-Authorization, a header `Redaction` treats as secret (X-API-Key, …) or a
+//   sensitive header (names compared without ASCII case),
 //   libcurl — which sends the request on Linux — reads the same origin (scheme, lowercased
 //   host, port with the scheme's default) in the current and the next URL; `sameOrigin` follows
 //   only such redirects;
@@ -139,7 +140,7 @@ func fuzzTarget(_ bytes: [UInt8]) {
     }
     let drop = RedirectPolicy.credentialHeaders.union(sensitive.map(asciiLowercased))
     let sent = next.urlRequest.allHTTPHeaderFields ?? [:]
-    let carriesCredentials = sent.keys.contains { drop.contains(asciiLowercased($0)) }
+    let carriesCredentials = sent.keys.contains { drop.contains(asciiLowercased($0)) || Redaction.isSensitiveHeader($0) }
     if let curlCurrent, let curlNext, carriesCredentials || mode == .sameOrigin {
         require(origin(curlCurrent) == origin(curlNext),
                 "\(carriesCredentials ? "credentials go" : "sameOrigin follows") from \(origin(curlCurrent)) to \(origin(curlNext)) as libcurl reads \(current.absoluteString.debugDescription) → \(nextURL.absoluteString.debugDescription)")
@@ -161,7 +162,8 @@ func fuzzTarget(_ bytes: [UInt8]) {
     let unicodeDrop = RedirectPolicy.credentialHeaders.union(sensitive.map { $0.lowercased() })
     for (name, value) in request.allHTTPHeaderFields ?? [:] {
         let lowered = asciiLowercased(name)
-        let mustDrop = crossOrigin && drop.contains(lowered) || becomesGET && contentHeaders.contains(lowered)
+        // Every header Redaction treats as secret is dropped too: one list decides both.
+        let mustDrop = crossOrigin && (drop.contains(lowered) || Redaction.isSensitiveHeader(name)) || becomesGET && contentHeaders.contains(lowered)
         let mayDrop = mustDrop || crossOrigin && unicodeDrop.contains(name.lowercased())
         let kept = next.urlRequest.value(forHTTPHeaderField: name)
         require(mustDrop ? kept == nil : kept == value || mayDrop && kept == nil,

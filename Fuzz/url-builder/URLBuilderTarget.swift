@@ -2,7 +2,8 @@
 // `base` LF `endpoint`; an input without LF is an endpoint under https://api.example.com/v1.
 //
 // Invariants:
-// - the builder only ever throws URLError(.badURL);
+// - the builder only ever throws URLError(.badURL), or URLRequestError.credentialsInURL for a
+//   base whose user-info Foundation reads (a URL with user-info is never built);
 // - a built URL keeps the base's scheme, user, password, host and port (Foundation's reading);
 // - its query and fragment are the endpoint's, byte for byte; its path is the base's path and the
 //   endpoint's path joined with one "/" (or the base's path alone for an empty endpoint path);
@@ -34,6 +35,11 @@ func fuzzTarget(_ bytes: [UInt8]) {
         url = try URLBuilder.url(base: base, endpoint: endpoint)
     } catch let error as URLError where error.code == .badURL {
         return
+    } catch let error as URLRequestError {
+        guard case .credentialsInURL = error else { fail("the builder threw \(error), not URLError(.badURL)") }
+        let parts = URLComponents(string: base)
+        require(parts?.percentEncodedUser != nil || parts?.percentEncodedPassword != nil, "the builder refused user-info in \(base.debugDescription), which has none")
+        return
     } catch {
         fail("the builder threw \(error), not URLError(.badURL)")
     }
@@ -42,7 +48,8 @@ func fuzzTarget(_ bytes: [UInt8]) {
     guard let baseParts = URLComponents(string: base) else { fail("the base was accepted but URLComponents cannot read it") }
     guard let parts = URLComponents(string: built) else { fail("URLComponents cannot read the built URL \(built.debugDescription)") }
 
-    // Foundation's reading of the built URL keeps the base's authority.
+    // Foundation's reading of the built URL keeps the base's authority, which has no user-info.
+    require(parts.percentEncodedUser == nil && parts.percentEncodedPassword == nil, "the built URL \(built.debugDescription) carries user-info")
     require(parts.scheme?.lowercased() == baseParts.scheme?.lowercased(), "scheme \(String(describing: parts.scheme)) differs from the base's")
     require(parts.percentEncodedUser == baseParts.percentEncodedUser, "user \(String(describing: parts.percentEncodedUser)) differs from the base's \(String(describing: baseParts.percentEncodedUser))")
     require(parts.percentEncodedPassword == baseParts.percentEncodedPassword, "password differs from the base's")

@@ -37,7 +37,7 @@ struct FuzzRegressionTests {
         ("http://127.0.0.1:65535/v1", "http://127.0.0.1:65535/v1/posts"),
         ("http://[::1]:8080/v1", "http://[::1]:8080/v1/posts"),
         ("http://[fe80::1%25eth0]/v1", "http://[fe80::1%25eth0]/v1/posts"),
-        ("https://user:p%40ss@api.example.com:0/v1", "https://user:p%40ss@api.example.com:0/v1/posts"),
+        ("https://api.example.com:0/v1", "https://api.example.com:0/v1/posts"), // user-info is refused: RequestFieldValidationTests
         ("https://api-1.example_host.com./v1", "https://api-1.example_host.com./v1/posts"),
         ("https://api.example.com:/v1", "https://api.example.com/v1/posts"),
     ])

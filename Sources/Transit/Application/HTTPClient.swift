@@ -56,8 +56,9 @@ public final class HTTPClient: Sendable {
     public let deadline: Deadline
     /// Which redirects are followed.
     public let redirectPolicy: RedirectPolicy
-    /// Header names (case-insensitive) dropped, like `Authorization` and `Cookie`, from a request
-    /// redirected to another origin.
+    /// Header names (lowercased) dropped from a request redirected to another origin, in addition
+    /// to every header ``Redaction`` treats as secret (`Authorization`, `Cookie`, `X-API-Key`, …),
+    /// which are always dropped.
     public let sensitiveHeaders: Set<String>
     /// Where deadlines are timed; a `TestScheduler` in tests.
     public let scheduler: any Scheduler
@@ -88,10 +89,14 @@ public final class HTTPClient: Sendable {
     ///     bytes and timings, redirects, waits, retries, failovers, token refreshes (see
     ///     ``HTTPEventMonitor``). Their events are timed on `scheduler`.
     ///   - maxResponseBytes: the largest body a buffered request accepts (32 MiB by default).
-    ///   - deadline: the total time a buffered request may take (300 s by default).
+    ///   - deadline: the total time a buffered request may take (300 s by default). Deadlines
+    ///     are clamped, never refused: a negative one counts as zero (already passed), and one
+    ///     longer than about 285 years as that, the longest wait Transit times.
     ///   - redirectPolicy: which redirects to follow (all, by default, dropping credentials
     ///     across origins and refusing https → http).
-    ///   - sensitiveHeaders: more headers to drop across origins, such as `X-API-Key`.
+    ///   - sensitiveHeaders: more headers to drop across origins, beyond those ``Redaction``
+    ///     treats as secret (`Authorization`, `Proxy-Authorization`, `Cookie`, `X-API-Key`,
+    ///     `X-Auth-Token`, …), which are always dropped.
     ///   - scheduler: where deadlines and the monitors' timings are timed: ``timerQueue`` unless
     ///     given (a `TestScheduler` in tests).
     ///   - rateLimiter: a client-side rate limit per key; excess requests wait their turn.
@@ -159,7 +164,7 @@ public final class HTTPClient: Sendable {
         options: RequestOptions = RequestOptions()
     ) -> Signal<HTTPResponse, any Error> {
         let limit = options.maxResponseBytes ?? maxResponseBytes
-        let deadline = (options.deadline ?? self.deadline).duration
+        let deadline = Self.timed(options.deadline ?? self.deadline)
         let buffered: @Sendable (consuming URLRequest) -> Signal<HTTPResponse, any Error> = { request in
             self.prepared(request) { sent in
                 // The deadline is timed by the collecting stage itself: one stage fewer per request.
@@ -171,6 +176,15 @@ public final class HTTPClient: Sendable {
         }
         guard let authorizer else { return buffered(request) }
         return Self.authorized(request, by: authorizer, events: events, attempt: buffered)
+    }
+
+    /// The length of time `deadline` gives a request, as the client times it: clamped, never
+    /// refused. A negative length is zero (the deadline has passed: the request fails with
+    /// `URLError(.timedOut)` at the scheduler's next turn), and one longer than the longest wait
+    /// the retry operators time (about 285 years) is that wait, so that adding it to the clock
+    /// cannot overflow; `nil` for ``Deadline/unlimited``.
+    static func timed(_ deadline: Deadline?) -> Duration? {
+        deadline?.duration.map { min(max($0, .zero), ScheduledSubscription.duration(seconds: .infinity)) }
     }
 
     /// `body` for `request` with the authorizer's credentials added on every subscription, when
@@ -196,7 +210,7 @@ public final class HTTPClient: Sendable {
     ) -> Signal<HTTPResponsePart, any Error> {
         withCredentials(request) { request in
             self.prepared(request) { sent in
-                var parts = self.parts(of: TransportRequest(sent, bodyFile: bodyFile), options: options, deadline: options.deadline?.duration, sent: sent)
+                var parts = self.parts(of: TransportRequest(sent, bodyFile: bodyFile), options: options, deadline: Self.timed(options.deadline), sent: sent)
                 if let limit = options.maxResponseBytes { parts = parts.limitingBody(to: limit) }
                 return parts
             }
@@ -223,7 +237,7 @@ public final class HTTPClient: Sendable {
         return withCredentials(request) { request in
             self.prepared(request) { sent in
                 DownloadWriter.signal(to: destination, request: sent, maxBytes: options.maxResponseBytes, transportWrites: transportWrites) { file in
-                    self.parts(of: TransportRequest(sent, responseBodyFile: file), options: options, deadline: options.deadline?.duration, sent: sent)
+                    self.parts(of: TransportRequest(sent, responseBodyFile: file), options: options, deadline: Self.timed(options.deadline), sent: sent)
                 }
             }
         }

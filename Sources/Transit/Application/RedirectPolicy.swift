@@ -9,9 +9,11 @@ import FoundationNetworking
 /// policy, so the rules are the same on every transport. Whatever the policy:
 /// - a redirect from `https` to `http` is refused with ``RedirectError/insecureRedirect(from:to:)``
 ///   (it would send the rest of the exchange in the clear);
-/// - a redirect that changes scheme, host or port drops `Authorization`,
-///   `Proxy-Authorization`, `Cookie` and every header the client marks sensitive
-///   (``HTTPClient/sensitiveHeaders``), and they are not added back on later hops;
+/// - a redirect that changes scheme, host or port drops every header ``Redaction`` treats as
+///   secret (`Authorization`, `Proxy-Authorization`, `Cookie`, `X-API-Key`, `X-Auth-Token`, any
+///   name ending in `-Token`, `-Key`, `-Secret`, …: ``Redaction/isSensitiveHeader(_:)``) and
+///   every header the client adds to them (``HTTPClient/sensitiveHeaders``), and they are not
+///   added back on later hops;
 /// - `303 See Other`, and `301`/`302` answering a `POST`, continue as `GET` without the body;
 ///   `307` and `308` repeat the method and the body;
 /// - at most ``maxRedirects`` hops, then ``RedirectError/tooManyRedirects(_:)``.
@@ -45,9 +47,19 @@ public struct RedirectPolicy: Sendable, Hashable {
     /// Deliver every 3xx as the response.
     public static let never = RedirectPolicy(.never)
 
-    /// The headers dropped from a request redirected to another origin, whatever the client adds
-    /// to them.
+    /// Headers always dropped from a request redirected to another origin. They are among the
+    /// headers ``Redaction`` treats as secret, all of which are dropped (see
+    /// ``dropsAcrossOrigins(_:sensitiveHeaders:)``), with those the client adds.
     public static let credentialHeaders: Set<String> = ["authorization", "proxy-authorization", "cookie"]
+
+    /// Whether the header `field` is dropped from a request redirected to another origin: it is
+    /// one ``Redaction`` treats as secret (``Redaction/isSensitiveHeader(_:)``, which covers
+    /// ``credentialHeaders``), or one of `sensitiveHeaders` (lowercased names, the client's
+    /// additions). One list decides what is redacted and what stays with its origin.
+    public static func dropsAcrossOrigins(_ field: String, sensitiveHeaders: Set<String>) -> Bool {
+        let lowered = field.lowercased()
+        return credentialHeaders.contains(lowered) || sensitiveHeaders.contains(lowered) || Redaction.isSensitiveHeader(field)
+    }
 }
 
 /// A redirect the client refused to follow.
@@ -124,8 +136,8 @@ extension RedirectPolicy {
             }
         }
         if crossOrigin {
-            let drop = Self.credentialHeaders.union(sensitiveHeaders.map { $0.lowercased() })
-            for field in (urlRequest.allHTTPHeaderFields ?? [:]).keys where drop.contains(field.lowercased()) {
+            let added = Set(sensitiveHeaders.map { $0.lowercased() })
+            for field in (urlRequest.allHTTPHeaderFields ?? [:]).keys where Self.dropsAcrossOrigins(field, sensitiveHeaders: added) {
                 urlRequest.setValue(nil, forHTTPHeaderField: field)
             }
         }

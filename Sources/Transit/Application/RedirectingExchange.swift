@@ -42,7 +42,7 @@ enum RedirectingExchange {
                 exchange: exchange, failover: failover, policy: policy, sensitiveHeaders: sensitiveHeaders, events: events,
                 onFinalHead: onFinalHead, observer: observer, scope: scope
             )
-            run.start(request, hops: 0)
+            run.start(request, hops: 0, lostCredentials: false)
             return { scope.cancel() }
         }
     }
@@ -116,17 +116,21 @@ enum RedirectingExchange {
         }
 
         /// Hop number `hops` (0 for the request itself, then one per redirect followed): to the
-        /// first origin of its failover plan when its origin is in the group.
-        func start(_ request: TransportRequest, hops: Int) {
+        /// first origin of its failover plan when its origin is in the group. `lostCredentials`:
+        /// an earlier hop dropped credential headers (a redirect to another origin).
+        func start(_ request: TransportRequest, hops: Int, lostCredentials: Bool) {
             guard let failover, let plan = failover.plan(for: request.urlRequest, forgettingRecovered: events != nil),
                   !plan.origins.isEmpty
             else {
-                return attempt(request, hops: hops, failover: nil)
+                return attempt(request, hops: hops, failover: nil, lostCredentials: lostCredentials)
             }
             if let events {
                 for origin in plan.recovered { events.emit(.hostRecovered(origin: origin)) }
             }
-            attempt(request, hops: hops, failover: FailoverPlan(group: failover, own: plan.origin, plan: plan.origins[...]))
+            attempt(
+                request, hops: hops, failover: FailoverPlan(group: failover, own: plan.origin, plan: plan.origins[...]),
+                lostCredentials: lostCredentials
+            )
         }
 
         /// Sends `request`; with a failover plan, to its first origin (`own` is the request's
@@ -134,7 +138,8 @@ enum RedirectingExchange {
         private func attempt(
             _ request: TransportRequest,
             hops: Int,
-            failover: FailoverPlan?
+            failover: FailoverPlan?,
+            lostCredentials: Bool
         ) {
             let exchange = scope.makeChild()
             let mark = events.map { _ in AttemptMonitoring.RedirectMark() }
@@ -146,6 +151,7 @@ enum RedirectingExchange {
                     answered?.withLock { $0 = true }
                     switch policy.next(after: head, to: request, hops: hops, sensitiveHeaders: sensitiveHeaders) {
                     case nil:
+                        if lostCredentials { CredentialLoss.record(head) }
                         onFinalHead?(head)
                         observer.send(.head(head))
                     case .success(let next)?:
@@ -153,13 +159,14 @@ enum RedirectingExchange {
                         mark?.fire()
                         exchange.cancel()
                         if let events { report(head.statusCode, from: request.urlRequest, to: next.urlRequest, to: events) }
-                        start(next, hops: hops + 1)
+                        let lost = lostCredentials || !stripped(from: request.urlRequest, to: next.urlRequest).isEmpty
+                        start(next, hops: hops + 1, lostCredentials: lost)
                     case .failure(let error)?:
                         exchange.cancel()
                         observer.fail(error)
                     }
                 case .failed(let error):
-                    if let failover, let answered, !answered.withLock({ $0 }), failedOver(error, request: request, exchange: exchange, hops: hops, failover: failover) {
+                    if let failover, let answered, !answered.withLock({ $0 }), failedOver(error, request: request, exchange: exchange, hops: hops, failover: failover, lostCredentials: lostCredentials) {
                         return
                     }
                     // The failure carries the request of this hop (a monitored exchange's already does).
@@ -178,7 +185,8 @@ enum RedirectingExchange {
             request: TransportRequest,
             exchange: CancellationToken,
             hops: Int,
-            failover: FailoverPlan
+            failover: FailoverPlan,
+            lostCredentials: Bool
         ) -> Bool {
             guard let origin = failover.plan.first,
                   let urlError = (error as? TransportError)?.urlError ?? (error as? URLError),
@@ -192,18 +200,61 @@ enum RedirectingExchange {
             exchange.cancel()
             group.report(from: origin, to: next, error: urlError)
             events?.emit(.failover(from: origin, to: next, error: urlError))
-            attempt(request, hops: hops, failover: FailoverPlan(group: group, own: failover.own, plan: rest))
+            attempt(request, hops: hops, failover: FailoverPlan(group: group, own: failover.own, plan: rest), lostCredentials: lostCredentials)
             return true
         }
 
         /// Reports a redirect followed, naming the credential headers it dropped.
         private func report(_ status: Int, from request: URLRequest, to next: URLRequest, to events: HTTPEventSink) {
-            let drop = RedirectPolicy.credentialHeaders.union(sensitiveHeaders)
-            let kept = Set((next.allHTTPHeaderFields ?? [:]).keys.map { $0.lowercased() })
-            let stripped = (request.allHTTPHeaderFields ?? [:]).keys
-                .filter { drop.contains($0.lowercased()) && !kept.contains($0.lowercased()) }
-                .sorted()
-            events.emit(.redirectFollowed(status: status, to: next, strippedHeaders: stripped), request: request)
+            events.emit(.redirectFollowed(status: status, to: next, strippedHeaders: stripped(from: request, to: next)), request: request)
         }
+
+        /// The credential headers of `request` that `next`, the request a redirect led to, no
+        /// longer has, sorted.
+        private func stripped(from request: URLRequest, to next: URLRequest) -> [String] {
+            guard let fields = request.allHTTPHeaderFields, !fields.isEmpty else { return [] }
+            let kept = Set((next.allHTTPHeaderFields ?? [:]).keys.map { $0.lowercased() })
+            return fields.keys
+                .filter { RedirectPolicy.dropsAcrossOrigins($0, sensitiveHeaders: sensitiveHeaders) && !kept.contains($0.lowercased()) }
+                .sorted()
+        }
+    }
+}
+
+/// The final response heads of requests that lost credential headers on the way: a redirect to
+/// another origin dropped them (see ``RedirectPolicy``), so the server that answered never got
+/// them. A 401 in such a response says nothing about the user's credentials, and must not renew
+/// them (``HTTPResponse/credentialsReachedServer``).
+///
+/// A table of weak references, keyed by the head's identity: such heads are rare (a redirect to
+/// another origin, from a request with credentials), and an entry goes when its head does.
+/// Thread safety: the table is behind a `Locked`.
+enum CredentialLoss {
+    private struct Entry: Sendable {
+        weak var head: HTTPResponseHead?
+    }
+
+    private static let heads = Locked<[ObjectIdentifier: Entry]>([:])
+
+    /// Records that `head` answers a request whose credentials were dropped.
+    static func record(_ head: HTTPResponseHead) {
+        heads.withLock { heads in
+            if heads.count >= 64 { heads = heads.filter { $0.value.head != nil } }
+            heads[ObjectIdentifier(head)] = Entry(head: head)
+        }
+    }
+
+    /// Whether `head` answers a request whose credentials were dropped on a redirect.
+    static func lost(_ head: HTTPResponseHead) -> Bool {
+        heads.withLock { $0[ObjectIdentifier(head)]?.head === head }
+    }
+}
+
+extension HTTPResponse {
+    /// Whether every credential header of ``request`` reached the server that answered: `false`
+    /// when a redirect to another origin dropped them on the way (they are never added back, so
+    /// a redirect back to the original origin does not carry them either).
+    var credentialsReachedServer: Bool {
+        !CredentialLoss.lost(head)
     }
 }

@@ -7,12 +7,15 @@ extension URLRequest {
     /// The request as a `curl` command line, for logs and bug reports, with secrets redacted:
     /// `Authorization`, `Proxy-Authorization`, `Cookie` and API-key-like headers show
     /// `REDACTED` (the scheme of an `Authorization` stays: `Bearer REDACTED`), and so do URL user
-    /// info and query values named like secrets (`token`, `key`, `password`, `signature`, …).
+    /// info and query values named like secrets (`token`, `key`, `password`, `code`, …; one list,
+    /// ``Redaction/isSensitiveName(_:)``, decides everywhere).
     ///
-    /// Every argument is single-quoted for a POSIX shell. A UTF-8 body of up to `maxBodyBytes`
-    /// is shown with `--data-raw`; a larger or binary body is summarised (`# body: 1048576
-    /// bytes`), never printed, since bodies may hold secrets of their own. Headers are sorted by
-    /// name, so the same request always renders the same way.
+    /// Every argument is single-quoted for a POSIX shell. A body of up to `maxBodyBytes` is shown
+    /// with `--data-raw` only when it is a URL-encoded form or JSON (as its `Content-Type` says,
+    /// or, without one, as it reads), with the value of every field named like a secret shown as
+    /// `REDACTED`, at any depth of JSON. Any other body — larger, binary, plain text, XML,
+    /// multipart, invalid JSON — is summarised (`# body: 1048576 bytes, not shown`), never
+    /// printed. Headers are sorted by name, so the same request always renders the same way.
     public func curlDescription(maxBodyBytes: Int = 1024) -> String {
         var parts = ["curl"]
         let method = httpMethod ?? "GET"
@@ -22,7 +25,7 @@ extension URLRequest {
         }
         var trailer = ""
         if let body = httpBody, !body.isEmpty {
-            if body.count <= maxBodyBytes, let text = String(data: body, encoding: .utf8) {
+            if body.count <= maxBodyBytes, let text = Redaction.printableBody(body, contentType: value(forHTTPHeaderField: "Content-Type")) {
                 parts.append("--data-raw \(Self.quoted(text))")
             } else {
                 trailer = "  # body: \(body.count) bytes, not shown"

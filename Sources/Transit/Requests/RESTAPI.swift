@@ -37,7 +37,9 @@ public typealias RequestModifier = @Sendable (consuming URLRequest) throws -> UR
 /// Every verb returns a cold signal: nothing is sent until it is subscribed, and every
 /// subscription (every retry) builds the URL, runs the modifier and sends again. A base URL
 /// without an http(s) scheme and a host, or an endpoint that cannot form a URL, fails the signal
-/// with `URLError(.badURL)` and sends nothing.
+/// with `URLError(.badURL)` and sends nothing; a base URL with user-info
+/// (`https://user:password@…`) fails it with ``URLRequestError/credentialsInURL(_:)`` (the URL
+/// redacted) and sends nothing: give credentials to the client's ``Authorizer`` instead.
 public protocol RESTAPI: Sendable {
     /// The service's base URL, such as `https://api.example.com/v1`. Endpoints are appended to it.
     var baseURL: String { get }
@@ -51,7 +53,8 @@ extension RESTAPI {
     /// A signal that sends a request with any method.
     ///
     /// On every subscription it builds the URL, sets the method and the body, runs `modifier`,
-    /// and hands the result to ``client``. If the URL cannot be built (`URLError(.badURL)`), the
+    /// and hands the result to ``client``. If the URL cannot be built (`URLError(.badURL)`, or
+    /// ``URLRequestError/credentialsInURL(_:)`` for a base URL with user-info), the
     /// method is not a valid token (``URLRequestError/invalidMethod(_:)``) or the modifier
     /// throws, the signal fails with that error and nothing is sent.
     ///

@@ -15,7 +15,9 @@ import FoundationNetworking
 /// - **Header values** of `Authorization`, `Proxy-Authorization`, `Cookie`, `Set-Cookie` and of
 ///   any header whose name looks secret (`X-API-Key`, `X-Auth-Token`, …); the scheme of an
 ///   `Authorization` value is kept (`Bearer REDACTED`), since it helps debugging and is not
-///   secret.
+///   secret. The same headers are dropped from a request redirected to another origin.
+/// - **Body fields** whose name looks secret, in a URL-encoded form or JSON body rendered by
+///   `curlDescription(maxBodyBytes:)`; any other body is summarised, never printed.
 ///
 /// Everything else is kept byte for byte, so a redacted URL still tells which endpoint failed.
 /// The functions are pure and may be called from any thread.
@@ -26,25 +28,37 @@ public enum Redaction {
     /// What URL user-info (`user:password`) is replaced with.
     public static let userInfoPlaceholder = "***"
 
-    /// Names (or name endings) of query items and headers whose values are secret. A name
-    /// matches if, once normalised (camelCase split, lower-cased, `-`, `.` and spaces read as
-    /// `_`), it equals one of these or ends with `_` and one of these.
+    /// Names (or name endings) of query items, form and JSON fields and headers whose values are
+    /// secret. A name matches if, once normalised (camelCase split, lower-cased, `-`, `.` and
+    /// spaces read as `_`), it equals one of these or ends with `_` and one of these.
+    ///
+    /// This one list decides everything secret in Transit: what descriptions, cURL renderings
+    /// and logs redact (URL queries, form and JSON bodies, headers), and which headers a redirect
+    /// to another origin drops (see ``RedirectPolicy``).
     static let sensitiveWords: [String] = [
-        "token", "key", "apikey", "accesstoken", "authtoken", "password", "passwd", "pwd", "secret",
+        "token", "key", "apikey", "accesstoken", "authtoken", "password", "passwd", "pwd", "passphrase", "secret",
         "signature", "sig", "auth", "authorization", "credential", "credentials", "cookie",
-        "session", "sessionid",
+        "session", "sessionid", "assertion",
     ]
+
+    /// Names whose values are secret only as the whole name, not as the end of a longer one: an
+    /// OAuth authorization or device `code` and a one-time password are secrets, a `zip_code` or
+    /// an `error_code` is not.
+    static let sensitiveExactNames: Set<String> = ["code", "device_code", "user_code", "otp"]
 
     /// Headers whose values are always secret, whatever ``isSensitiveName(_:)`` says.
     static let sensitiveHeaders: Set<String> = ["authorization", "proxy-authorization", "cookie", "set-cookie"]
 
-    /// `true` if a query item or header named `name` carries a secret: `token`, `access_token`,
-    /// `key`, `api_key`, `apikey`, `password`, `secret`, `signature`, `sig`, `auth` and a few
-    /// more, case-insensitively, alone or at the end of a longer name (`x-api-key`,
-    /// `refresh_token`, `X-Amz-Signature`, `clientSecret`). A percent-encoded name is decoded
-    /// first.
+    /// `true` if a query item, form or JSON field, or header named `name` carries a secret:
+    /// `token`, `access_token`, `refresh_token`, `id_token`, `key`, `api_key`, `apikey`,
+    /// `password`, `passwd`, `secret`, `client_secret`, `assertion`, `signature`, `sig`, `auth`,
+    /// `cookie`, `session` and a few more, case-insensitively, alone or at the end of a longer
+    /// name (`x-api-key`, `X-Amz-Signature`, `clientSecret`, `client_assertion`); and `code`,
+    /// `device_code`, `user_code` and `otp` as whole names only. A percent-encoded name is
+    /// decoded first.
     public static func isSensitiveName(_ name: some StringProtocol) -> Bool {
         let normalised = normalise(HTTPSyntax.percentDecoded(String(name)))
+        if sensitiveExactNames.contains(normalised) { return true }
         return sensitiveWords.contains { word in
             normalised == word || (normalised.hasSuffix(word) && normalised.dropLast(word.count).hasSuffix("_"))
         }

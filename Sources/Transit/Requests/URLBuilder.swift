@@ -8,7 +8,9 @@ import FoundationNetworking
 /// The rules, checked byte by byte so that they hold on every platform (Linux Foundation
 /// percent-encodes spaces, control characters and broken escapes instead of rejecting them):
 /// - `base` is an absolute `http` or `https` URL with a host, and no query or fragment. It may
-///   have a port, user info and a path.
+///   have a port and a path. It may not have user-info (`https://user:password@host`): that
+///   fails with ``URLRequestError/credentialsInURL(_:)`` (the URL redacted), as ``HTTPClient``
+///   refuses such a URL; send credentials with an ``Authorizer`` or an `Authorization` header.
 /// - `endpoint` is a path relative to the base, optionally followed by `?query` and `#fragment`.
 ///   It is not an absolute URL (no `://` anywhere: percent-encode a URL inside a query value, or
 ///   add it with `URLRequest.addingQueryItem(name:value:)`).
@@ -27,7 +29,7 @@ enum URLBuilder {
     /// The URL for `endpoint` under `base`.
     ///
     /// - Throws: `URLError(.badURL)`, with a description of what is wrong, when either part breaks
-    ///   the rules above.
+    ///   the rules above; ``URLRequestError/credentialsInURL(_:)`` for a base with user-info.
     static func url(base: String, endpoint: String) throws -> URL {
         if let problem = HTTPSyntax.uriProblem(in: base, allowing: ":/?#[]@") {
             throw badURL("Invalid base URL \(quoted(base)): \(problem).")
@@ -73,6 +75,10 @@ enum URLBuilder {
         components.percentEncodedFragment = fragment.map(String.init)
         guard let url = components.url, url.host?.isEmpty == false else {
             throw badURL("Invalid endpoint \(quoted(endpoint)): it does not form a valid URL with \(quoted(base)).")
+        }
+        // Checked last, so that a base with user-info and another problem names that problem.
+        if components.percentEncodedUser != nil || components.percentEncodedPassword != nil {
+            throw URLRequestError.credentialsInURL(Redaction.redact(url: url))
         }
         return url
     }

@@ -113,12 +113,23 @@ extension URLRequest {
         try addingQueryItems([URLQueryItem(name: name, value: value)])
     }
 
+    /// The longest `timeoutInterval` Transit sends: 1,000,000,000 seconds (about 31 years).
+    ///
+    /// Foundation converts a request's timeout to whole milliseconds and traps on a value it cannot
+    /// convert (NaN, infinity, or more seconds than fit), and other transports convert it to
+    /// nanoseconds; every value up to this one converts exactly. ``HTTPClient`` refuses a request
+    /// whose timeout is above it (or not above zero) with ``URLRequestError/invalidTimeout(_:)``,
+    /// and so does ``withTimeout(_:)``. For a limit on the whole request use a ``Deadline``.
+    public static let maximumTimeoutInterval: TimeInterval = 1_000_000_000
+
     /// A copy that times out after `seconds` (URLSession's idle timeout for the request).
     ///
-    /// - Throws: ``URLRequestError/invalidTimeout(_:)`` for a timeout that is not a finite number
-    ///   above zero; ``URLRequestError/invalidURL`` for a request without a URL.
+    /// - Throws: ``URLRequestError/invalidTimeout(_:)`` for a timeout that is not above zero and
+    ///   at most ``maximumTimeoutInterval`` (NaN and infinities among them), the rule
+    ///   ``HTTPClient`` applies to every request; ``URLRequestError/invalidURL`` for a request
+    ///   without a URL.
     public consuming func withTimeout(_ seconds: TimeInterval) throws -> URLRequest {
-        guard seconds.isFinite, seconds > 0 else { throw URLRequestError.invalidTimeout(seconds) }
+        guard seconds > 0, seconds <= Self.maximumTimeoutInterval else { throw URLRequestError.invalidTimeout(seconds) }
         return try changed { $0.timeoutInterval = seconds }
     }
 

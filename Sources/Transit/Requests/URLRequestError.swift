@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 
 /// A request that cannot be sent as asked: thrown by the fluent `URLRequest` helpers when they
 /// are given input they refuse, or found by ``HTTPClient`` in the final request (a header or
@@ -19,10 +22,25 @@ public enum URLRequestError: Error, Hashable, Sendable, CustomStringConvertible 
     case invalidBearerToken
     /// The method is not an RFC 9110 token (empty, or with a space or a separator).
     case invalidMethod(String)
-    /// The timeout is not a finite number of seconds above zero.
+    /// The timeout (`URLRequest.timeoutInterval`, or the argument of
+    /// `withTimeout(_:)`) is not a finite number of seconds above zero and at most
+    /// `URLRequest.maximumTimeoutInterval`. Foundation on Linux converts the
+    /// timeout to whole milliseconds and traps on a value it cannot convert.
     case invalidTimeout(Double)
     /// The request has no valid URL: it has none, or query items could not be added to it.
     case invalidURL
+    /// The URL is not one Transit sends: it is not `http` or `https`, or it has no host. The URL
+    /// is kept redacted (see ``Redaction``).
+    case unsupportedURL(String)
+    /// The URL carries user-info (`https://user:password@host/…`), which transports treat
+    /// differently (one sends it as Basic credentials, another drops it). Send credentials with
+    /// an ``Authorizer`` or an `Authorization` header instead. The URL is kept redacted: the
+    /// user-info is `***`, so neither the user name nor the password is in the error.
+    case credentialsInURL(String)
+    /// The request has an `httpBodyStream`. A stream can be read once, so a retry or a redirect
+    /// could not send it again, and not every transport reads it: give the body as `httpBody`
+    /// or as a body file.
+    case bodyStreamNotSupported
 
     public var description: String {
         switch self {
@@ -38,9 +56,19 @@ public enum URLRequestError: Error, Hashable, Sendable, CustomStringConvertible 
         case .invalidMethod(let method):
             return "Invalid HTTP method \(method.debugDescription): a method must be a non-empty token with no spaces or separators."
         case .invalidTimeout(let seconds):
-            return "Invalid timeout \(seconds): a timeout must be a finite number of seconds above zero."
+            return "Invalid timeout \(seconds): a timeout must be a finite number of seconds above zero and at most "
+                + "\(Int(URLRequest.maximumTimeoutInterval)); use a deadline (RequestOptions) for a total time limit."
         case .invalidURL:
             return "The request has no valid URL, so it cannot be sent or have query items added."
+        case .unsupportedURL(let url):
+            return "Unsupported URL \(url.debugDescription): Transit sends http and https URLs with a host only."
+        case .credentialsInURL(let url):
+            return "The URL \(url.debugDescription) carries user-info (a user name or password before '@'), which is "
+                + "not sent: transports treat it differently. Remove it from the URL and send credentials with an "
+                + "authoriser (HTTPClient(authorizer:)) or an Authorization header instead."
+        case .bodyStreamNotSupported:
+            return "The request has an httpBodyStream, which is not sent: a stream can be read only once (a retry or a "
+                + "redirect could not send it again). Give the body as httpBody or as a body file."
         }
     }
 }

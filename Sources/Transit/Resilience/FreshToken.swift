@@ -21,6 +21,12 @@ extension Signal where Failure == any Error {
     /// - The refresh is shared: N requests failing together cause one refresh (see
     ///   ``TokenStore/freshToken(replacing:)``). A request whose `Authorization: Bearer` token is
     ///   older than the store's current one replays at once, without a refresh.
+    /// - Only a 401 to the store's token renews it: the request carried a bearer token, and it
+    ///   reached the server that answered (no redirect to another origin dropped it; that server
+    ///   is in the store's scope, or the request's own origin for a store made without one). A
+    ///   401 from an origin a redirect led to, or to a request without a token, fails the signal
+    ///   as it is: a host a redirect names cannot force refreshes or use up ``TokenStore/RefreshLimits``.
+    ///   (A 401 made without a response, `HTTPClientError.unauthorized()`, renews.)
     /// - A 401 on the replayed request fails the signal with that 401: there is one retry.
     /// - A failed refresh fails the signal with the refresh's error.
     /// - Other errors and all values pass through untouched.
@@ -49,10 +55,24 @@ extension Signal where Failure == any Error {
         })
     }
 
+    /// Whether the 401 `response` answers the store's token: the request carried a bearer token,
+    /// no redirect to another origin dropped it on the way, and the server that answered is the
+    /// one it was sent to (in the store's scope, for a store made with one; else the request's
+    /// own origin).
+    private static func tokenReachedServer(_ response: HTTPResponse, store: TokenStore) -> Bool {
+        guard TokenStore.bearerToken(in: response.request) != nil, response.credentialsReachedServer else { return false }
+        let answered = response.head.url
+        if let scope = store.credentialScope { return scope.allows(answered) }
+        guard let sent = response.request.url else { return false }
+        return RedirectPolicy.sameOrigin(sent, answered)
+    }
+
     private func retryingWithFreshToken(from store: TokenStore, ownRefresh: UInt64?) -> Signal<Output, any Error> {
         let upstream = self
         return self.catch { error -> Signal<Output, any Error> in
-            guard let clientError = error as? HTTPClientError, case .unauthorized(let response) = clientError else {
+            guard let clientError = error as? HTTPClientError, case .unauthorized(let response) = clientError,
+                  response.map({ Self.tokenReachedServer($0, store: store) }) ?? true
+            else {
                 return Signal(error: error)
             }
             // The 401 came from a client: its monitors are told about the refresh.

@@ -64,6 +64,11 @@ extension HTTPClient {
     /// (when the request is in its scope), and, on a 401 to credentials the authorizer added,
     /// one renewal and one more attempt.
     ///
+    /// The 401 must come from where the credentials went: the final response's URL is in the
+    /// authorizer's scope and no redirect to another origin dropped the credentials on the way.
+    /// A 401 from an origin a redirect led to (which never got them) is delivered as it is, so a
+    /// host a redirect names cannot make the authorizer renew, nor use up its renewal limits.
+    ///
     /// A ``TokenStore``'s refreshes are reported to `events` (the client's monitors) by the
     /// store; another authorizer's renewal is reported here
     /// (``HTTPEvent/Kind/authorizerRenewalStarted`` and how it ended).
@@ -162,7 +167,12 @@ private final class AuthorizedExchange: Sendable {
         }
 
         private func receiveFirst(_ event: Event<HTTPResponse, any Error>) {
-            guard case .value(let response) = event, response.statusCode == 401 else {
+            // A 401 renews only when the credentials reached the server that answered: one in the
+            // scope, which got them (no redirect to another origin dropped them on the way).
+            // Any other 401 is the answer, as it is.
+            guard case .value(let response) = event, response.statusCode == 401,
+                  exchange.authorizer.scope.allows(response.head.url), response.credentialsReachedServer
+            else {
                 if !renewing.load(ordering: .acquiring) { observer.send(event) }
                 return
             }

@@ -136,7 +136,9 @@ public final class TokenStore: Sendable {
 
     /// Bounds on refreshing: a deadline per refresh, and how many refreshes may start in a window.
     public struct RefreshLimits: Sendable {
-        /// The longest a refresh may take; then it fails with ``RefreshError/timedOut``.
+        /// The longest a refresh may take; then it fails with ``RefreshError/timedOut``. Clamped
+        /// like a request's deadline: a negative one is zero, and one longer than about 285
+        /// years is that.
         public var deadline: Duration
         /// How many refreshes may start within ``window``; more fail with
         /// ``RefreshError/tooManyRefreshes``.
@@ -375,7 +377,8 @@ public final class TokenStore: Sendable {
         }
         guard allowed else { return complete(flight, with: .failure(RefreshError.tooManyRefreshes)) }
         events?.emit(.tokenRefreshStarted)
-        let timer = limits.scheduler.schedule(after: limits.deadline) { [weak self] in
+        // Clamped as a request's deadline is: never so long that the clock would overflow.
+        let timer = limits.scheduler.schedule(after: HTTPClient.timed(.after(limits.deadline)) ?? .zero) { [weak self] in
             self?.complete(flight, with: .failure(RefreshError.timedOut))
         }
         guard subscription.add(timer) else { return timer.cancel() }

@@ -503,7 +503,8 @@ struct LifecycleMonitorTests {
         transport.stub(.get).thenRespond(.failure(URLError(.timedOut)))
         let log = EventLog()
         let client = HTTPClient(transport: transport, monitors: [log], scheduler: scheduler)
-        var request = get("https://alice:pa55word@api.example.test/x?access_token=qwerty&page=2")
+        // User-info (`alice:pa55word@`) is refused before anything is sent: RequestFieldValidationTests.
+        var request = get("https://api.example.test/x?access_token=qwerty&page=2")
         request.setValue("Bearer s3cr3t", forHTTPHeaderField: "Authorization")
         request.setValue("session=c00kie", forHTTPHeaderField: "Cookie")
         _ = RequestProbe(client.send(request).retry(RetryPolicy(maxAttempts: 2, baseDelay: 0, jitter: .none), scheduler: scheduler))

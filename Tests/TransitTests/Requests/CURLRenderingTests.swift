@@ -35,8 +35,104 @@ struct CURLRenderingTests {
     @Test func aGETHasNoMethodFlagAndControlCharactersStayOnOneLine() {
         var request = URLRequest(url: URL(string: "https://api.example.com/a")!)
         request.httpMethod = "PATCH"
+        // A body is printed only as a form or JSON (this one is declared a form).
+        request.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
         request.httpBody = Data("line1\nline2".utf8)
-        #expect(request.curlDescription() == #"curl -X 'PATCH' --data-raw 'line1\nline2' 'https://api.example.com/a'"#)
+        #expect(request.curlDescription() == #"curl -X 'PATCH' -H 'Content-Type: application/x-www-form-urlencoded' --data-raw 'line1\nline2' 'https://api.example.com/a'"#)
         #expect(URLRequest(url: URL(string: "https://api.example.com/a")!).curlDescription() == "curl 'https://api.example.com/a'")
+    }
+
+    // MARK: Secrets in bodies
+
+    @Test func aFormBodyShowsNoSecretValue() {
+        var request = URLRequest(url: URL(string: "https://auth.example.com/token")!)
+        request.httpMethod = "POST"
+        request.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
+        request.httpBody = Data(
+            "grant_type=refresh_token&refresh_token=RT-7f3a&password=hunter2&client_id=app&client_secret=cs-9d&code=c0de-1&username=ada&Client_Assertion=eyJa.b.c&passwd&PASSWORD=Hunter3".utf8
+        )
+        let curl = request.curlDescription()
+        #expect(curl.contains("--data-raw 'grant_type=refresh_token&refresh_token=REDACTED&password=REDACTED&client_id=app&client_secret=REDACTED&code=REDACTED&username=ada&Client_Assertion=REDACTED&passwd&PASSWORD=REDACTED'"), "\(curl)")
+        for secret in ["RT-7f3a", "hunter2", "Hunter3", "cs-9d", "c0de-1", "eyJa"] {
+            #expect(!curl.contains(secret), "\(secret) leaked: \(curl)")
+        }
+    }
+
+    @Test func aFormBodyWithoutAContentTypeIsRedactedToo() {
+        var request = URLRequest(url: URL(string: "https://auth.example.com/token")!)
+        request.httpMethod = "POST"
+        request.httpBody = Data("grant_type=password&username=ada&password=hunter2%21&scope=a+b".utf8)
+        #expect(request.curlDescription() == "curl -X 'POST' --data-raw 'grant_type=password&username=ada&password=REDACTED&scope=a+b' 'https://auth.example.com/token'")
+    }
+
+    @Test func aJSONBodyShowsNoSecretValueAtAnyDepth() {
+        var request = URLRequest(url: URL(string: "https://api.example.com/login")!)
+        request.httpMethod = "POST"
+        request.setValue("application/json; charset=utf-8", forHTTPHeaderField: "Content-Type")
+        request.httpBody = Data(#"""
+        {"user":{"name":"ada","password":"p@ss \"quoted\"","tokens":[{"id_token":"it-1"},{"kind":"x"}]},"client_secret":"cs-2","api_key":12345,"Access_Token":null,"apiKey":{"nested":"k-3"},"note":"password=inline","pass\u0077ord":"esc-4","list":[1,2.5e3,true,{"refresh_token":["rt-5"]}]}
+        """#.utf8)
+        let curl = request.curlDescription()
+        let expected = #"{"user":{"name":"ada","password":"REDACTED","tokens":[{"id_token":"REDACTED"},{"kind":"x"}]},"#
+            + #""client_secret":"REDACTED","api_key":"REDACTED","Access_Token":"REDACTED","apiKey":"REDACTED","note":"password=inline","pass\u0077ord":"REDACTED","list":[1,2.5e3,true,{"refresh_token":"REDACTED"}]}"#
+        #expect(curl.contains("--data-raw '\(expected)'"), "\(curl)")
+        for secret in ["p@ss", "quoted", "it-1", "cs-2", "12345", "k-3", "esc-4", "rt-5"] {
+            #expect(!curl.contains(secret), "\(secret) leaked: \(curl)")
+        }
+    }
+
+    @Test func aJSONBodyWithoutAContentTypeIsRedactedAndWhitespaceIsKept() {
+        var request = URLRequest(url: URL(string: "https://api.example.com/login")!)
+        request.httpMethod = "POST"
+        request.httpBody = Data("{ \"secret\" : \"s-1\" ,\n \"name\": \"ada\" }".utf8)
+        #expect(request.curlDescription() == #"curl -X 'POST' --data-raw '{ "secret" : "REDACTED" ,\n "name": "ada" }' 'https://api.example.com/login'"#)
+    }
+
+    @Test func aBodyThatIsNeitherFormNorJSONIsSummarised() {
+        let bodies: [(String?, String)] = [
+            (nil, "my password is hunter2"),
+            (nil, "hunter2\n"),
+            ("text/plain", "password=hunter2"),
+            ("application/json", #"{"password":"hunter2""#),
+            ("application/json", "password=hunter2"),
+            ("application/xml", "<password>hunter2</password>"),
+            ("multipart/form-data; boundary=b", "--b\r\nContent-Disposition: form-data; name=\"password\"\r\n\r\nhunter2\r\n--b--"),
+        ]
+        for (contentType, body) in bodies {
+            var request = URLRequest(url: URL(string: "https://api.example.com/upload")!)
+            request.httpMethod = "POST"
+            if let contentType { request.setValue(contentType, forHTTPHeaderField: "Content-Type") }
+            request.httpBody = Data(body.utf8)
+            let curl = request.curlDescription()
+            #expect(!curl.contains("hunter2"), "\(curl)")
+            #expect(!curl.contains("--data"), "\(curl)")
+            #expect(curl.hasSuffix("'https://api.example.com/upload'  # body: \(body.utf8.count) bytes, not shown"), "\(curl)")
+        }
+    }
+
+    @Test func secretQueryItemsOfOAuthAreRedactedInTheURL() {
+        let request = URLRequest(url: URL(string: "https://app.example.com/callback?code=c0de-1&state=s1&client_assertion=eyJa&id_token=it")!)
+        #expect(request.curlDescription() == "curl 'https://app.example.com/callback?code=REDACTED&state=s1&client_assertion=REDACTED&id_token=REDACTED'")
+    }
+
+    @Test func oneListDecidesBodiesQueriesAndHeaders() {
+        let names = [
+            "password", "passwd", "secret", "client_secret", "token", "access_token", "refresh_token", "id_token", "api_key",
+            "apikey", "code", "assertion", "client_assertion", "PASSWORD", "Client-Secret", "x-api-key",
+        ]
+        for name in names {
+            #expect(Redaction.isSensitiveName(name), "\(name)")
+            var request = URLRequest(url: URL(string: "https://api.example.com/a?\(name)=v4lue")!)
+            request.httpMethod = "POST"
+            request.httpBody = Data("\(name)=b0dy".utf8)
+            request.setValue("h3ader", forHTTPHeaderField: name.contains("_") ? name.replacingOccurrences(of: "_", with: "-") : name)
+            let curl = request.curlDescription()
+            for secret in ["v4lue", "b0dy", "h3ader"] {
+                #expect(!curl.contains(secret), "\(name): \(curl)")
+            }
+        }
+        for name in ["state", "username", "grant_type", "client_id", "zip_code", "scope"] {
+            #expect(!Redaction.isSensitiveName(name), "\(name)")
+        }
     }
 }

@@ -1,0 +1,16 @@
+// What Sources/Transit/Application/HTTPClient+Checks.swift names besides its checks (the client
+// it extends, and what its `annotate` builds), so that the checks compile without the client.
+// The harness calls only `HTTPClient.validate(_:)`.
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+final class HTTPClient {}
+
+final class HTTPEventSink: Sendable {}
+
+struct TransportError: Error {
+    var eventSink: HTTPEventSink?
+    init(request: URLRequest, underlying: any Error) {}
+}
