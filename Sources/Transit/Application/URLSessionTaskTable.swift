@@ -51,9 +51,9 @@ final class URLSessionTaskTable: Sendable {
 
     /// Cancels `task` without waiting for `URLSession`.
     ///
-    /// Linux Foundation's `cancel()` runs synchronously on the session's work queue, which
-    /// libcurl holds for as long as data is ready on the socket: a compressed body is inflated
-    /// there, chunk after chunk, in one call. Cancelling on the caller's thread would block it
+    /// Linux Foundation's `cancel()` runs synchronously on its work queue (one queue for every
+    /// `URLSession` of the process), which libcurl holds for as long as data is ready on the
+    /// socket: a compressed body is inflated there, chunk after chunk, in one call. Cancelling on the caller's thread would block it
     /// until then; on the delegate queue (the size limit, a deadline, a consumer cancelling from
     /// an event) it would also stop the queue, so every chunk inflated meanwhile would wait in
     /// memory. The cancel is handed to a queue of its own instead: the delegate queue goes on
@@ -69,7 +69,7 @@ final class URLSessionTaskTable: Sendable {
     /// What to answer to `challenge` for `task`: never a credential.
     ///
     /// A 401 or 407 is the caller's to handle (``catchHTTPErrors()``, an ``Authorizer``'s
-    /// renewal), so it is delivered as the response; credentials from the URL, the session's
+    /// renewal), so it is delivered as the response; credentials from the URL, the configuration's
     /// credential storage or the keychain are never offered. Challenges that are not HTTP
     /// authentication (server trust, client certificates) get Foundation's default handling.
     func answer(_ challenge: URLAuthenticationChallenge, for task: URLSessionTask) -> URLSession.AuthChallengeDisposition {
@@ -193,7 +193,7 @@ final class URLSessionTaskTable: Sendable {
 
     func complete(_ task: URLSessionTask, error: (any Error)?) {
         guard let state = tasks.withLock({ $0.removeValue(forKey: task.taskIdentifier) }) else { return }
-        // `task.response` takes a trip through the session's work queue: it is read only when a
+        // `task.response` takes a trip through the work queue of `URLSession`: it is read only when a
         // late head needs it.
         if let error, !state.notHTTP {
             state.observer.fail(Self.urlError(error))

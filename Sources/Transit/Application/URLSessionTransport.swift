@@ -7,7 +7,7 @@ import Signals
 /// The production transport: one long-lived `URLSession` driven by a session delegate.
 ///
 /// Every subscription to ``exchange(_:)`` creates one task (an upload task for a body file, a
-/// data task otherwise). The session's delegate keeps the state of each task (keyed by its task
+/// data task otherwise). The delegate of the session keeps the state of each task (keyed by its task
 /// identifier) and delivers the head as soon as `URLSession` has it, then every body chunk as it
 /// arrives, then `finished` — or fails with the `URLError`. Nothing is buffered here.
 ///
@@ -56,7 +56,7 @@ import Signals
 /// (a signal returned by ``exchange(_:)`` keeps the transport alive as well).
 ///
 /// Thread safety: all task state is behind a `Locked`; `send` may be called from any thread and
-/// events arrive on the session's delegate queue.
+/// events arrive on the delegate queue of the session.
 public final class URLSessionTransport: HTTPTransport {
     /// A transport with ``defaultConfiguration``.
     public static let shared = URLSessionTransport()
@@ -115,7 +115,7 @@ public final class URLSessionTransport: HTTPTransport {
     /// the exchanges, give the ``HTTPClient`` that uses it an ``HTTPEventMonitor``.
     ///
     /// - Parameters:
-    ///   - configuration: the session's configuration; ``defaultConfiguration`` (no cookie jar, no
+    ///   - configuration: the configuration of the session; ``defaultConfiguration`` (no cookie jar, no
     ///     `URLCache`) by default.
     ///   - downloadTasks: whether ``HTTPClient/download(_:to:options:)`` runs as a
     ///     `URLSessionDownloadTask` that writes the body itself (``writesResponseBodiesToFiles``)
@@ -197,7 +197,7 @@ public final class URLSessionTransport: HTTPTransport {
             // the teardown is released as soon as the subscription ends.
             return { [self] in
                 // A task that already ended was forgotten by the delegate: cancelling it would
-                // only cost a trip through the session's work queue.
+                // only cost a trip through the work queue of `URLSession`.
                 withExtendedLifetime(self) {
                     if table.cancel(task) { table.cancelTask(task) }
                 }
