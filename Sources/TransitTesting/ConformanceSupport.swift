@@ -49,6 +49,9 @@ final class PartRecorder: Sendable {
         var chunks: [Data] = []
         var byteCount = 0
         var completion: Completion<any Error>?
+        /// When the terminal event was delivered (on the transport's thread, whatever the test's
+        /// own task is waiting for).
+        var endedAt: ContinuousClock.Instant?
         var violations: [String] = []
         var cancelled = false
         var eventsAfterCancel = 0
@@ -93,9 +96,11 @@ final class PartRecorder: Sendable {
             case .finished:
                 if state.head == nil { state.violations.append("finished without a head") }
                 state.completion = .finished
+                state.endedAt = ContinuousClock.now
                 state.token = nil
             case .failed(let error):
                 state.completion = .failure(error)
+                state.endedAt = ContinuousClock.now
                 state.token = nil
             }
         }
@@ -118,6 +123,7 @@ final class PartRecorder: Sendable {
     var body: Data { state.withLock { $0.chunks.reduce(into: Data()) { $0.append($1) } } }
     var byteCount: Int { state.withLock { $0.byteCount } }
     var completion: Completion<any Error>? { state.withLock { $0.completion } }
+    var endedAt: ContinuousClock.Instant? { state.withLock { $0.endedAt } }
     var eventsAfterCancel: Int { state.withLock { $0.eventsAfterCancel } }
 
     /// Throws if the transport broke the event contract.

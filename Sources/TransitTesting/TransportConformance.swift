@@ -30,6 +30,9 @@ import Transit
 ///   `.networkConnectionLost`, refused → `.cannotConnectToHost`, a stalled server →
 ///   `.timedOut` after `URLRequest.timeoutInterval` of silence (a slow but steady body does not
 ///   time out), a reply that is not HTTP → `.cannotParseResponse`, no URL → `.badURL`;
+/// - authentication challenges: a 401 or 407 with any challenge (Basic, Digest, Bearer, an
+///   unknown scheme) is delivered promptly as a response, with no credential sent and no second
+///   request, to the transport and through an `HTTPClient` (buffered, streamed, downloaded);
 /// - through an `HTTPClient` over the transport: the response-size limit, the total deadline
 ///   against a trickling server, and redirects across two servers with credentials dropped.
 ///
@@ -89,7 +92,7 @@ public enum TransportConformance {
     @TaskLocal public static var eventTimeout: Duration = .seconds(30)
 
     /// Every check, in a stable order.
-    public static let checks: [Check] = exchangeChecks + failureChecks + clientChecks
+    public static let checks: [Check] = exchangeChecks + failureChecks + challengeChecks + clientChecks
 
     /// The check called `name`, if there is one.
     public static func check(named name: String) -> Check? {

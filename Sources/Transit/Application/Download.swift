@@ -14,9 +14,14 @@ public enum DownloadEvent: Sendable {
 
 /// How far a download is.
 public struct DownloadProgress: Sendable, Hashable {
-    /// Body bytes received and written so far.
+    /// Body bytes received and written so far: decoded bytes, as they go into the file.
     public let bytesReceived: Int64
-    /// The body's size from `Content-Length`, when the server sent it.
+    /// How many bytes ``bytesReceived`` counts up to, when known: the `Content-Length` of a body
+    /// that is not content-encoded. `nil` when the server sent no length, and when the body is
+    /// content-encoded (`gzip`, `deflate`, …): transports deliver it decoded, and the declared
+    /// length is that of the encoded bytes. Never less than ``bytesReceived``: a transport
+    /// that reports a total before the head is known has it dropped once more bytes than that
+    /// arrive.
     public let expectedBytes: Int64?
 
     /// Creates a progress report.
@@ -59,6 +64,9 @@ final class DownloadWriter: Sendable {
         var handle: FileHandle?
         var received: Int64 = 0
         var expected: Int64?
+        /// The expected total is known to be unknown: the body is content-encoded, or more bytes
+        /// arrived than a transport's total said.
+        var expectedUnknown = false
         var head: HTTPResponseHead?
         /// The head's status is 2xx: the body is the download. Otherwise it is an error body.
         var success = false
@@ -90,14 +98,17 @@ final class DownloadWriter: Sendable {
 
     /// The head arrived: a 2xx starts the download, another status an error body.
     func begin(_ head: HTTPResponseHead) throws -> DownloadProgress? {
-        let declared = head.expectedContentLength >= 0 ? head.expectedContentLength : nil
+        // The body's length as written: unknown for a content-encoded body (decoded as it comes).
+        let declared = head.declaredBodyLength
         if let maxBytes, let declared, declared > maxBytes {
             throw ResponseTooLargeError(limit: maxBytes, declaredLength: declared)
         }
+        let encoded = head.isContentEncoded
         let success = (200..<300).contains(head.statusCode)
         return state.withLock { state in
             state.head = head
-            state.expected = declared
+            state.expectedUnknown = state.expectedUnknown || encoded
+            state.expected = state.expectedUnknown ? nil : declared
             state.success = success
             // Progress the transport reported before the head (see ``written(_:expected:)``) is
             // not reported again.
@@ -139,7 +150,13 @@ final class DownloadWriter: Sendable {
         try state.withLock { state in
             guard state.head == nil || state.success, state.handle == nil, total > state.received else { return nil }
             state.received = total
-            if state.expected == nil { state.expected = expected }
+            if state.expected == nil, !state.expectedUnknown { state.expected = expected }
+            if let known = state.expected, total > known {
+                // A total given before the head (a download task on Linux) that was the encoded
+                // length of a body the transport decodes.
+                state.expected = nil
+                state.expectedUnknown = true
+            }
             if let maxBytes {
                 if let declared = state.expected, declared > maxBytes {
                     throw ResponseTooLargeError(limit: maxBytes, declaredLength: declared)

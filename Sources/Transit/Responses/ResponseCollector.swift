@@ -7,8 +7,10 @@ import Signals
 extension Signal where Output == HTTPResponsePart, Failure == any Error {
     /// The parts buffered into one ``HTTPResponse`` of at most `maxBytes` body bytes.
     ///
-    /// A `Content-Length` above the limit fails at the head, before any body byte is read; a
-    /// body that grows past it fails with the chunk that crosses it. Either way the upstream (the
+    /// A `Content-Length` above the limit fails at the head, before any body byte is read (unless
+    /// the body is content-encoded: the length is then that of the encoded bytes, and transports
+    /// deliver them decoded); a body that grows past it fails with the chunk that crosses it,
+    /// which is not kept. Either way the upstream (the
     /// transfer) is cancelled at once and the signal fails with ``ResponseTooLargeError``.
     ///
     /// The response carries `events`, the client's monitors (see ``HTTPEventSink``).
@@ -37,7 +39,7 @@ extension Signal where Output == HTTPResponsePart, Failure == any Error {
                 switch event {
                 case .value(.head(let head)):
                     let declared = head.expectedContentLength
-                    if declared > maxBytes { return Self.tooLarge(maxBytes, declared: declared, scope, observer) }
+                    if declared > maxBytes, !head.isContentEncoded { return Self.tooLarge(maxBytes, declared: declared, scope, observer) }
                     buffer.withLock {
                         $0.head = head
                         $0.declared = declared > 0 ? Int(declared) : 0
@@ -96,5 +98,25 @@ extension Signal where Output == HTTPResponsePart, Failure == any Error {
     ) {
         scope.cancel()
         observer.fail(ResponseTooLargeError(limit: maxBytes, declaredLength: declared))
+    }
+}
+
+extension HTTPResponseHead {
+    /// Whether the body is content-encoded (`Content-Encoding` other than `identity`). Transports
+    /// deliver such a body decoded, so its `Content-Length` (the encoded length) says nothing of
+    /// how many bytes arrive.
+    var isContentEncoded: Bool {
+        guard let encoding = value(forHTTPHeaderField: "Content-Encoding") else { return false }
+        return encoding.split(separator: ",").contains { coding in
+            let name = coding.trimmingCharacters(in: .whitespaces)
+            return !name.isEmpty && name.caseInsensitiveCompare("identity") != .orderedSame
+        }
+    }
+
+    /// The number of body bytes a transport delivers, when the head declares it: the
+    /// `Content-Length` of a body that is not content-encoded.
+    var declaredBodyLength: Int64? {
+        let declared = expectedContentLength
+        return declared >= 0 && !isContentEncoded ? declared : nil
     }
 }
