@@ -169,13 +169,32 @@ public final class URLSessionTransport: HTTPTransport {
     /// delivers its response as parts.
     public var writesResponseBodiesToFiles: Bool { usesDownloadTasks }
 
+    /// `request` with its idle timeout as Linux Foundation can apply it.
+    ///
+    /// Linux Foundation hands libcurl `Int(timeoutInterval)` seconds: a fraction is cut off, and a
+    /// timeout below one second becomes zero, which libcurl reads as "time out at once". Rounding
+    /// up to whole seconds keeps the idle timeout at least as long as asked (at most a second
+    /// longer). Apple platforms apply the fraction as given.
+    static func withWholeSecondTimeout(_ request: URLRequest) -> URLRequest {
+        #if canImport(FoundationNetworking)
+        let timeout = request.timeoutInterval
+        let whole = timeout.rounded(.up)
+        guard whole != timeout, whole.isFinite, whole > 0 else { return request }
+        var rounded = request
+        rounded.timeoutInterval = whole
+        return rounded
+        #else
+        return request
+        #endif
+    }
+
     /// A signal that sends `request` when subscribed, and again on every subscription, and
     /// delivers the response as parts (see ``HTTPTransport``).
     ///
     /// Cancelling the subscription cancels the task; no event follows.
     public func exchange(_ request: TransportRequest) -> Signal<HTTPResponsePart, any Error> {
         Signal { [self] observer in
-            let urlRequest = request.urlRequest
+            let urlRequest = Self.withWholeSecondTimeout(request.urlRequest)
             guard urlRequest.url != nil else {
                 observer.fail(URLError(.badURL))
                 return nil

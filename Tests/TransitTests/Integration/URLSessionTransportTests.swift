@@ -162,6 +162,20 @@ struct URLSessionTransportTests {
         }
     }
 
+    /// Linux Foundation hands libcurl `Int(timeoutInterval) * 1000` milliseconds: below a second
+    /// that is zero, which libcurl reads as "time out at once". A sub-second idle timeout must not
+    /// fail a response that arrives within it.
+    @Test func aSubSecondIdleTimeoutDoesNotFailAPromptResponse() async throws {
+        try await withLoopbackServer { server in
+            server.enqueue(.text("in time").delayed(by: .milliseconds(50)))
+            var request = URLRequest(url: server.url("/prompt"))
+            request.timeoutInterval = 0.5
+            let recorder = try await sendAndWait(makeTransport(), request)
+            #expect(recorder.urlError == nil, "\(String(describing: recorder.error))")
+            #expect(recorder.responses.first?.text == "in time")
+        }
+    }
+
     @Test func aRefusedConnectionFailsWithAURLError() async throws {
         let port = try closedLoopbackPort()
         let recorder = try await sendAndWait(makeTransport(), URLRequest(url: URL(string: "http://127.0.0.1:\(port)/nobody")!))
