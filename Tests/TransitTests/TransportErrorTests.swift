@@ -69,6 +69,7 @@ struct TransportErrorTests {
         ("SSL: certificate subject name 'other.test' does not match target host name 'api.test'", .serverCertificateUntrusted),
         ("OpenSSL SSL_connect: SSL_ERROR_SYSCALL in connection to 127.0.0.1:8443", .secureConnectionFailed),
         ("error:0A00010B:SSL routines::wrong version number", .secureConnectionFailed),
+        ("error:0A000086:SSL routines::certificate verify failed", .serverCertificateUntrusted),
         ("transfer closed with 10 bytes remaining to read", .unknown),
         ("something else went wrong", .unknown),
     ])
@@ -91,6 +92,12 @@ struct TransportErrorTests {
         let expired = try #require(try failure(of: .get, answer: .failure(refined)) as? TransportError)
         #expect(expired.code == .serverCertificateHasBadDate)
         #expect(expired.description.contains("server certificate has bad date"))
+        // A certificate code is never made vaguer by a message about the handshake.
+        let untrusted = URLError(.serverCertificateUntrusted, userInfo: [
+            NSLocalizedDescriptionKey: "handshakeFailed(error:1000007d:SSL routines:OPENSSL_internal:CERTIFICATE_VERIFY_FAILED)",
+        ])
+        let kept = try #require(try failure(of: .get, answer: .failure(untrusted)) as? TransportError)
+        #expect(kept.code == .serverCertificateUntrusted)
     }
 
     @Test("an error that is not a URLError is wrapped too; code and urlError are nil")

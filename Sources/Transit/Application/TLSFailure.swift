@@ -24,7 +24,8 @@ import FoundationNetworking
 /// | another TLS handshake failure (`SSL connect error`, `OpenSSL SSL_connect: …`, `TLS connect error`) | `.secureConnectionFailed` |
 ///
 /// Only errors whose code says nothing more precise are reclassified (`.unknown`,
-/// `.secureConnectionFailed`, `.serverCertificateUntrusted`); the original error is kept under
+/// `.secureConnectionFailed`, `.serverCertificateUntrusted`, the last only to a more precise
+/// certificate code); the original error is kept under
 /// `NSUnderlyingErrorKey` and the description is unchanged.
 enum TLSFailure {
     /// `error` with the code Apple platforms give for the TLS failure it describes; any other
@@ -43,7 +44,10 @@ enum TLSFailure {
             return error
         }
         let message = (error.userInfo[NSLocalizedDescriptionKey] as? String) ?? ""
-        guard let code = code(forCurlMessage: message), code != error.code else { return error }
+        guard let code = code(forCurlMessage: message), code != error.code,
+              // A certificate code is made more precise, never vaguer.
+              !(error.code == .serverCertificateUntrusted && code == .secureConnectionFailed)
+        else { return error }
         var userInfo = error.userInfo
         userInfo[NSUnderlyingErrorKey] = error as NSError
         return URLError(code, userInfo: userInfo)
@@ -61,7 +65,9 @@ enum TLSFailure {
             if normalised.contains("self-signed certificate in certificate chain") { return .serverCertificateHasUnknownRoot }
             return .serverCertificateUntrusted
         }
-        if normalised.contains("certificate verify failed") { return .serverCertificateUntrusted }
+        if normalised.contains("certificate verify failed") || normalised.contains("certificate_verify_failed") {
+            return .serverCertificateUntrusted
+        }
         if normalised.contains("does not match target host") || normalised.contains("subject name matches target")
             || normalised.contains("no alternative certificate subject name") {
             return .serverCertificateUntrusted
