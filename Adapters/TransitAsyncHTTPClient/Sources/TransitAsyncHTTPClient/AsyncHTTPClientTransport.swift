@@ -65,7 +65,9 @@ import Transit
 ///   expands past the ratio limit, fails with `.cannotDecodeContentData`. A `Content-Encoding`
 ///   the transport cannot decode (`br`, `zstd`, …) fails with `.cannotDecodeContentData` too,
 ///   unless the request sent its own `Accept-Encoding`: the caller asked for it, and gets the
-///   body as it was sent, with its head unchanged.
+///   body as it was sent, with its head unchanged. gzip and deflate are decoded whoever asked for
+///   them, as `URLSession` does; a caller who wants the encoded bytes turns decoding off
+///   (``Decompression/disabled``).
 ///
 /// Differences from ``URLSessionTransport`` that the seam allows: no cookie storage, no HTTP cache,
 /// and HTTP/2 over TLS when the server offers it.
