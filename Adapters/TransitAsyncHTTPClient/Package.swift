@@ -17,6 +17,10 @@ let package = Package(
         // depends on both already, so they add nothing to build.
         .package(url: "https://github.com/apple/swift-nio", from: "2.81.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.27.0"),
+        // Tests only: certificates minted at test time for the TLS test server.
+        .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
+        .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
+        .package(url: "https://github.com/apple/swift-asn1", from: "1.1.0"),
     ],
     targets: [
         .target(
@@ -31,7 +35,13 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                "CTransitZlib",
             ]
+        ),
+        // The system's zlib, which decodes gzip and deflate bodies.
+        .target(
+            name: "CTransitZlib",
+            linkerSettings: [.linkedLibrary("z")]
         ),
         // `swift run forum-ahc [--transport ahc|urlsession]`: the README's PostService chain on either
         // transport, against an embedded forum API.
@@ -56,6 +66,14 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 // EmbeddedEventLoop: the idle sweeper's ticks in virtual time.
                 .product(name: "NIOEmbedded", package: "swift-nio"),
+                // The TLS test server and its certificates, and gzip fixtures made with zlib.
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                "CTransitZlib",
             ]
         ),
     ],

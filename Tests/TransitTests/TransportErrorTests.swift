@@ -57,6 +57,49 @@ struct TransportErrorTests {
         #expect(error.request.value(forHTTPHeaderField: "X-Client") == "tests")
     }
 
+    @Test("a TLS failure libcurl reports as .unknown gets the code Apple platforms give", arguments: [
+        ("SSL certificate problem: self-signed certificate", URLError.Code.serverCertificateUntrusted),
+        ("SSL certificate problem: self signed certificate", .serverCertificateUntrusted),
+        ("SSL certificate problem: unable to get local issuer certificate", .serverCertificateUntrusted),
+        ("SSL certificate problem: self-signed certificate in certificate chain", .serverCertificateHasUnknownRoot),
+        ("SSL certificate problem: certificate has expired", .serverCertificateHasBadDate),
+        ("SSL certificate problem: certificate is not yet valid", .serverCertificateNotYetValid),
+        ("SSL: no alternative certificate subject name matches target host name 'localhost'", .serverCertificateUntrusted),
+        ("SSL: no alternative certificate subject name matches target ipv4 address '127.0.0.1'", .serverCertificateUntrusted),
+        ("SSL: certificate subject name 'other.test' does not match target host name 'api.test'", .serverCertificateUntrusted),
+        ("OpenSSL SSL_connect: SSL_ERROR_SYSCALL in connection to 127.0.0.1:8443", .secureConnectionFailed),
+        ("error:0A00010B:SSL routines::wrong version number", .secureConnectionFailed),
+        ("error:0A000086:SSL routines::certificate verify failed", .serverCertificateUntrusted),
+        ("transfer closed with 10 bytes remaining to read", .unknown),
+        ("something else went wrong", .unknown),
+    ])
+    func classifiesTLSFailures(message: String, code: URLError.Code) throws {
+        let original = URLError(.unknown, userInfo: [NSLocalizedDescriptionKey: message])
+        let error = try #require(try failure(of: .get, answer: .failure(original)) as? TransportError)
+        #expect(error.code == code)
+        #expect(error.urlError?.localizedDescription == message)
+        if code != .unknown {
+            #expect((error.urlError?.userInfo[NSUnderlyingErrorKey] as? NSError)?.code == URLError.Code.unknown.rawValue)
+        }
+    }
+
+    @Test("a more precise code than .unknown is kept whatever the message says")
+    func keepsPreciseCodes() throws {
+        let timedOut = URLError(.timedOut, userInfo: [NSLocalizedDescriptionKey: "SSL certificate problem: certificate has expired"])
+        let error = try #require(try failure(of: .get, answer: .failure(timedOut)) as? TransportError)
+        #expect(error.code == .timedOut)
+        let refined = URLError(.secureConnectionFailed, userInfo: [NSLocalizedDescriptionKey: "SSL certificate problem: certificate has expired"])
+        let expired = try #require(try failure(of: .get, answer: .failure(refined)) as? TransportError)
+        #expect(expired.code == .serverCertificateHasBadDate)
+        #expect(expired.description.contains("server certificate has bad date"))
+        // A certificate code is never made vaguer by a message about the handshake.
+        let untrusted = URLError(.serverCertificateUntrusted, userInfo: [
+            NSLocalizedDescriptionKey: "handshakeFailed(error:1000007d:SSL routines:OPENSSL_internal:CERTIFICATE_VERIFY_FAILED)",
+        ])
+        let kept = try #require(try failure(of: .get, answer: .failure(untrusted)) as? TransportError)
+        #expect(kept.code == .serverCertificateUntrusted)
+    }
+
     @Test("an error that is not a URLError is wrapped too; code and urlError are nil")
     func nonURLErrorUnderlying() throws {
         struct Broken: Error {}

@@ -16,7 +16,9 @@ import Signals
 ///
 /// What counts as a connection-level failure: the host could not be found or reached
 /// (`.cannotFindHost`, `.dnsLookupFailed`, `.cannotConnectToHost`), TLS failed
-/// (`.secureConnectionFailed`, certificate errors), or the connection was reset or lost
+/// (`.secureConnectionFailed`, and the certificate codes `.serverCertificateUntrusted`,
+/// `.serverCertificateHasUnknownRoot`, `.serverCertificateHasBadDate`,
+/// `.serverCertificateNotYetValid`, `.clientCertificateRejected`, on every platform), or the connection was reset or lost
 /// (`.networkConnectionLost`). A request is resent after the first kinds whatever its method
 /// (nothing reached the server); after a lost connection only if its method is idempotent. HTTP
 /// statuses (a 503) are answers, not connection failures: they are left to retry policies.
@@ -128,8 +130,11 @@ public final class HostFailover: Sendable {
     }
 
     /// Whether `error` for a request with `method` moves it to the next origin.
+    ///
+    /// A TLS failure counts by the code Apple platforms give for it (``TLSFailure``), so a
+    /// certificate libcurl reports as `.unknown` on Linux fails over as it does on Darwin.
     static func failsOver(_ error: URLError, method: String) -> Bool {
-        switch error.code {
+        switch TLSFailure.classified(error).code {
         case .cannotFindHost, .dnsLookupFailed, .cannotConnectToHost, .secureConnectionFailed,
              .serverCertificateUntrusted, .serverCertificateHasBadDate, .serverCertificateNotYetValid,
              .serverCertificateHasUnknownRoot, .clientCertificateRejected:

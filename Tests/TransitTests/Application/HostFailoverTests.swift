@@ -56,6 +56,22 @@ struct HostFailoverTests {
         #expect(transport.requests[3].url?.host == "api.example.com")
     }
 
+    @Test(arguments: [
+        URLError(.serverCertificateUntrusted), URLError(.serverCertificateHasBadDate), URLError(.serverCertificateNotYetValid),
+        URLError(.serverCertificateHasUnknownRoot), URLError(.secureConnectionFailed),
+        // What Linux Foundation reports for a self-signed certificate.
+        URLError(.unknown, userInfo: [NSLocalizedDescriptionKey: "SSL certificate problem: self-signed certificate"]),
+    ])
+    func aTLSFailureMovesEvenAPostToTheNextOrigin(error: URLError) {
+        let events = SharedValue<[String]>([])
+        let (transport, client, failover) = setUp(primary: .failure(error), events: events)
+        let probe = RequestProbe(client.send(request("POST")))
+        #expect(probe.values.first?.text == "from backup")
+        #expect(transport.requests.last?.url?.host == "backup.example.com")
+        #expect(events.value == ["https://api.example.com:443 → https://backup.example.com:443"])
+        #expect(!failover.isHealthy("https://api.example.com:443"))
+    }
+
     @Test func aLostConnectionFailsOverOnlyIdempotentRequests() {
         let (transport, client, _) = setUp(primary: .failure(URLError(.networkConnectionLost)))
         let get = RequestProbe(client.send(request("GET")))

@@ -6,6 +6,7 @@ import FoundationNetworking
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
+import NIOSSL
 import Signals
 import Transit
 
@@ -45,16 +46,31 @@ import Transit
 ///   | closed or reset mid-response (`remoteConnectionClosed`, `ECONNRESET`, `EPIPE`, `ChannelError.eof`…, a truncated body's `HTTPParserError.invalidEOFState`) | `.networkConnectionLost` |
 ///   | `timeoutInterval` of silence, `connectTimeout`, `readTimeout`, `writeTimeout`, `deadlineExceeded`, TLS/proxy handshake timeouts | `.timedOut` |
 ///   | a reply that is not HTTP (any other `HTTPParserError`)                   | `.cannotParseResponse`    |
-///   | TLS failure (`NIOSSLError`, `BoringSSLError`, `NIOSSLExtraError`)       | `.secureConnectionFailed` |
+///   | the server's certificate has expired, or is not yet valid (BoringSSL's `CERTIFICATE_VERIFY_FAILED`, then a second handshake that only reads the certificates' dates) | `.serverCertificateHasBadDate`, `.serverCertificateNotYetValid` |
+///   | the server's certificate is not trusted otherwise (self-signed, unknown authority or root) | `.serverCertificateUntrusted` |
+///   | the certificate is for another host (`NIOSSLExtraError.failedToValidateHostname`) | `.serverCertificateUntrusted` |
+///   | another TLS failure (`NIOSSLError`, `BoringSSLError`, `NIOSSLExtraError`) | `.secureConnectionFailed` |
 ///   | no URL, no host, a URL AsyncHTTPClient cannot parse                      | `.badURL`                 |
 ///   | a scheme other than `http` or `https`                                    | `.unsupportedURL`         |
 ///   | the body file is missing or unreadable                                   | `.fileDoesNotExist`, `.cannotOpenFile` |
 ///   | `cancelled` or `alreadyShutdown` (the transport was shut down)           | `.cancelled`              |
 ///   | anything else                                                            | `.unknown`                |
 ///
+/// - **Compressed bodies** are decoded as they stream, as on `URLSessionTransport`
+///   (``Decompression``): `Accept-Encoding: gzip, deflate` is sent unless the request names its
+///   own, and a gzip or deflate (zlib-wrapped or raw) body is delivered decoded, in pieces of at
+///   most 64 KiB, so the client's response-size limit counts decoded bytes and bounds memory
+///   whatever the compression. The delivered head then has no `Content-Encoding` and no
+///   `Content-Length` (they describe the encoded body). A corrupt or truncated stream, or one that
+///   expands past the ratio limit, fails with `.cannotDecodeContentData`. A `Content-Encoding`
+///   the transport cannot decode (`br`, `zstd`, …) fails with `.cannotDecodeContentData` too,
+///   unless the request sent its own `Accept-Encoding`: the caller asked for it, and gets the
+///   body as it was sent, with its head unchanged. gzip and deflate are decoded whoever asked for
+///   them, as `URLSession` does; a caller who wants the encoded bytes turns decoding off
+///   (``Decompression/disabled``).
+///
 /// Differences from ``URLSessionTransport`` that the seam allows: no cookie storage, no HTTP cache,
-/// no automatic `Accept-Encoding` (enable AsyncHTTPClient's `decompression` in the configuration
-/// and send the header to get it), and HTTP/2 over TLS when the server offers it.
+/// and HTTP/2 over TLS when the server offers it.
 ///
 /// Lifetime: the transport owns its AsyncHTTPClient client. ``shutdown()`` closes it; releasing
 /// the transport shuts it down too (without waiting). A subscription in flight keeps its
@@ -73,8 +89,29 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         required(AsyncHTTPClient.HTTPClient.Configuration())
     }
 
+    /// Whether response bodies are decoded (gzip and deflate), and how far they may expand.
+    public enum Decompression: Sendable, Equatable {
+        /// Bodies are delivered as the server sent them, and no `Accept-Encoding` is added.
+        case disabled
+        /// `Accept-Encoding: gzip, deflate` is sent when the request has none, and gzip and
+        /// deflate bodies are decoded as they stream; a body whose decoded bytes outgrow
+        /// `maxRatio` times its encoded ones (past a small allowance) fails with
+        /// `URLError(.cannotDecodeContentData)`.
+        case enabled(maxRatio: Int)
+
+        /// Decoding on, with a ratio limit of 100: well above what text and JSON compress to, far
+        /// below what a decompression bomb expands to.
+        public static let standard = Decompression.enabled(maxRatio: 100)
+    }
+
+    /// How response bodies are decoded (``Decompression/standard`` unless the initialiser was given
+    /// another).
+    public let decompression: Decompression
+
     /// The AsyncHTTPClient client every request goes through.
     let client: AsyncHTTPClient.HTTPClient
+    /// The TLS configuration of its connections (AsyncHTTPClient's default when none was given).
+    let tlsConfiguration: TLSConfiguration
     /// Watches every exchange in flight for `timeoutInterval` of silence, with one repeating check.
     let sweeper: IdleSweeper
     private let isShutDown = NIOLockedValueBox(false)
@@ -85,12 +122,18 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
     ///   - eventLoopGroup: where connections run; NIO's shared group by default. Pass the group of
     ///     your server (Vapor's, Hummingbird's) to keep everything on its loops.
     ///   - configuration: AsyncHTTPClient's configuration (timeouts, pool size, TLS, proxy,
-    ///     decompression). Its `redirectConfiguration` is replaced by `.disallow` and
-    ///     `connectionPool.retryConnectionEstablishment` by `false`, which the seam requires.
+    ///     trust roots). Its `redirectConfiguration` is replaced by `.disallow`,
+    ///     `connectionPool.retryConnectionEstablishment` by `false`, which the seam requires, and
+    ///     its `decompression` by `.disabled` (the transport decodes bodies itself).
+    ///   - decompression: whether gzip and deflate bodies are decoded, as `URLSessionTransport`
+    ///     does (``Decompression/standard`` by default).
     public init(
         eventLoopGroup: any EventLoopGroup = AsyncHTTPClient.HTTPClient.defaultEventLoopGroup,
-        configuration: AsyncHTTPClient.HTTPClient.Configuration = AsyncHTTPClientTransport.defaultConfiguration
+        configuration: AsyncHTTPClient.HTTPClient.Configuration = AsyncHTTPClientTransport.defaultConfiguration,
+        decompression: Decompression = .standard
     ) {
+        self.decompression = decompression
+        tlsConfiguration = configuration.tlsConfiguration ?? TLSConfiguration.makeClientConfiguration()
         client = AsyncHTTPClient.HTTPClient(eventLoopGroup: eventLoopGroup, configuration: Self.required(configuration))
         sweeper = IdleSweeper(eventLoopGroup: eventLoopGroup)
     }
@@ -117,6 +160,7 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         var configuration = configuration
         configuration.redirectConfiguration = .disallow
         configuration.connectionPool.retryConnectionEstablishment = false
+        configuration.decompression = .disabled
         return configuration
     }
 
@@ -126,14 +170,29 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
     /// Cancelling the subscription cancels the request; no event follows.
     public func exchange(_ request: TransportRequest) -> Signal<HTTPResponsePart, any Error> {
         Signal { [self] observer in
-            let prepared: AsyncHTTPClient.HTTPClient.Request
+            var prepared: AsyncHTTPClient.HTTPClient.Request
+            let callerChoseEncodings: Bool
             do {
                 prepared = try RequestConversion.request(from: request, eventLoopGroup: client.eventLoopGroup)
+                callerChoseEncodings = prepared.headers.contains(name: "Accept-Encoding")
+                if !callerChoseEncodings, decompression != .disabled {
+                    prepared.headers.add(name: "Accept-Encoding", value: "gzip, deflate")
+                }
             } catch {
                 observer.fail(ErrorMapping.urlError(error))
                 return nil
             }
-            let delegate = ExchangeDelegate(url: prepared.url, observer: observer, idleTimeout: request.urlRequest.timeoutInterval, sweeper: sweeper)
+            let delegate = ExchangeDelegate(
+                url: prepared.url,
+                observer: observer,
+                idleTimeout: request.urlRequest.timeoutInterval,
+                sweeper: sweeper,
+                decompression: decompression,
+                callerChoseEncodings: callerChoseEncodings,
+                diagnosisTLS: prepared.url.scheme?.lowercased() == "https"
+                    ? tlsConfiguration
+                    : nil
+            )
             let task = client.execute(request: prepared, delegate: delegate, eventLoop: .indifferent)
             delegate.start(task)
             // Capturing `self` keeps the transport (so its client) alive while the request runs.

@@ -21,9 +21,14 @@ import NIOSSL
 enum ErrorMapping {
     static func urlError(_ error: any Error) -> URLError {
         if let error = error as? URLError { return error }
-        return URLError(code(for: error), userInfo: [
+        return urlError(error, code: code(for: error))
+    }
+
+    /// `error` as a `URLError` with `code`.
+    static func urlError(_ error: any Error, code: URLError.Code) -> URLError {
+        URLError(code, userInfo: [
             NSUnderlyingErrorKey: error,
-            NSLocalizedDescriptionKey: "\(description(for: code(for: error))) (\(error))",
+            NSLocalizedDescriptionKey: "\(description(for: code)) (\(error))",
         ])
     }
 
@@ -48,11 +53,24 @@ enum ErrorMapping {
             case .ioOnClosedChannel, .alreadyClosed, .eof, .outputClosed, .inputClosed: return .networkConnectionLost
             default: return .unknown
             }
-        case is NIOSSLError, is BoringSSLError, is NIOSSLExtraError:
+        case let error as NIOSSLExtraError:
+            // The certificate is for another host: Apple platforms call it untrusted.
+            return error == .failedToValidateHostname ? .serverCertificateUntrusted : .secureConnectionFailed
+        case let error as NIOSSLError:
+            if case .handshakeFailed(let failure) = error, isCertificateRejection(failure) { return .serverCertificateUntrusted }
             return .secureConnectionFailed
+        case let error as BoringSSLError:
+            return isCertificateRejection(error) ? .serverCertificateUntrusted : .secureConnectionFailed
         default:
             return .unknown
         }
+    }
+
+    /// Whether BoringSSL failed the handshake because it did not trust the server's certificate
+    /// (self-signed, issued by an unknown authority, expired, …): its error names
+    /// `CERTIFICATE_VERIFY_FAILED`, without saying which check failed.
+    static func isCertificateRejection(_ error: BoringSSLError) -> Bool {
+        String(describing: error).contains("CERTIFICATE_VERIFY_FAILED")
     }
 
     private static func code(for error: HTTPClientError) -> URLError.Code {
@@ -95,6 +113,10 @@ enum ErrorMapping {
         case .timedOut: "The request timed out."
         case .cannotParseResponse: "The server's reply is not a valid HTTP response."
         case .secureConnectionFailed: "A TLS error occurred and a secure connection to the server cannot be made."
+        case .serverCertificateUntrusted: "The certificate for this server is invalid: it is not trusted, or it is for another host."
+        case .serverCertificateHasBadDate: "The certificate for this server has expired."
+        case .serverCertificateNotYetValid: "The certificate for this server is not yet valid."
+        case .serverCertificateHasUnknownRoot: "The certificate for this server was signed by an unknown certifying authority."
         case .cancelled: "The request was cancelled."
         case .badURL: "The URL is not valid."
         default: "The request failed."

@@ -7,6 +7,7 @@ import NIOConcurrencyHelpers
 import NIOCore
 import NIOFoundationCompat
 import NIOHTTP1
+import NIOSSL
 import Signals
 import Transit
 
@@ -26,6 +27,8 @@ final class ExchangeDelegate: HTTPClientResponseDelegate, IdleSweeper.Exchange {
         var lastActivity: NIODeadline
         /// The exchange ended or was cancelled.
         var ended = false
+        /// Decodes the body, when the head announced gzip or deflate.
+        var decoder: ContentDecoder?
     }
 
     private let url: URL
@@ -33,9 +36,27 @@ final class ExchangeDelegate: HTTPClientResponseDelegate, IdleSweeper.Exchange {
     private let idleTimeout: TimeAmount?
     private let sweeper: IdleSweeper
     private let state: NIOLockedValueBox<State>
+    private let decompression: AsyncHTTPClientTransport.Decompression
+    /// The request carried its own `Accept-Encoding`: an encoding the transport cannot decode is
+    /// then delivered as it is, for the caller who asked for it.
+    private let callerChoseEncodings: Bool
+    /// The TLS configuration of the transport, for a probe that tells why a certificate was
+    /// rejected (``CertificateDiagnosis``); `nil` for no probe.
+    private let diagnosisTLS: TLSConfiguration?
 
-    init(url: URL, observer: Observer<HTTPResponsePart, any Error>, idleTimeout: TimeInterval, sweeper: IdleSweeper) {
+    init(
+        url: URL,
+        observer: Observer<HTTPResponsePart, any Error>,
+        idleTimeout: TimeInterval,
+        sweeper: IdleSweeper,
+        decompression: AsyncHTTPClientTransport.Decompression = .disabled,
+        callerChoseEncodings: Bool = false,
+        diagnosisTLS: TLSConfiguration? = nil
+    ) {
         self.url = url
+        self.diagnosisTLS = diagnosisTLS
+        self.decompression = decompression
+        self.callerChoseEncodings = callerChoseEncodings
         self.observer = observer
         self.sweeper = sweeper
         // URLRequest's timeout is a positive number of seconds; anything else means none.
@@ -65,8 +86,18 @@ final class ExchangeDelegate: HTTPClientResponseDelegate, IdleSweeper.Exchange {
             }
             if idleTimeout != nil { sweeper.unregister(self) }
             switch result {
-            case .success: observer.finish()
-            case .failure(let error): observer.fail(ErrorMapping.urlError(error))
+            case .success:
+                observer.finish()
+            case .failure(let error):
+                let failure = ErrorMapping.urlError(error)
+                guard failure.code == .serverCertificateUntrusted, let tls = diagnosisTLS else {
+                    observer.fail(failure)
+                    return
+                }
+                // BoringSSL does not say which check failed: a probe reads the certificate's dates.
+                CertificateDiagnosis.code(for: url, tls: tls, on: task.eventLoop).whenSuccess { [observer] code in
+                    observer.fail(ErrorMapping.urlError(error, code: code))
+                }
             }
         }
     }
@@ -112,19 +143,53 @@ final class ExchangeDelegate: HTTPClientResponseDelegate, IdleSweeper.Exchange {
 
     func didReceiveHead(task: AsyncHTTPClient.HTTPClient.Task<Void>, _ head: NIOHTTP1.HTTPResponseHead) -> EventLoopFuture<Void> {
         touch()
-        observer.send(.head(Transit.HTTPResponseHead(url: url, statusCode: Int(head.status.code), fields: Self.fields(head.headers))))
+        var fields = Self.fields(head.headers)
+        if case .enabled(let maxRatio) = decompression, head.headers.contains(name: "Content-Encoding") {
+            switch ContentDecoder.coding(for: head.headers[canonicalForm: "Content-Encoding"].joined(separator: ",")) {
+            case .success(let coding)?:
+                let decoder = ContentDecoder(coding: coding, maxRatio: maxRatio, url: url)
+                state.withLockedValue { $0.decoder = decoder }
+                // The delivered body is decoded: these describe the encoded one.
+                fields.removeAll { Self.describesEncodedBody($0.name) }
+            case .failure(let unsupported)? where !callerChoseEncodings:
+                return task.eventLoop.makeFailedFuture(URLError(.cannotDecodeContentData, userInfo: [
+                    NSLocalizedDescriptionKey: "The response body is encoded as \"\(unsupported.value)\", which AsyncHTTPClientTransport "
+                        + "cannot decode (it decodes gzip and deflate). Send your own Accept-Encoding to receive such a body as it is.",
+                    NSURLErrorFailingURLErrorKey: url,
+                ]))
+            case .failure?, nil:
+                break
+            }
+        }
+        observer.send(.head(Transit.HTTPResponseHead(url: url, statusCode: Int(head.status.code), fields: fields)))
         return task.eventLoop.makeSucceededVoidFuture()
     }
 
     func didReceiveBodyPart(task: AsyncHTTPClient.HTTPClient.Task<Void>, _ buffer: ByteBuffer) -> EventLoopFuture<Void> {
         touch()
-        if buffer.readableBytes > 0 {
+        guard buffer.readableBytes > 0 else { return task.eventLoop.makeSucceededVoidFuture() }
+        guard let decoder = state.withLockedValue({ $0.decoder }) else {
             observer.send(.body(Self.data(buffer)))
+            return task.eventLoop.makeSucceededVoidFuture()
+        }
+        // Piece by piece, so a chunk that expands a lot is never whole in memory, and a consumer
+        // that cancels (a size limit reached) stops the decoding.
+        decoder.feed(buffer)
+        do {
+            while let piece = try decoder.next() {
+                if state.withLockedValue({ $0.ended }) { break }
+                observer.send(.body(piece))
+            }
+        } catch {
+            return task.eventLoop.makeFailedFuture(error)
         }
         return task.eventLoop.makeSucceededVoidFuture()
     }
 
-    func didFinishRequest(task: AsyncHTTPClient.HTTPClient.Task<Void>) throws {}
+    func didFinishRequest(task: AsyncHTTPClient.HTTPClient.Task<Void>) throws {
+        // A truncated encoded body fails rather than ending as if complete.
+        try state.withLockedValue { $0.decoder }?.finish()
+    }
 
     /// A body chunk as `Data`: sharing the buffer's storage when the chunk fills at least half of
     /// it (no copy of the bytes: a buffered response of one chunk is then never copied), copied
@@ -147,5 +212,10 @@ final class ExchangeDelegate: HTTPClientResponseDelegate, IdleSweeper.Exchange {
             fields.append(HTTPField(name: name, value: value))
         }
         return fields
+    }
+
+    /// `Content-Encoding` and `Content-Length`, which describe the body as it was sent.
+    static func describesEncodedBody(_ name: String) -> Bool {
+        name.caseInsensitiveCompare("Content-Encoding") == .orderedSame || name.caseInsensitiveCompare("Content-Length") == .orderedSame
     }
 }

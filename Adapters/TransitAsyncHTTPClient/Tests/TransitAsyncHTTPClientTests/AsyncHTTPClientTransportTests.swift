@@ -53,7 +53,8 @@ struct AsyncHTTPClientTransportTests {
             (ChannelError.eof, .networkConnectionLost),
             (ChannelError.ioOnClosedChannel, .networkConnectionLost),
             (NIOSSLError.handshakeFailed(.sslError([])), .secureConnectionFailed),
-            (NIOSSLExtraError.failedToValidateHostname, .secureConnectionFailed),
+            (NIOSSLExtraError.failedToValidateHostname, .serverCertificateUntrusted),
+            (NIOSSLExtraError.invalidSNIHostname, .secureConnectionFailed),
             (SocketAddressError.unsupported, .cannotFindHost),
             (CancellationError(), .unknown),
         ]

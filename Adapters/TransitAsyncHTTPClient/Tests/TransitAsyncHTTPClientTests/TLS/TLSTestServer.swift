@@ -1,0 +1,102 @@
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOSSL
+
+/// An HTTPS server on 127.0.0.1 (an ephemeral port) that presents a given identity: each request
+/// is answered `200` with the body `"secure"` and the connection closed.
+///
+/// ```swift
+/// let server = try TLSTestServer(identity: certificates.identity(.expired))
+/// defer { server.stop() }
+/// let url = server.url("/path")   // https://127.0.0.1:PORT/path
+/// ```
+///
+/// It runs on NIO's shared event loops; ``stop()`` closes the listening socket and waits for it.
+/// ``requestCount`` tells how many requests got through the handshake to the server.
+final class TLSTestServer: Sendable {
+    /// The body of every answer.
+    static let body = "secure"
+
+    private let channel: any Channel
+    private let counter: RequestCounter
+
+    /// Starts a server presenting `identity`; `configure` may change its TLS configuration
+    /// (versions, ciphers, client certificates) first.
+    init(identity: TestCertificates.Identity, configure: (inout TLSConfiguration) -> Void = { _ in }) throws {
+        var tls = TLSConfiguration.makeServerConfiguration(
+            certificateChain: identity.chain.map { .certificate($0) },
+            privateKey: .privateKey(identity.key)
+        )
+        configure(&tls)
+        let context = try NIOSSLContext(configuration: tls)
+        let counter = RequestCounter()
+        self.counter = counter
+        channel = try ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: context))
+                    try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: false)
+                    try channel.pipeline.syncOperations.addHandler(Responder(counter: counter))
+                }
+            }
+            .bind(host: "127.0.0.1", port: 0)
+            .wait()
+    }
+
+    /// The port the server listens on.
+    var port: Int {
+        channel.localAddress?.port ?? 0
+    }
+
+    /// `https://127.0.0.1:PORT` followed by `path`.
+    func url(_ path: String = "/", host: String = "127.0.0.1") -> URL {
+        URL(string: "https://\(host):\(port)\(path)")!
+    }
+
+    /// The requests the server answered.
+    var requestCount: Int {
+        counter.count
+    }
+
+    /// Stops listening (connections in flight end by themselves).
+    func stop() {
+        try? channel.close().wait()
+    }
+
+    private final class RequestCounter: Sendable {
+        private let value = NIOLockedValueBox(0)
+        var count: Int { value.withLockedValue { $0 } }
+        func increment() { value.withLockedValue { $0 += 1 } }
+    }
+
+    private final class Responder: ChannelInboundHandler {
+        typealias InboundIn = HTTPServerRequestPart
+        typealias OutboundOut = HTTPServerResponsePart
+        let counter: RequestCounter
+
+        init(counter: RequestCounter) {
+            self.counter = counter
+        }
+
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            guard case .end = unwrapInboundIn(data) else { return }
+            counter.increment()
+            var headers = HTTPHeaders()
+            headers.add(name: "Content-Length", value: "\(TLSTestServer.body.utf8.count)")
+            headers.add(name: "Connection", value: "close")
+            context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: headers))), promise: nil)
+            context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(string: TLSTestServer.body)))), promise: nil)
+            let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
+            context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in bound.value.close(promise: nil) }
+        }
+
+        func errorCaught(context: ChannelHandlerContext, error: any Error) {
+            // A client that refused the certificate ends the handshake: nothing to answer.
+            context.close(promise: nil)
+        }
+    }
+}
