@@ -242,7 +242,7 @@ final class URLSessionTaskTable: Sendable {
         case .unsupportedURL where message.hasPrefix("Received HTTP/0.9"): .cannotParseResponse
         default: nil
         }
-        guard let corrected else { return urlError }
+        guard let corrected else { return TLSFailure.classified(urlError) }
         var userInfo = urlError.userInfo
         userInfo[NSUnderlyingErrorKey] = urlError as NSError
         return URLError(corrected, userInfo: userInfo)
