@@ -23,6 +23,8 @@ let package = Package(
         .target(name: "MallocCounter"),
         // The hand-written floor, in its own module like any library.
         .target(name: "BenchFloor"),
+        // What the transport and soak benchmarks share: nginx on loopback, /proc/self/status.
+        .target(name: "BenchSupport"),
         // glibc's heap statistics and malloc_trim, which the Glibc module does not export.
         .target(name: "SoakMalloc"),
         .executableTarget(
@@ -50,6 +52,7 @@ let package = Package(
         .executableTarget(
             name: "transport-bench",
             dependencies: [
+                "BenchSupport",
                 .product(name: "Signals", package: "Transit"),
                 .product(name: "Transit", package: "Transit"),
                 .product(name: "TransitAsyncHTTPClient", package: "TransitAsyncHTTPClient"),
@@ -63,6 +66,7 @@ let package = Package(
         .executableTarget(
             name: "soak-bench",
             dependencies: [
+                "BenchSupport",
                 "SoakMalloc",
                 .product(name: "Signals", package: "Transit"),
                 .product(name: "Transit", package: "Transit"),

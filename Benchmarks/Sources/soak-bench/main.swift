@@ -24,6 +24,7 @@
 //                        service's `get(endpoint:)`, as a user writes it
 //   NAME+fix             NAME with `--curl-fix LIBRARY` preloaded into its process: Benchmarks/soak/
 //                        curl-host-fix.c, Foundation's CFURLSessionCurlHostIsEqual without its leak
+import BenchSupport
 import Dispatch
 import Foundation
 #if canImport(FoundationNetworking)
@@ -111,14 +112,6 @@ func fail(_ message: String) -> Never {
 
 // MARK: - Memory
 
-/// A field of `/proc/self/status` in KiB (`VmHWM`: peak resident set; `VmRSS`: current).
-func procStatusKiB(_ field: String) -> Int {
-    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return -1 }
-    for line in status.split(separator: "\n") where line.hasPrefix(field + ":") {
-        return Int(line.dropFirst(field.count + 1).split(whereSeparator: \.isWhitespace).first ?? "") ?? -1
-    }
-    return -1
-}
 
 /// The C heap in use, in KiB: bytes in allocated chunks of every arena plus mmapped chunks
 /// (glibc's `mallinfo2`); -1 where there is no glibc.
@@ -430,42 +423,6 @@ func runCase(_ name: String, base: String, refusedPort: Int) {
 
 // MARK: - The server and the closed port
 
-/// nginx started by `nginx/nginx.sh`, stopped by ``stop()``.
-final class NginxServer: Sendable {
-    static let script = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("nginx/nginx.sh")
-
-    let port: Int
-    let folder: String
-    private let stopped = Atomic<Bool>(false)
-
-    init() {
-        let output = Self.run(["start"])
-        let fields = output.split(separator: " ")
-        guard fields.count == 2, let port = Int(fields[0]) else { fail("nginx.sh start printed \(output.debugDescription)") }
-        self.port = port
-        folder = String(fields[1])
-    }
-
-    func stop() {
-        guard !stopped.exchange(true, ordering: .relaxed) else { return }
-        _ = Self.run(["stop", folder])
-    }
-
-    private static func run(_ arguments: [String]) -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/bash")
-        process.arguments = [script.path] + arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        do { try process.run() } catch { fail("cannot run \(script.path): \(error)") }
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { fail("nginx.sh \(arguments.joined(separator: " ")) failed") }
-        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-    }
-}
 
 /// A loopback port nobody listens on, below Linux's ephemeral range (so no outgoing connection
 /// takes it): found by binding it, then closed again.
@@ -643,7 +600,7 @@ if let name = options.caseName {
 }
 
 signal(SIGPIPE, SIG_IGN)
-let server: NginxServer? = options.url == nil ? NginxServer() : nil
+let server: NginxServer? = options.url == nil ? NginxServer(failingWith: fail) : nil
 startedServer = server
 let base = options.url ?? "http://127.0.0.1:\(server!.port)"
 let refusedPort = closedLoopbackPort()

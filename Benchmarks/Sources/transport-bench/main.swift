@@ -17,6 +17,7 @@
 // Contenders run in rounds: each runs once per round, in a rotating order. Ratios are taken within
 // a round (so load that drifts between rounds hits both sides alike), then their median is shown,
 // with the client's CPU time per request (or per GiB), which depends far less on other load.
+import BenchSupport
 import Dispatch
 import Foundation
 #if canImport(FoundationNetworking)
@@ -109,14 +110,6 @@ func fail(_ message: String) -> Never {
 
 // MARK: - Memory and hashing
 
-/// A field of `/proc/self/status` in KiB (`VmHWM`: peak resident set; `VmRSS`: current).
-func procStatusKiB(_ field: String) -> Int {
-    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return -1 }
-    for line in status.split(separator: "\n") where line.hasPrefix(field + ":") {
-        return Int(line.dropFirst(field.count + 1).split(whereSeparator: \.isWhitespace).first ?? "") ?? -1
-    }
-    return -1
-}
 
 /// CPU time (user + system, all threads) this process has used so far, in seconds.
 func processCPUSeconds() -> Double {
@@ -183,42 +176,6 @@ struct BodyHasher: Sendable {
 
 // MARK: - The server
 
-/// nginx started by `nginx/nginx.sh`, stopped by ``stop()`` (also at exit).
-final class NginxServer: Sendable {
-    static let script = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("nginx/nginx.sh")
-
-    let port: Int
-    let folder: String
-    private let stopped = Atomic<Bool>(false)
-
-    init() {
-        let output = Self.run(["start"])
-        let fields = output.split(separator: " ")
-        guard fields.count == 2, let port = Int(fields[0]) else { fail("nginx.sh start printed \(output.debugDescription)") }
-        self.port = port
-        folder = String(fields[1])
-    }
-
-    func stop() {
-        guard !stopped.exchange(true, ordering: .relaxed) else { return }
-        _ = Self.run(["stop", folder])
-    }
-
-    private static func run(_ arguments: [String]) -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/bash")
-        process.arguments = [script.path] + arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        do { try process.run() } catch { fail("cannot run \(script.path): \(error)") }
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { fail("nginx.sh \(arguments.joined(separator: " ")) failed") }
-        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-    }
-}
 
 // MARK: - Requests per second
 
@@ -866,7 +823,7 @@ if let profile = options.profile {
 
 // A closed output pipe must not kill the run before it stops nginx.
 signal(SIGPIPE, SIG_IGN)
-let server: NginxServer? = options.url == nil ? NginxServer() : nil
+let server: NginxServer? = options.url == nil ? NginxServer(failingWith: fail) : nil
 startedServer = server
 let base = options.url ?? "http://127.0.0.1:\(server!.port)"
 let folder = server?.folder ?? FileManager.default.temporaryDirectory.path
