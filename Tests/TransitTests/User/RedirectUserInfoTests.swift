@@ -38,21 +38,23 @@ struct RedirectUserInfoTests {
         #expect(probe.values.isEmpty)
         #expect(transport.requests.count == 1, "the Location was followed: \(transport.requests.map { $0.url?.absoluteString ?? "" })")
         let error = try #require(probe.failure as? RedirectError)
+        #expect(error == .credentialsInLocation(status: 302, to: location.contains("evil") ? "https://evil.example.net" : "https://api.example.com"))
         #expect(!String(describing: error).contains("pw") && !String(describing: error).contains("mallory"))
         #expect(!String(describing: error).contains("user:"))
     }
 
+    /// (A Location from `https` to `http` is refused as insecure first, user-info or not.)
     @Test("the policy refuses it whatever the status, and a Location without user-info is followed")
     func thePolicyRefusesEveryRedirectStatus() throws {
         let current = try #require(URL(string: "https://api.example.com/start"))
         for status in [301, 302, 303, 307, 308] {
-            let head = HTTPResponseHead(url: current, statusCode: status, headerFields: ["Location": "http://u:p@api.example.com:80/x"])
+            let head = HTTPResponseHead(url: current, statusCode: status, headerFields: ["Location": "https://u:p@api.example.com:8443/x"])
             let next = RedirectPolicy.follow.next(after: head, to: TransportRequest(URLRequest(url: current)), hops: 0, sensitiveHeaders: [])
             guard case .failure(let error)? = next else {
                 Issue.record("\(status): \(String(describing: next))")
                 continue
             }
-            #expect(String(describing: error).contains("user-info"), "\(status)")
+            #expect(error == .credentialsInLocation(status: status, to: "https://api.example.com:8443"), "\(status)")
         }
         let plain = HTTPResponseHead(url: current, statusCode: 302, headerFields: ["Location": "https://evil.example.net/x"])
         let next = RedirectPolicy.follow.next(after: plain, to: TransportRequest(URLRequest(url: current)), hops: 0, sensitiveHeaders: [])
