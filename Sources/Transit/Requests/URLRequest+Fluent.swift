@@ -17,8 +17,8 @@ import FoundationNetworking
 /// ```
 ///
 /// Helpers that take input they can refuse — header names and values, a bearer token, Basic
-/// credentials, a method, a timeout, query items for a request without a URL — **throw** a ``URLRequestError``
-/// at once, and one `try` in front of the chain covers them all. Inside a modifier the throw
+/// credentials, a method, a timeout, query items for a request without a URL — **throw** a
+/// ``URLRequestError`` at once, and one `try` in front of the chain covers them all. Inside a modifier the throw
 /// fails the request's signal with that error and nothing is sent. A value with CR, LF or another
 /// control character (header injection) or a name that is not a token is never silently dropped
 /// or sent, and nothing about the refusal is stored on the request. Helpers that cannot fail

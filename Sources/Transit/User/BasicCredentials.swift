@@ -23,12 +23,13 @@ import Signals
 /// - **Checked once, at creation.** A user name with `:` or a control character, or a password
 ///   with a control character, is refused by the initializer (RFC 7617 §2), so
 ///   ``authorize(_:)`` never fails for them.
-/// - **A 401 is the answer, once.** Static credentials cannot be renewed: ``renewCredentials(after:)``
-///   finishes without a value, so the client delivers the `401 Unauthorized` as the response
-///   after one attempt — never replayed with the same credentials — and `catchHTTPErrors()` fails
-///   it with ``HTTPClientError/unauthorized(response:)`` (its `WWW-Authenticate` header and body at hand), as it
-///   would without an authoriser. The client's monitors see a renewal that ended without
-///   renewing.
+/// - **A 401 is the answer, once.** Static credentials cannot be renewed:
+///   ``renewCredentials(after:)`` finishes without a value, so the client delivers the
+///   `401 Unauthorized` as the response after one attempt — never replayed with the same
+///   credentials — and `catchHTTPErrors()` fails it with
+///   ``HTTPClientError/unauthorized(response:)`` (its `WWW-Authenticate` header and body at
+///   hand), as it would without an authoriser. The client's monitors see a renewal that ended
+///   without renewing.
 /// - **Never printed.** `description`, `debugDescription` and `dump` show the user name and the
 ///   scope, never the password or the header value; the header is redacted wherever Transit
 ///   prints a request (``Redaction``).
