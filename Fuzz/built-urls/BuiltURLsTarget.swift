@@ -9,7 +9,8 @@
 // the endpoint and the base in Unicode NFC and NFD, with K and ; written as KELVIN SIGN and
 // GREEK QUESTION MARK (canonically equal to them, so equal as `String`s, but other bytes) —
 // `BuiltURLs.url(base:endpoint:)` gives exactly what `URLBuilder.url(base:endpoint:)` gives:
-// the same URL (byte for byte), or `URLError(.badURL)` for both; asked again (now from the
+// the same URL (byte for byte), or a refusal for both (`URLError(.badURL)`, or
+// `URLRequestError.credentialsInURL` for a base with user-info); asked again (now from the
 // table), the same. Inputs that start with 0xFF 0xFF first fill the table past its capacity
 // (256) with other endpoints, so the pairs run right after it empties itself (the pairs of
 // earlier inputs fill it too).

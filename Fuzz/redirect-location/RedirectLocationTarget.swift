@@ -18,6 +18,10 @@
 //   host that `URLComponents` reads too (from a URL without a scheme, Foundation resolves
 //   `./HTTPS://h:p` to a URL with a port that is no number, which only `URL` accepts);
 // - https → http is never followed (as Foundation and as libcurl read the schemes);
+// - a Location with user-info (as `URL` or `URLComponents` reads the resolved target) is never
+//   followed: refused with `credentialsInLocation` (the status, and the origin without the
+//   user-info), unless refused as insecure first; a followed URL has no user-info as Foundation
+//   and as libcurl read it;
 // - hops stay below `maxRedirects`: at the limit, `tooManyRedirects`;
 // - **no credential crosses origins**: when the next request still carries Authorization,
 //   Cookie, Proxy-Authorization, a header `Redaction` treats as secret (X-API-Key, …) or a
@@ -109,6 +113,11 @@ func fuzzTarget(_ bytes: [UInt8]) {
     case .failure(.insecureRedirect):
         require(followable && current.scheme?.lowercased() == "https" && targetScheme == "http", "refused as insecure: \(currentText.debugDescription) → \(String(describing: target))")
         return
+    case .failure(.credentialsInLocation(let reported, let to)):
+        require(followable && reported == status && hasUserInfo(target!), "Location \(location.debugDescription) from \(currentText.debugDescription) was refused for user-info, which Foundation does not read in \(String(describing: target))")
+        require(!(current.scheme?.lowercased() == "https" && targetScheme == "http"), "an https → http redirect was refused for user-info, not as insecure")
+        require(!to.contains("@") && to == RedirectPolicy.origin(target!), "the refusal names \(to.debugDescription), not the Location's origin without user-info")
+        return
     case .failure(.tooManyRedirects(let limit)):
         require(followable && hops >= policy.maxRedirects && limit == policy.maxRedirects, "tooManyRedirects(\(limit)) after \(hops) hops with maxRedirects \(policy.maxRedirects)")
         return
@@ -118,6 +127,7 @@ func fuzzTarget(_ bytes: [UInt8]) {
 
     // Followed: the Location as Foundation resolves it.
     require(followable, "followed \(location.debugDescription) from \(currentText.debugDescription), which Foundation resolves to \(String(describing: target))")
+    require(!hasUserInfo(target!), "followed \(location.debugDescription) from \(currentText.debugDescription), whose target carries user-info")
     require(hops < policy.maxRedirects, "followed after \(hops) hops with maxRedirects \(policy.maxRedirects)")
     guard let target, let nextURL = next.urlRequest.url else { fail("the next request has no URL") }
     let (t, n) = (URLComponents(url: target, resolvingAgainstBaseURL: false), URLComponents(url: nextURL, resolvingAgainstBaseURL: false))
@@ -133,6 +143,7 @@ func fuzzTarget(_ bytes: [UInt8]) {
     let curlCurrent = try? Curl.parse(current.absoluteString).get()
     let curlNext = try? Curl.parse(nextURL.absoluteString).get()
     if let curlNext {
+        require(curlNext.user == nil && curlNext.password == nil, "libcurl reads user-info in the next URL \(nextURL.absoluteString.debugDescription)")
         require(curlNext.scheme == "http" || curlNext.scheme == "https", "libcurl reads the next URL's scheme as \(String(describing: curlNext.scheme))")
         if curlCurrent?.scheme == "https" {
             require(curlNext.scheme == "https", "libcurl reads a followed https → http: \(currentText.debugDescription) → \(nextURL.absoluteString.debugDescription)")
@@ -170,6 +181,12 @@ func fuzzTarget(_ bytes: [UInt8]) {
                 "header \(name.debugDescription) is \(String(describing: kept)) in the next request (cross-origin: \(crossOrigin), becomes GET: \(becomesGET))")
     }
     require(sent.count <= (request.allHTTPHeaderFields ?? [:]).count, "the next request has headers the request did not: \(sent)")
+}
+
+/// Whether Foundation reads user-info in `url`, as `URL` or as `URLComponents`.
+private func hasUserInfo(_ url: URL) -> Bool {
+    let parts = URLComponents(url: url, resolvingAgainstBaseURL: false)
+    return url.user != nil || url.password != nil || parts?.percentEncodedUser != nil || parts?.percentEncodedPassword != nil
 }
 
 /// The origin libcurl sends to: scheme, lowercased host, port (the scheme's default if none).

@@ -84,6 +84,8 @@ func fuzzTarget(_ bytes: [UInt8]) {
         require(!streamOK, "bodyStreamNotSupported without a stream")
     case .invalidBearerToken:
         fail("invalidBearerToken from the client's check")
+    case .colonInBasicUsername, .controlCharacterInBasicUsername, .controlCharacterInBasicPassword:
+        fail("\(verdict) from the client's check")
     }
 }
 

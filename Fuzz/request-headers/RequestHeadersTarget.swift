@@ -11,6 +11,12 @@
 // - an accepted pair cannot split a header: the request's headers, written as an HTTP/1.1 head
 //   and read back by the loopback server's parser, are exactly the headers set, with their values;
 // - an accepted method is sent as the request line's method;
+// - Basic credentials (a selector byte of 252 or more; the name is the user, the value the
+//   password) are refused exactly for a `:` in the user name, then a C0 or C1 control character
+//   or DEL in the user name, then in the password (read here on the UTF-8 bytes), with that
+//   `URLRequestError`; an accepted pair is sent as `Authorization: Basic B` where B decodes to
+//   the user's UTF-8 bytes, `:`, the password's, so the first colon splits them where they were
+//   given, and the header cannot split a header either;
 // - a query item added to a URL reads back (percent-decoded) as the same name and value, after
 //   the query the URL already had.
 import Foundation
@@ -42,6 +48,9 @@ func fuzzTarget(_ bytes: [UInt8]) {
         value = nil
     }
 
+    // Selectors from 252 (which earlier seeds give to case 0) check Basic credentials, so the
+    // committed seeds keep their helper.
+    if selector >= 252 { return checkBasic(name, value ?? "") }
     switch selector % 6 {
     case 0: checkHeader(name, value ?? "", adding: true)
     case 1: checkHeader(name, value ?? "", adding: false)
@@ -138,6 +147,38 @@ private func checkBearer(_ token: String) {
     require(error == (valid ? nil : .invalidBearerToken), "bearer token \(token.debugDescription) gave \(String(describing: error))")
     if let request {
         checkSent(request, [("Authorization", "Bearer " + token)])
+    }
+}
+
+private func checkBasic(_ username: String, _ password: String) {
+    let (request, error) = outcome { try baseRequest.addingBasicAuthorization(username: username, password: password) }
+    let expected: URLRequestError?
+    if username.utf8.contains(UInt8(ascii: ":")) {
+        expected = .colonInBasicUsername
+    } else if hasControl(username) {
+        expected = .controlCharacterInBasicUsername
+    } else if hasControl(password) {
+        expected = .controlCharacterInBasicPassword
+    } else {
+        expected = nil
+    }
+    require(error == expected, "Basic \(username.debugDescription):\(password.debugDescription) gave \(String(describing: error))")
+    guard let request else { return }
+    guard let header = request.value(forHTTPHeaderField: "Authorization"), header.hasPrefix("Basic "),
+          let decoded = Data(base64Encoded: String(header.dropFirst(6)))
+    else { fail("Basic credentials sent as \(String(describing: request.value(forHTTPHeaderField: "Authorization")))") }
+    let bytes = Array(decoded)
+    require(bytes == Array(username.utf8) + [UInt8(ascii: ":")] + Array(password.utf8), "the Basic credentials decode to \(bytes)")
+    require(bytes.firstIndex(of: UInt8(ascii: ":")) == username.utf8.count, "a server reads another user name in \(bytes)")
+    checkSent(request, [("Authorization", header)])
+}
+
+/// A C0 control, DEL or a C1 control (`C2 80`–`C2 9F` in UTF-8) in `text`'s bytes.
+private func hasControl(_ text: String) -> Bool {
+    let bytes = Array(text.utf8)
+    return bytes.indices.contains { index in
+        bytes[index] < 0x20 || bytes[index] == 0x7F
+            || bytes[index] == 0xC2 && index + 1 < bytes.count && (0x80...0x9F).contains(bytes[index + 1])
     }
 }
 

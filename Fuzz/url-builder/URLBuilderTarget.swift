@@ -4,7 +4,7 @@
 // Invariants:
 // - the builder only ever throws URLError(.badURL), or URLRequestError.credentialsInURL for a
 //   base whose user-info Foundation reads (a URL with user-info is never built);
-// - a built URL keeps the base's scheme, user, password, host and port (Foundation's reading);
+// - a built URL keeps the base's scheme, host and port (Foundation's reading) and has no user-info;
 // - its query and fragment are the endpoint's, byte for byte; its path is the base's path and the
 //   endpoint's path joined with one "/" (or the base's path alone for an empty endpoint path);
 // - it stays under the base path: with "%2E" read as "." and "%2F", "%5C", "\" as "/" (as lenient

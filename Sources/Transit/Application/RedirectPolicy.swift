@@ -9,6 +9,10 @@ import FoundationNetworking
 /// policy, so the rules are the same on every transport. Whatever the policy:
 /// - a redirect from `https` to `http` is refused with ``RedirectError/insecureRedirect(from:to:)``
 ///   (it would send the rest of the exchange in the clear);
+/// - a redirect whose `Location` carries user-info (`https://user:password@host/…`) is refused
+///   with ``RedirectError/credentialsInLocation(status:to:)``: it asks the client to send
+///   credentials the user never gave (one transport would send them as Basic, another would drop
+///   them), and the client refuses user-info in every URL it sends;
 /// - a redirect that changes scheme, host or port drops every header ``Redaction`` treats as
 ///   secret (`Authorization`, `Proxy-Authorization`, `Cookie`, `X-API-Key`, `X-Auth-Token`, any
 ///   name ending in `-Token`, `-Key`, `-Secret`, …: ``Redaction/isSensitiveHeader(_:)``) and
@@ -72,6 +76,12 @@ public enum RedirectError: Error, Hashable, Sendable, CustomStringConvertible, L
     /// A redirect whose `Location` is not a URL, or not `http`/`https`. (A 3xx without a
     /// `Location` is delivered as the response.)
     case invalidLocation(status: Int)
+    /// A redirect whose `Location` carries user-info (`https://user:password@host/…`), answered
+    /// with `status`. It is not followed, to any origin: the server asks the client to send
+    /// credentials the user never gave, and transports treat them differently (URLSession sends
+    /// them as Basic, AsyncHTTPClient drops them). `to` is the Location's origin
+    /// (`scheme://host:port`), without the user-info, path or query.
+    case credentialsInLocation(status: Int, to: String)
 
     public var description: String {
         switch self {
@@ -84,6 +94,10 @@ public enum RedirectError: Error, Hashable, Sendable, CustomStringConvertible, L
         case .invalidLocation(let status):
             return "The server answered \(status) with a Location that is not an http(s) URL; "
                 + "the redirect cannot be followed."
+        case .credentialsInLocation(let status, let to):
+            return "Refused a redirect (\(status)) to \(to): its Location carries user-info (a user name or password "
+                + "before '@'), credentials the client was not given. Send credentials with an authoriser or an "
+                + "Authorization header; ask the server's owner to redirect without them."
         }
     }
 
@@ -120,6 +134,11 @@ extension RedirectPolicy {
         if crossOrigin, mode == .sameOrigin { return nil }
         if current.scheme?.lowercased() == "https", scheme == "http" {
             return .failure(.insecureRedirect(from: Self.origin(current), to: Self.origin(target)))
+        }
+        // User-info as Foundation reads it either way (`URL` and `URLComponents`); the client
+        // refuses it in every URL it is given, and a redirect is no exception.
+        if target.user != nil || target.password != nil || components.percentEncodedUser != nil || components.percentEncodedPassword != nil {
+            return .failure(.credentialsInLocation(status: status, to: Self.origin(target)))
         }
         guard hops < maxRedirects else { return .failure(.tooManyRedirects(maxRedirects)) }
 

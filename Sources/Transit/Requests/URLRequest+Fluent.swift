@@ -16,9 +16,9 @@ import FoundationNetworking
 /// }
 /// ```
 ///
-/// Helpers that take input they can refuse — header names and values, a bearer token, a
-/// method, a timeout, query items for a request without a URL — **throw** a ``URLRequestError``
-/// at once, and one `try` in front of the chain covers them all. Inside a modifier the throw
+/// Helpers that take input they can refuse — header names and values, a bearer token, Basic
+/// credentials, a method, a timeout, query items for a request without a URL — **throw** a
+/// ``URLRequestError`` at once, and one `try` in front of the chain covers them all. Inside a modifier the throw
 /// fails the request's signal with that error and nothing is sent. A value with CR, LF or another
 /// control character (header injection) or a name that is not a token is never silently dropped
 /// or sent, and nothing about the refusal is stored on the request. Helpers that cannot fail
@@ -60,6 +60,42 @@ extension URLRequest {
             throw URLRequestError.invalidBearerToken
         }
         return try changed { $0.setCheckedHeader("Bearer \(accessToken)", canonicalName: "Authorization") }
+    }
+
+    /// A copy with `Authorization: Basic <credentials>` (RFC 7617), replacing any `Authorization`
+    /// header: `<credentials>` is the Base64 of the UTF-8 bytes of `username:password` (the
+    /// `charset="UTF-8"` encoding of RFC 7617 §2.1), so a non-ASCII password reaches the server
+    /// as UTF-8 on every transport. The strings are encoded as given, not normalized.
+    ///
+    /// Like every `Authorization` header, the value is redacted in descriptions, cURL renderings
+    /// and monitor events (``Redaction``), and a redirect to another origin drops it. For
+    /// credentials on every request to some hosts, use ``BasicCredentials`` as the client's
+    /// authoriser instead.
+    ///
+    /// - Throws: ``URLRequestError/colonInBasicUsername`` for a user name with a `:` (the server
+    ///   would split the credentials there), ``URLRequestError/controlCharacterInBasicUsername``
+    ///   or ``URLRequestError/controlCharacterInBasicPassword`` for a control character (U+0000–
+    ///   U+001F, U+007F–U+009F) in either (RFC 7617 §2); neither the user name nor the password
+    ///   is kept in the error. ``URLRequestError/invalidURL`` for a request without a URL.
+    public consuming func addingBasicAuthorization(username: String, password: String) throws -> URLRequest {
+        let header = try Self.basicAuthorization(username: username, password: password)
+        return try changed { $0.setCheckedHeader(header, canonicalName: "Authorization") }
+    }
+
+    /// The `Authorization` value for Basic credentials, `Basic base64(utf8(username:password))`.
+    ///
+    /// - Throws: the ``URLRequestError`` for a user name or password RFC 7617 §2 forbids.
+    static func basicAuthorization(username: String, password: String) throws -> String {
+        if username.unicodeScalars.contains(":") { throw URLRequestError.colonInBasicUsername }
+        if username.unicodeScalars.contains(where: Self.isControl) { throw URLRequestError.controlCharacterInBasicUsername }
+        if password.unicodeScalars.contains(where: Self.isControl) { throw URLRequestError.controlCharacterInBasicPassword }
+        return "Basic " + Data("\(username):\(password)".utf8).base64EncodedString()
+    }
+
+    /// A control character (Unicode general category Cc): RFC 5234's CTL (U+0000–U+001F, U+007F)
+    /// and the C1 controls (U+0080–U+009F), which RFC 5198 excludes from UTF-8 text too.
+    private static func isControl(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value)
     }
 
     /// A copy with `Accept: application/json`, replacing any `Accept` header.

@@ -20,6 +20,16 @@ public enum URLRequestError: Error, Hashable, Sendable, CustomStringConvertible 
     case invalidHeaderValue(name: String)
     /// The bearer token is empty or contains whitespace or a control character.
     case invalidBearerToken
+    /// The user name of Basic credentials contains a colon, which RFC 7617 §2 forbids: the
+    /// server splits `user:password` at the first colon, so it would read another user name and
+    /// password. (The password may contain colons.)
+    case colonInBasicUsername
+    /// The user name of Basic credentials contains a control character (U+0000–U+001F,
+    /// U+007F–U+009F), which RFC 7617 §2 forbids. The user name is not kept in the error.
+    case controlCharacterInBasicUsername
+    /// The password of Basic credentials contains a control character (U+0000–U+001F,
+    /// U+007F–U+009F), which RFC 7617 §2 forbids. The password is not kept in the error.
+    case controlCharacterInBasicPassword
     /// The method is not an RFC 9110 token (empty, or with a space or a separator).
     case invalidMethod(String)
     /// The timeout (`URLRequest.timeoutInterval`, or the argument of
@@ -53,6 +63,15 @@ public enum URLRequestError: Error, Hashable, Sendable, CustomStringConvertible 
         case .invalidBearerToken:
             return "Invalid bearer token: it is empty or contains whitespace or a control character "
                 + "(a token read from a file often ends with a newline; trim it)."
+        case .colonInBasicUsername:
+            return "Invalid user name for Basic authorization: it contains ':', which separates the user name from the "
+                + "password (RFC 7617), so the server would read a different user. Use a user name without ':'."
+        case .controlCharacterInBasicUsername:
+            return "Invalid user name for Basic authorization: it contains a control character (CR, LF, NUL, …), which "
+                + "RFC 7617 forbids (a user name read from a file often ends with a newline; trim it)."
+        case .controlCharacterInBasicPassword:
+            return "Invalid password for Basic authorization: it contains a control character (CR, LF, NUL, …), which "
+                + "RFC 7617 forbids (a password read from a file often ends with a newline; trim it)."
         case .invalidMethod(let method):
             return "Invalid HTTP method \(method.debugDescription): a method must be a non-empty token with no spaces or separators."
         case .invalidTimeout(let seconds):

@@ -8,7 +8,8 @@ import Synchronization
 /// User-level credentials for an ``HTTPClient``: one object that both adds credentials to every
 /// request in its ``scope`` and recovers from `401 Unauthorized` by renewing them and sending the
 /// request once more (`HTTPClient(authorizer:)`), instead of a modifier and an operator written
-/// into every chain. ``TokenStore`` is one.
+/// into every chain. ``TokenStore`` (bearer tokens, renewed on 401) and ``BasicCredentials``
+/// (a static user name and password) are two.
 public protocol Authorizer: Sendable {
     /// Where the credentials may go; a request outside it is sent without them.
     var scope: CredentialScope { get }
@@ -17,7 +18,9 @@ public protocol Authorizer: Sendable {
     func authorize(_ request: URLRequest) throws -> URLRequest
     /// A signal that sends one value once credentials newer than those `rejected` carried are
     /// available (renewing them if needed, shared with concurrent callers), or fails with the
-    /// renewal's error.
+    /// renewal's error. One that finishes without a value (credentials that cannot be renewed,
+    /// as ``BasicCredentials``) makes the client deliver the 401 as the response; the request is
+    /// not sent again.
     func renewCredentials(after rejected: URLRequest) -> Signal<Void, any Error>
     /// Called when a request's subscription starts: the function that renews the credentials
     /// if that request is answered 401. The default calls ``renewCredentials(after:)``; an
