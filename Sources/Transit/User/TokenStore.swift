@@ -475,3 +475,43 @@ final class RefreshContext: Sendable {
         return try body()
     }
 }
+
+/// An `AuthToken` prints without its tokens: `print`, string interpolation, `debugPrint` and
+/// `dump` show whether each token is there and its expiry, never a token's value.
+extension AuthToken: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    /// `AuthToken(accessToken: <redacted>, refreshToken: <redacted>, expiresAt: …)`.
+    public var description: String {
+        let refresh = refreshToken == nil ? "nil" : "<redacted>"
+        let expiry = expiresAt.map { "\($0)" } ?? "nil"
+        return "AuthToken(accessToken: <redacted>, refreshToken: \(refresh), expiresAt: \(expiry))"
+    }
+
+    /// The same as ``description``.
+    public var debugDescription: String { description }
+
+    /// The expiry and whether each token is there; the tokens stand redacted.
+    public var customMirror: Mirror {
+        Mirror(
+            self,
+            children: [
+                "accessToken": "<redacted>",
+                "refreshToken": refreshToken == nil ? "nil" : "<redacted>",
+                "expiresAt": expiresAt as Any,
+            ],
+            displayStyle: .struct
+        )
+    }
+}
+
+/// A `TokenStore` prints its scope and whether a refresh is running, never its tokens.
+extension TokenStore: CustomStringConvertible, CustomReflectable {
+    /// `TokenStore(scope: …, refreshing: false)`.
+    public var description: String {
+        "TokenStore(scope: \(credentialScope.map { "\($0)" } ?? "none"), refreshing: \(isRefreshing))"
+    }
+
+    /// The scope and whether a refresh is running; nothing of the tokens.
+    public var customMirror: Mirror {
+        Mirror(self, children: ["scope": credentialScope as Any, "refreshing": isRefreshing], displayStyle: .class)
+    }
+}

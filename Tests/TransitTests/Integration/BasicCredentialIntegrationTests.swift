@@ -42,10 +42,9 @@ struct BasicCredentialIntegrationTests {
         try await expect401Ends(.text("who are you?", status: 401))
     }
 
-    /// The same with a Basic challenge, which URLSession answers through its authentication
-    /// delegate before Transit sees the response.
-    @Test(.disabled("URLSessionTransport does not yet deliver a 401 that carries a challenge: the exchange does not end"))
-    func a401WithABasicChallengeEndsTheRequestWithThe401() async throws {
+    /// The same with a Basic challenge, which URLSession raises through its authentication
+    /// delegate: the transport delivers the 401 as the response and offers no credential.
+    @Test func a401WithABasicChallengeEndsTheRequestWithThe401() async throws {
         try await expect401Ends(.text("who are you?", status: 401, headers: ["WWW-Authenticate": #"Basic realm="loopback", charset="UTF-8""#]))
     }
 
