@@ -92,7 +92,7 @@ public enum TransportConformance {
     @TaskLocal public static var eventTimeout: Duration = .seconds(30)
 
     /// Every check, in a stable order.
-    public static let checks: [Check] = exchangeChecks + failureChecks + challengeChecks + clientChecks
+    public static let checks: [Check] = exchangeChecks + failureChecks + challengeChecks + encodingChecks + clientChecks
 
     /// The check called `name`, if there is one.
     public static func check(named name: String) -> Check? {
