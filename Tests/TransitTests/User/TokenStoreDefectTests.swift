@@ -7,7 +7,7 @@ import Testing
 import Transit
 import TransitTesting
 
-/// Defects of issue 7 found from the outside: a refresh that is itself answered 401 through the
+/// Defects found from the outside: a refresh that is itself answered 401 through the
 /// same store, and a token Foundation would silently drop.
 @Suite("TokenStore defects")
 struct TokenStoreDefectTests {

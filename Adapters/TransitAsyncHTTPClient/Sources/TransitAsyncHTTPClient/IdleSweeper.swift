@@ -4,9 +4,9 @@ import NIOCore
 /// Enforces `URLRequest.timeoutInterval` (the longest silence an exchange may have) for every
 /// exchange of one transport with **one** repeating check, instead of a timer per request.
 ///
-/// A timer per request cost about 7,500 instructions (NIO's `scheduleTask` and its cancellation:
-/// a task object, a promise, a heap insertion and removal; BENCHMARKS.md, stop 20), a few percent
-/// of a loopback request. Here an exchange only registers (a lock and a dictionary insertion) and
+/// A timer per request costs NIO's `scheduleTask` and its cancellation (a task object, a promise, a
+/// heap insertion and removal; BENCHMARKS.md, "Where the adapter chain's instructions go"), a few
+/// percent of a loopback request. Here an exchange only registers (a lock and a dictionary insertion) and
 /// unregisters. While any exchange is registered, a repeating task on one event loop looks at each
 /// one and expires those silent for their timeout; it stops at the first tick that finds none.
 ///
