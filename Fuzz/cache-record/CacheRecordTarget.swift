@@ -161,7 +161,7 @@ private func readBack(_ file: SystemFile, chunk: Int) -> Outcome {
         var streamed = read
         streamed.payload = nil
         try RecordReading.verifyPayload(of: file, header: streamed, chunkSize: chunk)
-        let record = OpenRecord(key: "", header: read.header, file: file, payload: nil, folderPath: folderPath)
+        let record = OpenRecord(key: "", header: read.header, file: file, payload: nil, folderPath: folderPath, generation: .none)
         var pieces: [UInt8] = []
         while pieces.count < record.payloadLength {
             let piece = try record.readPayload(at: pieces.count, count: chunk)

@@ -56,9 +56,6 @@ public final class HTTPCache: Sendable {
     /// memory only, and forgotten by ``removeAll()``.
     private let lastPartition = Locked<(message: [UInt8], partition: String)?>(nil)
 
-    /// The request headers that carry a credential: the cache is partitioned by their values.
-    static let credentialHeaders = ["Authorization", "Proxy-Authorization", "Cookie"]
-
     /// Creates an HTTP cache that stores its responses in `records`.
     public init(records: DiskCache, configuration: Configuration = Configuration()) {
         self.records = records
@@ -144,7 +141,7 @@ public final class HTTPCache: Sendable {
     /// HMAC-SHA256 of its credential values (each absent, or present with its length and bytes),
     /// under the folder's secret key, in hexadecimal.
     func partition(of request: URLRequest) -> String {
-        let values = HTTPCache.credentialHeaders.map { request.value(forHTTPHeaderField: $0) }
+        let values = StoredResponse.credentialHeaders.map { request.value(forHTTPHeaderField: $0) }
         guard values.contains(where: { $0 != nil }) else { return "" }
         var message: [UInt8] = []
         for value in values {

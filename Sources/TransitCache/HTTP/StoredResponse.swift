@@ -90,8 +90,10 @@ struct StoredResponse: Codable, Equatable, Sendable {
         }
     }
 
-    /// The lowercased names of ``HTTPCache/credentialHeaders``.
-    static let credentialNames = Set(HTTPCache.credentialHeaders.map { $0.lowercased() })
+    /// The request headers that carry a credential: the cache is partitioned by their values.
+    static let credentialHeaders = ["Authorization", "Proxy-Authorization", "Cookie"]
+    /// The lowercased names of ``credentialHeaders``.
+    static let credentialNames = Set(credentialHeaders.map { $0.lowercased() })
 
     /// The elements of a comma-separated field value, without the spaces and tabs around them.
     /// Split on Unicode scalars, as HTTP reads bytes: as Characters, a comma or a space followed
