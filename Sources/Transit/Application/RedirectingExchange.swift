@@ -151,9 +151,9 @@ enum RedirectingExchange {
                     answered?.withLock { $0 = true }
                     switch policy.next(after: head, to: request, hops: hops, sensitiveHeaders: sensitiveHeaders) {
                     case nil:
-                        if lostCredentials { CredentialLoss.record(head) }
-                        onFinalHead?(head)
-                        observer.send(.head(head))
+                        let final = lostCredentials ? HTTPResponseHead(credentialsDroppedBefore: head) : head
+                        onFinalHead?(final)
+                        observer.send(.head(final))
                     case .success(let next)?:
                         // Nothing more of this hop is delivered once its token is cancelled.
                         mark?.fire()
@@ -221,40 +221,11 @@ enum RedirectingExchange {
     }
 }
 
-/// The final response heads of requests that lost credential headers on the way: a redirect to
-/// another origin dropped them (see ``RedirectPolicy``), so the server that answered never got
-/// them. A 401 in such a response says nothing about the user's credentials, and must not renew
-/// them (``HTTPResponse/credentialsReachedServer``).
-///
-/// A table of weak references, keyed by the head's identity: such heads are rare (a redirect to
-/// another origin, from a request with credentials), and an entry goes when its head does.
-/// Thread safety: the table is behind a `Locked`.
-enum CredentialLoss {
-    private struct Entry: Sendable {
-        weak var head: HTTPResponseHead?
-    }
-
-    private static let heads = Locked<[ObjectIdentifier: Entry]>([:])
-
-    /// Records that `head` answers a request whose credentials were dropped.
-    static func record(_ head: HTTPResponseHead) {
-        heads.withLock { heads in
-            if heads.count >= 64 { heads = heads.filter { $0.value.head != nil } }
-            heads[ObjectIdentifier(head)] = Entry(head: head)
-        }
-    }
-
-    /// Whether `head` answers a request whose credentials were dropped on a redirect.
-    static func lost(_ head: HTTPResponseHead) -> Bool {
-        heads.withLock { $0[ObjectIdentifier(head)]?.head === head }
-    }
-}
-
 extension HTTPResponse {
     /// Whether every credential header of ``request`` reached the server that answered: `false`
     /// when a redirect to another origin dropped them on the way (they are never added back, so
     /// a redirect back to the original origin does not carry them either).
     var credentialsReachedServer: Bool {
-        !CredentialLoss.lost(head)
+        !head.credentialsDropped
     }
 }

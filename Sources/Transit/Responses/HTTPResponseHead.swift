@@ -40,6 +40,10 @@ public final class HTTPResponseHead: Sendable, CustomStringConvertible {
     public let url: URL
     /// The HTTP status code.
     public let statusCode: Int
+    /// Whether a redirect to another origin dropped credential headers on the way to the server
+    /// that sent this head (see ``RedirectPolicy``): a 401 in it says nothing of the user's
+    /// credentials, which that server never got.
+    let credentialsDropped: Bool
     private let storage: Storage
 
     private enum Storage: Sendable {
@@ -58,7 +62,17 @@ public final class HTTPResponseHead: Sendable, CustomStringConvertible {
     public init(url: URL, statusCode: Int, fields: [HTTPField]) {
         self.url = url
         self.statusCode = statusCode
+        credentialsDropped = false
         storage = .fields(fields, made: Locked(nil))
+    }
+
+    /// `head`, marked as the answer to a request whose credential headers a redirect to another
+    /// origin dropped (its fields are shared, not copied).
+    init(credentialsDroppedBefore head: HTTPResponseHead) {
+        url = head.url
+        statusCode = head.statusCode
+        credentialsDropped = true
+        storage = head.storage
     }
 
     /// Creates a head from a dictionary of header fields (one value per name; the order of the
@@ -75,6 +89,7 @@ public final class HTTPResponseHead: Sendable, CustomStringConvertible {
     public init(_ response: HTTPURLResponse) {
         url = response.url ?? URL(fileURLWithPath: "/")
         statusCode = response.statusCode
+        credentialsDropped = false
         storage = .foundation(response)
     }
 
