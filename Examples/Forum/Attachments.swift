@@ -20,7 +20,7 @@ final class AttachmentCDN: Sendable {
     }()
 
     private let server: LoopbackServer
-    private let credentialsSeen = Locked<[String]>([])
+    private let credentialsSeen = Guarded<[String]>([])
 
     init() {
         let seen = credentialsSeen
@@ -65,7 +65,7 @@ struct AttachmentService: RESTAPI {
 /// terminal, prints a line at every quarter.
 final class ProgressBar: Sendable {
     private let interactive = isatty(STDOUT_FILENO) == 1
-    private let lastDrawn = Locked(-1)
+    private let lastDrawn = Guarded(-1)
 
     func update(_ progress: DownloadProgress) {
         guard let fraction = progress.fractionCompleted else { return }

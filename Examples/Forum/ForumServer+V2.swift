@@ -67,7 +67,7 @@ extension ForumServer {
     /// How many requests for `path` the primary and the mirror answered.
     func hits(_ path: String) -> Int { state.withLock { $0.v2.hits[path] ?? 0 } }
 
-    static func handleV2(_ request: LoopbackRequest, state: Locked<State>, isMirror: Bool) -> LoopbackResponse {
+    static func handleV2(_ request: LoopbackRequest, state: Guarded<State>, isMirror: Bool) -> LoopbackResponse {
         let bearer = request.value(forHTTPHeaderField: "Authorization")
             .flatMap { $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : nil }
         let now = Date()

@@ -26,7 +26,7 @@ final class ForumServer: Sendable {
         var v2 = V2State()
     }
 
-    let state: Locked<State>
+    let state: Guarded<State>
     /// `true` for a mirror: it serves `/v2/` from its own port, sharing the primary's state.
     let isMirror: Bool
     private let tokenLifetime: TimeInterval
@@ -42,7 +42,7 @@ final class ForumServer: Sendable {
     ]
 
     convenience init(tokenLifetime: TimeInterval = 60) {
-        self.init(state: Locked(State()), isMirror: false, tokenLifetime: tokenLifetime)
+        self.init(state: Guarded(State()), isMirror: false, tokenLifetime: tokenLifetime)
     }
 
     /// A mirror of `primary` on another port: same accounts, same tokens, same `/v2/` API.
@@ -50,7 +50,7 @@ final class ForumServer: Sendable {
         self.init(state: primary.state, isMirror: true, tokenLifetime: primary.tokenLifetime)
     }
 
-    private init(state: Locked<State>, isMirror: Bool, tokenLifetime: TimeInterval) {
+    private init(state: Guarded<State>, isMirror: Bool, tokenLifetime: TimeInterval) {
         self.state = state
         self.isMirror = isMirror
         self.tokenLifetime = tokenLifetime
@@ -90,7 +90,7 @@ final class ForumServer: Sendable {
     /// How many times `POST /auth/token` issued new tokens.
     var refreshCount: Int { state.withLock { $0.refreshCount } }
 
-    private static func handle(_ request: LoopbackRequest, state: Locked<State>, tokenLifetime: TimeInterval) -> LoopbackResponse {
+    private static func handle(_ request: LoopbackRequest, state: Guarded<State>, tokenLifetime: TimeInterval) -> LoopbackResponse {
         switch (request.method, request.path) {
         case ("POST", "/auth/login"):
             guard let login = try? JSONDecoder().decode(LoginRequest.self, from: request.body) else {
@@ -142,7 +142,7 @@ final class ForumServer: Sendable {
         }
     }
 
-    private static func issueTokens(state: Locked<State>, tokenLifetime: TimeInterval, isRefresh: Bool) -> LoopbackResponse {
+    private static func issueTokens(state: Guarded<State>, tokenLifetime: TimeInterval, isRefresh: Bool) -> LoopbackResponse {
         let response = state.withLock { state -> TokenResponse in
             let number = state.nextTokenNumber
             state.nextTokenNumber += 1

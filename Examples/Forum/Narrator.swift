@@ -27,7 +27,7 @@ final class Narrator: HTTPEventMonitor, Sendable {
     /// (`access-1`, `access-2`), and showing them makes a token refresh visible; a real log
     /// never shows credentials — step 8's narrator does not.
     private let showsTokens: Bool
-    private let state = Locked(State())
+    private let state = Guarded(State())
 
     init(start: Date = Date(), showsTokens: Bool = true) {
         self.start = start

@@ -51,7 +51,7 @@ func demonstratePolicies(forum: ForumServer, auth: AuthService, narrator: Narrat
     }
     // The store renews through the v2 client itself, as an app whose token endpoint lives on the
     // same API would: its refresh is a request in the store's own scope (see 8e).
-    let clientBox = Locked<HTTPClient?>(nil)
+    let clientBox = Guarded<HTTPClient?>(nil)
     let tokens = TokenStore(token: token, scope: CredentialScope(hosts: ["127.0.0.1"], insecureHTTP: .loopbackOnly)) { current in
         AuthService(baseURL: forum.baseURL, client: clientBox.withLock { $0! }).refresh(current)
     }

@@ -44,7 +44,7 @@ let narrator = Narrator()
 /// The requests of step 8's client, told by their own narrator.
 var policyRequests = 0
 let client = HTTPClient(monitors: [narrator])
-let failures = Locked<[String]>([])
+let failures = Guarded<[String]>([])
 
 /// Records a failed expectation; the program exits non-zero if there is any.
 func check(_ condition: Bool, _ message: String) {
