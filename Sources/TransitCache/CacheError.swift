@@ -21,7 +21,7 @@ public enum CacheError: Error, Hashable, Sendable, CustomStringConvertible, Loca
     case invalidTTL(Duration)
     /// No record with this key is stored (pinning, unpinning).
     case recordNotFound(key: String)
-    /// ``DiskCache/unpin(_:)`` on a record that is not pinned.
+    /// `unpin(_:)` on a record that is not pinned.
     case recordNotPinned(key: String)
     /// A record writer was used after it was committed or discarded.
     case writerClosed

@@ -54,7 +54,7 @@ public enum CacheEvent: Equatable, Sendable, CustomStringConvertible {
     /// A temporary file left by a writer that died (a crash mid-write) was removed.
     case orphanedTemporaryFileRemoved(file: String)
     /// A write the cache attempted on its own behalf failed (e.g. a value cached by
-    /// ``Signal/cached(in:key:ttl:encoder:decoder:)``, or an HTTP response), with the error.
+    /// `cached(in:key:ttl:encoder:decoder:)`, or an HTTP response), with the error.
     case writeFailed(key: String, error: CacheError)
     /// A file-system operation of housekeeping failed (recording a use, removing a file).
     case housekeepingFailed(CacheError)

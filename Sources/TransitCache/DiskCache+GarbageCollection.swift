@@ -26,7 +26,7 @@ extension DiskCache {
         return report
     }
 
-    /// Runs ``collectGarbage()`` every `interval` on `scheduler`, until the returned token is
+    /// Runs `collectGarbage()` every `interval` on `scheduler`, until the returned token is
     /// cancelled or released. Failures are reported on ``events``.
     public func scheduleGarbageCollection(every interval: Duration, on scheduler: any Scheduler) -> CancellationToken {
         let timer = RepeatingAction(interval: interval, scheduler: scheduler) { [weak self] in

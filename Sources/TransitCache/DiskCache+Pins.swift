@@ -12,7 +12,7 @@ import Darwin
 extension DiskCache {
     /// Pins the record stored under `key` once more: a pinned record is never evicted or
     /// removed by garbage collection (it still expires for reads). Pins are counted: a record
-    /// pinned twice needs two ``unpin(_:)`` calls.
+    /// pinned twice needs two `unpin(_:)` calls.
     ///
     /// - Returns: the new pin count.
     /// - Throws: ``CacheError/recordNotFound(key:)`` if no fresh record is stored under `key`.

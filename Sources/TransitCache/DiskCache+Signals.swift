@@ -20,7 +20,7 @@ public struct DiskCacheSignals: Sendable {
     public let cache: DiskCache
 
     /// Sends the record stored under `key`, or `nil` on a miss; see
-    /// ``DiskCache/record(forKey:includingExpired:)``.
+    /// `record(forKey:includingExpired:)`.
     public func record(forKey key: String, includingExpired: Bool = false) -> Signal<CacheRecord?, any Error> {
         run { try cache.record(forKey: key, includingExpired: includingExpired) }
     }
@@ -30,7 +30,7 @@ public struct DiskCacheSignals: Sendable {
         run { try cache.containsRecord(forKey: key) }
     }
 
-    /// Stores `data` under `key`, then sends `()`; see ``DiskCache/store(_:forKey:ttl:metadata:)``.
+    /// Stores `data` under `key`, then sends `()`; see `store(_:forKey:ttl:metadata:)`.
     public func store(_ data: Data, forKey key: String, ttl: Duration? = nil, metadata: Data = Data()) -> Signal<Void, any Error> {
         run { try cache.store(data, forKey: key, ttl: ttl, metadata: metadata) }
     }

@@ -18,6 +18,8 @@ extension DiskCache {
     /// may evict least recently used records to meet the limits.
     ///
     /// - Parameters:
+    ///   - data: the record's payload.
+    ///   - key: the record's key (any string up to the key limit; it is hashed to a file name).
     ///   - ttl: how long the record is fresh; `nil` (the default) for a record that never
     ///     expires.
     ///   - metadata: bytes stored with the record and returned with it (at most

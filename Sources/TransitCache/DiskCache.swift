@@ -28,8 +28,8 @@ import Darwin
 /// - **Threads and processes.** Every method may be called from any thread. Several instances
 ///   (in one process or several) may share a folder: renames, pins and removals are serialised
 ///   by an `flock` on the folder's lock file, and eviction re-reads a file before removing it.
-///   Each instance keeps its own index; ``collectGarbage()`` re-synchronises it with the folder.
-/// - **`removeAll()` wins.** A write in progress when ``removeAll()`` runs — on any instance, in
+///   Each instance keeps its own index; `collectGarbage()` re-synchronises it with the folder.
+/// - **`removeAll()` wins.** A write in progress when `removeAll()` runs — on any instance, in
 ///   any process — does not commit: the folder's generation, kept in the lock file, changes, and
 ///   every commit reads it again under the folder lock.
 ///
@@ -141,7 +141,7 @@ public final class DiskCache: Sendable {
         eventSubject.signal
     }
 
-    /// Counts and sizes, as this instance knows them (``collectGarbage()`` refreshes them from
+    /// Counts and sizes, as this instance knows them (`collectGarbage()` refreshes them from
     /// the folder).
     public var statistics: CacheStatistics {
         state.withLock { state in
@@ -165,8 +165,10 @@ public final class DiskCache: Sendable {
     /// damaged (then the file is removed and a ``CacheEvent/corruptRecordRemoved(key:file:reason:)``
     /// event sent). Reading records the use, for least-recently-used eviction.
     ///
-    /// - Parameter includingExpired: `true` to return a record whose TTL has passed (it is
-    ///   still there until garbage collection removes it).
+    /// - Parameters:
+    ///   - key: the record's key.
+    ///   - includingExpired: `true` to return a record whose TTL has passed (it is still there
+    ///     until garbage collection removes it).
     /// - Throws: ``CacheError/keyTooLong(length:limit:)``, or a ``CacheError`` if the file exists
     ///   but cannot be read (permissions, I/O error).
     public func record(forKey key: String, includingExpired: Bool = false) throws -> CacheRecord? {

@@ -83,7 +83,7 @@ public final class RecordWriter: Sendable {
     /// A record stored under the same key before is replaced (its pins carry over). May evict
     /// least recently used records to meet the cache's limits.
     ///
-    /// If ``DiskCache/removeAll()`` ran since the writer was made — on this instance, another
+    /// If `removeAll()` ran since the writer was made — on this instance, another
     /// instance on the folder, or in another process — the record is dropped instead (a
     /// signed-out user's response must not come back). That is checked under the folder lock,
     /// so a `removeAll()` either comes after the commit (and removes the record) or wins.

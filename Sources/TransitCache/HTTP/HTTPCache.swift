@@ -100,7 +100,7 @@ public final class HTTPCache: Sendable {
 
     /// Removes the stored responses for `url`, if any: the one for requests without credentials
     /// and those for every credential this instance knows of (stored by it, or found in the folder
-    /// when it was opened or by ``DiskCache/collectGarbage()``).
+    /// when it was opened or by `collectGarbage()`).
     public func removeResponse(for url: URL) throws {
         for key in keys(for: url) {
             try records.removeRecord(forKey: key)
