@@ -21,7 +21,10 @@ extension Signal {
     /// Events are delivered to subscribers one at a time, as by a ``PassthroughSubject``.
     ///
     /// ```swift
-    /// let profile = api.get("/me").decode(Profile.self).share()
+    /// let profile = api.get(endpoint: "me")
+    ///     .map(\.data)
+    ///     .decode(Profile.self, decoder: JSONDecoder())
+    ///     .share()
     /// profile.sink { header.show($0) }.store(in: bag)   // one request…
     /// profile.sink { menu.show($0) }.store(in: bag)     // …for both
     /// ```

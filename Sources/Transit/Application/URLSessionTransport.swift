@@ -55,8 +55,8 @@ import Signals
 /// ends, so a request is never cut off because the last reference to the transport went away
 /// (a signal returned by ``exchange(_:)`` keeps the transport alive as well).
 ///
-/// Thread safety: all task state is behind a `Locked`; `send` may be called from any thread and
-/// events arrive on the delegate queue of the session.
+/// Thread safety: all task state is behind a lock; ``exchange(_:)`` may be called from any thread,
+/// and events arrive on the delegate queue of the session.
 public final class URLSessionTransport: HTTPTransport {
     /// A transport with ``defaultConfiguration``.
     public static let shared = URLSessionTransport()
@@ -69,8 +69,7 @@ public final class URLSessionTransport: HTTPTransport {
     ///   Transit sends the credentials a request carries, to where the request goes; a cookie jar
     ///   adds credentials the caller never set, to whatever host set them. It is also the largest
     ///   single cost of a request on Linux: Foundation parses every response header line as a
-    ///   possible cookie (about 290,000 instructions per 10-header response, a quarter of
-    ///   `URLSession`'s own cost; BENCHMARKS.md), unless the accept policy is `.never`.
+    ///   possible cookie unless the accept policy is `.never` (BENCHMARKS.md measures the cost).
     /// - **No `URLCache`**: responses are cached only where the caller asks for it (`TransitCache`'s
     ///   HTTP cache, which is bounded and checks what it reads back). Foundation's shared cache
     ///   would store authenticated responses on disk by default and look every request up in it.
@@ -155,15 +154,12 @@ public final class URLSessionTransport: HTTPTransport {
     /// when the transport was made with `downloadTasks: true`. Otherwise the response body file
     /// is ignored and the body arrives as parts, which ``HTTPClient`` writes.
     ///
-    /// The trade, measured on Linux (1 GiB from nginx over loopback, release build): a data
-    /// task's delegate cannot slow the network down. Foundation reads the socket as fast as it
-    /// can and queues every chunk for the delegate, so a disk slower than the network turns into
-    /// memory (a 1 GiB download: 51–65 MiB peak at the median, 183 MiB when the disk stalled). A
-    /// download task writes each chunk before it reads the next, so memory stays bounded
-    /// whatever the disk (67.5–67.9 MiB, Foundation's own floor being 54 MiB), but Linux Foundation
-    /// opens the file and queues a delegate operation for every 16 KiB chunk: 5.7–7.3 s of CPU
-    /// per GiB against 3.0 s for `downloadTask(with:completionHandler:)` and 3.6 s for the data
-    /// path. Linux Foundation also gives a download task's response only when the body is
+    /// The trade on Linux: a data task's delegate cannot slow the network down. Foundation reads
+    /// the socket as fast as it can and queues every chunk for the delegate, so a disk slower than
+    /// the network turns into memory. A download task writes each chunk before it reads the next,
+    /// so memory stays bounded whatever the disk, but Linux Foundation opens the file and queues a
+    /// delegate operation for every 16 KiB chunk, which costs more CPU per byte than the data path
+    /// (BENCHMARKS.md, "Downloads as `URLSession` download tasks", has the numbers). Linux Foundation also gives a download task's response only when the body is
     /// complete, so its head comes at the end (progress first); on Apple platforms it comes with
     /// the first bytes written. An upload from a file (``TransportRequest/bodyFile``) always
     /// delivers its response as parts.
