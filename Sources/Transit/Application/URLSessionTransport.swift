@@ -159,7 +159,8 @@ public final class URLSessionTransport: HTTPTransport {
     /// the network turns into memory. A download task writes each chunk before it reads the next,
     /// so memory stays bounded whatever the disk, but Linux Foundation opens the file and queues a
     /// delegate operation for every 16 KiB chunk, which costs more CPU per byte than the data path
-    /// (BENCHMARKS.md, "Downloads as `URLSession` download tasks", has the numbers). Linux Foundation also gives a download task's response only when the body is
+    /// (BENCHMARKS.md, "Downloads as `URLSession` download tasks", has the numbers). Linux
+    /// Foundation also gives a download task's response only when the body is
     /// complete, so its head comes at the end (progress first); on Apple platforms it comes with
     /// the first bytes written. An upload from a file (``TransportRequest/bodyFile``) always
     /// delivers its response as parts.

@@ -198,8 +198,8 @@ extension URLRequest {
     /// On Linux this writes the header dictionary directly: Foundation's `setValue` checks the
     /// value again Character by Character, capitalises the name through `NSString` and lowercases
     /// every stored name to find the old field, which costs more than the rest of what Transit does
-    /// to a request (BENCHMARKS.md, "Costs on the request path, and what Transit does about them"). The result is the same
-    /// dictionary.
+    /// to a request (BENCHMARKS.md, "Costs on the request path, and what Transit does about
+    /// them"). The result is the same dictionary.
     mutating func setCheckedHeader(_ value: String, canonicalName: String) {
         #if canImport(FoundationNetworking)
         var fields = allHTTPHeaderFields ?? [:]
