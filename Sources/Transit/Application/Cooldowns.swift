@@ -140,6 +140,12 @@ public final class Cooldowns: Sendable {
             return Signal(error: error)
         }
         events?.emit(.cooldownWait(key: name, duration: left), request: request)
-        return ScheduledSubscription.signal(Signal(value: ()), after: left.timeInterval, on: scheduler)
+        return Signal { observer in
+            let wait = scheduler.schedule(after: left) {
+                observer.send(())
+                observer.finish()
+            }
+            return { wait.cancel() }
+        }
     }
 }
