@@ -11,9 +11,10 @@ import Signals
 ///
 /// Attach it to a client (``HTTPClient/Configuration/cooldowns``). Cooldowns and waits are timed
 /// by the scheduler of the client that sends the request (``HTTPClient/Configuration/scheduler``);
-/// clients sharing one registry share its cooldowns, and should share a scheduler. A request that would have to wait longer
-/// than ``maxWait`` fails at once with the answer that started the cooldown (its
-/// ``HTTPClientError/tooManyRequests(retryAfter:response:)`` or
+/// clients sharing one registry share its cooldowns, and should share a scheduler.
+///
+/// A request that would have to wait longer than `maxWait` fails at once with the answer that
+/// started the cooldown (its ``HTTPClientError/tooManyRequests(retryAfter:response:)`` or
 /// ``HTTPServerError/serviceUnavailable(retryAfter:response:)``, with `retryAfter` set to the
 /// time that remains), so a caller's own `respondToRateLimiting` still decides as documented.
 ///

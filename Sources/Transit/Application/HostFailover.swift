@@ -6,11 +6,11 @@ import Signals
 
 /// Host failover: a service reachable at several origins (`https://api.example.com`,
 /// `https://api-backup.example.com`). A connection-level failure on one marks it bad for
-/// ``quarantine`` and sends the request, when that is safe, to the next healthy origin; a bad
+/// its `quarantine` and sends the request, when that is safe, to the next healthy origin; a bad
 /// origin recovers by itself once its quarantine ends.
 ///
-/// Attach it to a client (``HTTPClient/Configuration/failover``): every request whose origin is one of
-/// ``origins`` goes to the first healthy origin in order (the first is the preferred one), with
+/// Attach it to a client (``HTTPClient/Configuration/failover``): every request whose origin is
+/// one of its `origins` goes to the first healthy origin in order (the first is the preferred one), with
 /// its path, query, method, headers and body unchanged. Credentials in the request go to the
 /// other origins of the group: list only origins of the same service.
 ///
