@@ -59,7 +59,7 @@ func demonstrateCaching(narrator: Narrator, check: (Bool, String) -> Void) async
     }
     let events = cache.events.sink { event in narrator.say("[cache] \(event)") }
     defer { events.cancel() }
-    let client = HTTPClient(transport: URLSessionTransport.shared.caching(in: cache), monitors: [narrator])
+    let client = HTTPClient(transport: URLSessionTransport.shared.caching(in: cache)) { $0.monitors = [narrator] }
 
     func fetch(_ path: String) async -> HTTPResponse? {
         try? await client.send(URLRequest(url: news.url(path))).firstValue()

@@ -16,19 +16,19 @@ struct ForumV2Service: RESTAPI {
 
     /// The client of the v2 API: every policy, once.
     static func makeClient(origins: [String], tokens: TokenStore, monitors: [any HTTPEventMonitor]) -> HTTPClient {
-        HTTPClient(
-            monitors: monitors,
+        HTTPClient {
+            $0.monitors = monitors
             // At most 20 requests a second to the v2 API, 8 at once after a quiet spell; more wait.
-            rateLimiter: RateLimiter(requestsPerSecond: 20, burst: 8),
+            $0.rateLimiter = RateLimiter(requestsPerSecond: 20, burst: 8)
             // One 429/503 with Retry-After pauses every new request to the API; 3 s at most.
-            cooldowns: Cooldowns(maxWait: .seconds(3)),
+            $0.cooldowns = Cooldowns(maxWait: .seconds(3))
             // Identical GETs in flight share one request.
-            coalescesRequests: true,
+            $0.coalescesRequests = true
             // A second origin; a failed one is avoided for half a second.
-            failover: HostFailover(origins: origins, quarantine: .milliseconds(500)),
+            $0.failover = HostFailover(origins: origins, quarantine: .milliseconds(500))
             // The bearer token on every request to these hosts, renewed once on 401.
-            authorizer: tokens
-        )
+            $0.authorizer = tokens
+        }
     }
 
     /// Retries transient failures twice, quickly — within a budget shared by every chain: at most

@@ -43,7 +43,7 @@ while let argument = arguments.popFirst() {
 let narrator = Narrator()
 /// The requests of step 8's client, told by their own narrator.
 var policyRequests = 0
-let client = HTTPClient(monitors: [narrator])
+let client = HTTPClient { $0.monitors = [narrator] }
 let failures = Guarded<[String]>([])
 
 /// Records a failed expectation; the program exits non-zero if there is any.

@@ -11,7 +11,7 @@ extension TransportConformance {
     static let clientChecks: [Check] = [
         Check("client size limit", "HTTPClient's response limit fails a declared or a chunked oversized body with ResponseTooLargeError and closes its connection; a body at the limit passes.") { make in
             let transport = try await make()
-            let client = HTTPClient(transport: transport, maxResponseBytes: 64 << 10)
+            let client = HTTPClient(transport: transport) { $0.maxResponseBytes = 64 << 10 }
             try await withServer { server in
                 let hold = LoopbackGate("never")
                 defer { hold.open() }
@@ -47,7 +47,10 @@ extension TransportConformance {
         Check("client deadline", "HTTPClient's total deadline fails a body that trickles in (each piece resetting no clock) with .timedOut and closes the connection.") { make in
             let transport = try await make()
             let scheduler = TestScheduler()
-            let client = HTTPClient(transport: transport, deadline: .after(.seconds(1)), scheduler: scheduler)
+            let client = HTTPClient(transport: transport) {
+                $0.deadline = .after(.seconds(1))
+                $0.scheduler = scheduler
+            }
             try await withServer { server in
                 let gates = (0..<3).map { LoopbackGate("trickle \($0)") }
                 defer { gates.forEach { $0.open() } }

@@ -418,7 +418,7 @@ struct HTTPCacheValidationTests {
     func throughClient() async throws {
         let fixture = try HTTPCacheFixture()
         fixture.stub.stub(.get, path: "/posts").thenRespond(.json(#"[{"id":1}]"#, headers: ["Cache-Control": "max-age=60"]))
-        let client = HTTPClient(transport: fixture.transport, defaultHeaders: ["Accept": "application/json"])
+        let client = HTTPClient(transport: fixture.transport) { $0.defaultHeaders = ["Accept": "application/json"] }
         let first = try await client.send(fixture.request("/posts")).firstValue()
         let second = try await client.send(fixture.request("/posts")).firstValue()
         #expect(first.data == second.data)

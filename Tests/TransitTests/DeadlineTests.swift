@@ -67,7 +67,10 @@ import TransitTesting
         let scheduler = CountingScheduler()
         let transport = StubTransport()
         transport.stub(.get).thenRespond(.text("ok"))
-        let client = HTTPClient(transport: transport, deadline: .after(.seconds(300)), scheduler: scheduler)
+        let client = HTTPClient(transport: transport) {
+            $0.deadline = .after(.seconds(300))
+            $0.scheduler = scheduler
+        }
         for index in 0..<1_000 {
             let outcome = Outcome()
             let token = outcome.subscribe(to: client.send(request("/items/\(index)")))
@@ -88,7 +91,10 @@ import TransitTesting
         let scheduler = TestScheduler()
         let transport = StubTransport(scheduler: scheduler)
         transport.stub(.get).thenRespond(StubResponse.text("late").delayed(by: .seconds(60)))
-        let client = HTTPClient(transport: transport, deadline: .after(.seconds(10)), scheduler: scheduler)
+        let client = HTTPClient(transport: transport) {
+            $0.deadline = .after(.seconds(10))
+            $0.scheduler = scheduler
+        }
         let long = Outcome()
         let short = Outcome()
         let tokens = [
@@ -111,7 +117,10 @@ import TransitTesting
         let scheduler = TestScheduler()
         let transport = StubTransport(scheduler: scheduler)
         transport.stub(.get).thenRespond(StubResponse.text("late").delayed(by: .seconds(60)))
-        let client = HTTPClient(transport: transport, deadline: .after(.seconds(10)), scheduler: scheduler)
+        let client = HTTPClient(transport: transport) {
+            $0.deadline = .after(.seconds(10))
+            $0.scheduler = scheduler
+        }
         let first = Outcome()
         let firstToken = first.subscribe(to: client.send(request("/first")))
         scheduler.advance(by: .seconds(4))
@@ -132,7 +141,10 @@ import TransitTesting
         let scheduler = TestScheduler()
         let transport = StubTransport(scheduler: scheduler)
         transport.stub(.get).thenRespond(StubResponse.text("ok").delayed(by: .seconds(1)))
-        let client = HTTPClient(transport: transport, deadline: .after(.seconds(5)), scheduler: scheduler)
+        let client = HTTPClient(transport: transport) {
+            $0.deadline = .after(.seconds(5))
+            $0.scheduler = scheduler
+        }
         let outcome = Outcome()
         let token = outcome.subscribe(to: client.send(request("/quick")))
         scheduler.advance(by: .seconds(1))

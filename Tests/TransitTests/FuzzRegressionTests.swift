@@ -171,7 +171,7 @@ struct FuzzRegressionTests {
         let transport = StubTransport(scheduler: scheduler)
         transport.stub(.get, path: "/old").thenRespond(.status(301, headers: ["Location": "/new"]))
         transport.stub(.get, path: "/new").thenRespond(.text("new"))
-        let client = HTTPClient(transport: transport, scheduler: scheduler)
+        let client = HTTPClient(transport: transport) { $0.scheduler = scheduler }
         let probe = RequestProbe(client.send(URLRequest(url: URL(string: "https://fuzz-regression.example/old#a%20b%2Fc")!)))
         #expect(probe.values.first?.text == "new")
         #expect(transport.requests.last?.url?.absoluteString == "https://fuzz-regression.example/new#a%20b%2Fc")

@@ -83,7 +83,7 @@ import TransitTesting
         transport.stub(.get, path: "/v1/posts").thenRespond(.status(503)).thenRespond(.text("ok"))
         transport.stub(.get, path: "/v1/down").thenRespond(.failure(URLError(.cannotConnectToHost)))
         let monitor = Monitor()
-        let api = API(client: HTTPClient(transport: transport, monitors: [monitor]))
+        let api = API(client: HTTPClient(transport: transport) { $0.monitors = [monitor] })
         _ = outcome(of: api.get(endpoint: "posts").catchHTTPErrors().retry(1))
         _ = outcome(of: api.get(endpoint: "down"))
         #expect(monitor.log.withLock { $0 } == ["send GET", "receive 503", "send GET", "receive 200", "send GET", "fail"])

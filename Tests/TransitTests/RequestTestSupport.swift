@@ -59,7 +59,10 @@ struct StubbedService: RESTAPI {
         userAgent: String? = "TransitTests/1.0"
     ) {
         self.baseURL = baseURL
-        client = HTTPClient(transport: transport, defaultHeaders: defaultHeaders, userAgent: userAgent)
+        client = HTTPClient(transport: transport) {
+            $0.defaultHeaders = defaultHeaders
+            $0.userAgent = userAgent
+        }
     }
 }
 

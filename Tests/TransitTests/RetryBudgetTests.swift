@@ -49,7 +49,7 @@ struct RetryBudgetTests {
     @Test func aServerErrorStormCannotMultiplyTheLoad() {
         let transport = StubTransport(scheduler: scheduler)
         transport.stub(.get).thenRespond(.status(503))
-        let client = HTTPClient(transport: transport, scheduler: scheduler)
+        let client = HTTPClient(transport: transport) { $0.scheduler = scheduler }
         let budget = RetryBudget(ratio: 0.2, minRetriesPerSecond: 0, window: .seconds(60), scheduler: scheduler)
         let policy = RetryPolicy(maxAttempts: 3, baseDelay: 0.1, jitter: .none, budget: budget)
         let probes = (0..<50).map { index in
@@ -72,7 +72,7 @@ struct RetryBudgetTests {
     @Test func withoutABudgetPoliciesRetryAsBefore() {
         let transport = StubTransport(scheduler: scheduler)
         transport.stub(.get).thenRespond(.status(503))
-        let client = HTTPClient(transport: transport, scheduler: scheduler)
+        let client = HTTPClient(transport: transport) { $0.scheduler = scheduler }
         let probes = (0..<10).map { _ in
             RequestProbe(client.send(URLRequest(url: URL(string: "https://api.example.com/x")!))
                 .catchHTTPErrors()

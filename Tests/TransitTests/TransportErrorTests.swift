@@ -24,7 +24,7 @@ struct TransportErrorTests {
     ) throws -> any Error {
         let transport = StubTransport()
         transport.stub(method, path: "/v1/items/1").thenRespond(answer)
-        let api = API(client: HTTPClient(transport: transport, defaultHeaders: ["X-Client": "tests"]))
+        let api = API(client: HTTPClient(transport: transport) { $0.defaultHeaders = ["X-Client": "tests"] })
         let probe = RequestProbe(api.request(method: method, endpoint: "items/1", modifier: modifier))
         #expect(probe.terminalCount == 1)
         return try #require(probe.failure)
@@ -196,7 +196,7 @@ struct TransportErrorTests {
         let monitor = Monitor()
         let transport = StubTransport()
         transport.stub().thenRespond(.failure(URLError(.timedOut)))
-        _ = RequestProbe(API(client: HTTPClient(transport: transport, monitors: [monitor])).delete(endpoint: "x"))
+        _ = RequestProbe(API(client: HTTPClient(transport: transport) { $0.monitors = [monitor] }).delete(endpoint: "x"))
         let seen = monitor.errors.withLock { $0 }
         #expect(seen.count == 1)
         #expect((seen.first as? TransportError)?.method == .delete)

@@ -35,7 +35,10 @@ private func makeAnsweringTransport() -> StubTransport {
 /// Sends `request` with `HTTPClient.send` (default headers included) over a fresh stub.
 private func sendThroughClient(_ request: URLRequest, defaultHeaders: [String: String] = [:]) -> SendOutcome {
     let transport = makeAnsweringTransport()
-    let client = HTTPClient(transport: transport, defaultHeaders: defaultHeaders, userAgent: "FluentTests")
+    let client = HTTPClient(transport: transport) {
+        $0.defaultHeaders = defaultHeaders
+        $0.userAgent = "FluentTests"
+    }
     let probe = RequestProbe(client.send(request))
     return SendOutcome(failure: probe.failure, isFinished: probe.isFinished, terminalCount: probe.terminalCount, sent: transport.requests)
 }

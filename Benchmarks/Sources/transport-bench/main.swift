@@ -254,13 +254,12 @@ struct BenchPolicyService: RESTAPI {
             token: AuthToken(accessToken: bearerToken),
             scope: CredentialScope(hosts: ["127.0.0.1"], insecureHTTP: .loopbackOnly)
         ) { current in Signal(value: current) }
-        let client = HTTPClient(
-            transport: transport,
-            rateLimiter: on.contains("rate") ? RateLimiter(requestsPerSecond: 10_000_000, burst: 1_000_000) : nil,
-            cooldowns: on.contains("cooldowns") ? Cooldowns() : nil,
-            failover: on.contains("failover") ? HostFailover(origins: [base, "http://127.0.0.1:9"]) : nil,
-            authorizer: on.contains("authorizer") ? tokens : nil
-        )
+        let client = HTTPClient(transport: transport) {
+            $0.rateLimiter = on.contains("rate") ? RateLimiter(requestsPerSecond: 10_000_000, burst: 1_000_000) : nil
+            $0.cooldowns = on.contains("cooldowns") ? Cooldowns() : nil
+            $0.failover = on.contains("failover") ? HostFailover(origins: [base, "http://127.0.0.1:9"]) : nil
+            $0.authorizer = on.contains("authorizer") ? tokens : nil
+        }
         return BenchPolicyService(
             baseURL: base, client: client,
             retryPolicy: on.contains("retry") ? RetryPolicy(budget: RetryBudget()) : nil,

@@ -5,7 +5,7 @@ import FoundationNetworking
 import Signals
 
 /// Request coalescing: identical GET and HEAD requests in flight at the same time share one
-/// network request (`HTTPClient(coalescesRequests: true)`).
+/// network request (``HTTPClient/Configuration/coalescesRequests``).
 ///
 /// Requests are identical when their method, URL and every header (after the client's default
 /// headers) are equal — so requests with different credentials never share. A subscriber may

@@ -9,9 +9,12 @@ import Signals
 /// passed, so the whole client learns from one answer instead of each request finding out on its
 /// own.
 ///
-/// Attach it to a client (`HTTPClient(cooldowns:)`). A request that would have to wait longer
-/// than ``maxWait`` fails at once with the answer that started the cooldown (its
-/// ``HTTPClientError/tooManyRequests(retryAfter:response:)`` or
+/// Attach it to a client (``HTTPClient/Configuration/cooldowns``). Cooldowns and waits are timed
+/// by the scheduler of the client that sends the request (``HTTPClient/Configuration/scheduler``);
+/// clients sharing one registry share its cooldowns, and should share a scheduler.
+///
+/// A request that would have to wait longer than `maxWait` fails at once with the answer that
+/// started the cooldown (its ``HTTPClientError/tooManyRequests(retryAfter:response:)`` or
 /// ``HTTPServerError/serviceUnavailable(retryAfter:response:)``, with `retryAfter` set to the
 /// time that remains), so a caller's own `respondToRateLimiting` still decides as documented.
 ///
@@ -22,14 +25,13 @@ import Signals
 /// Thread safety: state behind one lock.
 public final class Cooldowns: Sendable {
     /// The longest a request waits for a cooldown to end before failing fast.
-    public let maxWait: Duration
+    let maxWait: Duration
     /// How requests are grouped.
-    public let key: RequestKey
-    let scheduler: any Scheduler
+    let key: RequestKey
     private let entries = Locked<[String: Entry]>([:])
 
     struct Entry {
-        /// When new requests may go again, on the scheduler's clock.
+        /// When new requests may go again, on the client's clock.
         let until: Duration
         /// The answer that started the cooldown.
         let response: HTTPResponse
@@ -41,15 +43,13 @@ public final class Cooldowns: Sendable {
     ///   - maxWait: the longest a new request waits (10 s by default); longer cooldowns fail
     ///     fast.
     ///   - key: how requests are grouped; scheme + host + port + first path segment by default.
-    ///   - scheduler: the clock of cooldowns and waits.
-    public init(maxWait: Duration = .seconds(10), key: RequestKey = .originAndFirstSegment, scheduler: any Scheduler = DispatchQueue.global()) {
+    public init(maxWait: Duration = .seconds(10), key: RequestKey = .originAndFirstSegment) {
         self.maxWait = maxWait
         self.key = key
-        self.scheduler = scheduler
     }
 
-    /// The time left on `key`'s cooldown, if one is running.
-    public func remaining(forKey key: String) -> Duration? {
+    /// The time left on `key`'s cooldown on `scheduler`'s clock, if one is running.
+    func remaining(forKey key: String, on scheduler: any Scheduler) -> Duration? {
         let now = scheduler.now
         return entries.withLock { entries -> Duration? in
             guard let entry = entries[key] else { return nil }
@@ -62,14 +62,20 @@ public final class Cooldowns: Sendable {
     }
 
     /// Records `head`, the answer to `request`: a 429 or 503 with a `Retry-After` starts (or
-    /// extends) the cooldown of its key.
-    func record(_ head: HTTPResponseHead, for request: URLRequest) {
-        record(head, for: request, key: key.key(request))
+    /// extends) the cooldown of its key, on `scheduler`'s clock.
+    func record(_ head: HTTPResponseHead, for request: URLRequest, on scheduler: any Scheduler) {
+        record(head, for: request, key: key.key(request), on: scheduler)
     }
 
-    /// ``record(_:for:)`` for a key computed already; a cooldown started or extended is reported
-    /// to `events` (the client's monitors).
-    func record(_ head: HTTPResponseHead, for request: URLRequest, key name: String, events: HTTPEventSink? = nil) {
+    /// ``record(_:for:on:)`` for a key computed already; a cooldown started or extended is
+    /// reported to `events` (the client's monitors).
+    func record(
+        _ head: HTTPResponseHead,
+        for request: URLRequest,
+        key name: String,
+        on scheduler: any Scheduler,
+        events: HTTPEventSink? = nil
+    ) {
         guard head.statusCode == 429 || head.statusCode == 503,
               let header = head.value(forHTTPHeaderField: "Retry-After"),
               let seconds = RetryAfter.seconds(from: header), seconds > 0
@@ -90,15 +96,15 @@ public final class Cooldowns: Sendable {
 
     /// A signal that sends one value when `request` may go: at once, after the cooldown of its
     /// key, or never — failing fast with the cooldown's answer when the wait is longer than
-    /// ``maxWait``. The cooldown is looked up when this is called: call it when the request is
-    /// subscribed (the client does, inside a deferred signal).
-    func clearance(for request: URLRequest) -> Signal<Void, any Error> {
-        clearance(forKey: key.key(request))
+    /// ``maxWait``, timed by `scheduler`. The cooldown is looked up when this is called: call it
+    /// when the request is subscribed (the client does, inside a deferred signal).
+    func clearance(for request: URLRequest, on scheduler: any Scheduler) -> Signal<Void, any Error> {
+        clearance(forKey: key.key(request), on: scheduler)
     }
 
-    /// Whether new requests to `name` may go now (no cooldown, or one that has passed): the fast
-    /// path of a client, which then needs no clearance signal.
-    func isClear(forKey name: String) -> Bool {
+    /// Whether new requests to `name` may go now on `scheduler`'s clock (no cooldown, or one that
+    /// has passed): the fast path of a client, which then needs no clearance signal.
+    func isClear(forKey name: String, on scheduler: any Scheduler) -> Bool {
         // Every request asks, and almost always nothing is cooling down: no time, no hash.
         if entries.withLock({ $0.isEmpty }) { return true }
         let now = scheduler.now
@@ -109,9 +115,14 @@ public final class Cooldowns: Sendable {
         }
     }
 
-    /// ``clearance(for:)`` for a key computed already. A wait, or a refusal, is reported to
+    /// ``clearance(for:on:)`` for a key computed already. A wait, or a refusal, is reported to
     /// `events` (the client's monitors) as about `request`.
-    func clearance(forKey name: String, request: URLRequest? = nil, events: HTTPEventSink? = nil) -> Signal<Void, any Error> {
+    func clearance(
+        forKey name: String,
+        on scheduler: any Scheduler,
+        request: URLRequest? = nil,
+        events: HTTPEventSink? = nil
+    ) -> Signal<Void, any Error> {
         let now = scheduler.now
         let entry = entries.withLock { entries -> Entry? in
             guard let entry = entries[name] else { return nil }
@@ -130,6 +141,12 @@ public final class Cooldowns: Sendable {
             return Signal(error: error)
         }
         events?.emit(.cooldownWait(key: name, duration: left), request: request)
-        return ScheduledSubscription.signal(Signal(value: ()), after: left.timeInterval, on: scheduler)
+        return Signal { observer in
+            let wait = scheduler.schedule(after: left) {
+                observer.send(())
+                observer.finish()
+            }
+            return { wait.cancel() }
+        }
     }
 }

@@ -6,143 +6,133 @@ import Signals
 
 /// The application-level owner of networking: one per app or per backend.
 ///
-/// It holds the transport, the default headers (a `User-Agent` among them), the event monitors
-/// and the rules every request follows: the response-size limit, the total deadline and the
-/// redirect policy. Services conforming to ``RESTAPI`` send every request through their client.
+/// It is made from one ``Configuration``: the transport, the default headers (a `User-Agent`
+/// among them), the event monitors, the rules every request follows (the response-size limit,
+/// the total deadline, the redirect policy), the shared policies (rate limit, cooldowns,
+/// coalescing, host failover), the credentials, and the one scheduler that times all of them.
+/// Services conforming to ``RESTAPI`` send every request through their client.
+///
+/// ```swift
+/// let client = HTTPClient {
+///     $0.monitors = [Metrics()]
+///     $0.rateLimiter = RateLimiter(requestsPerSecond: 20)
+/// }
+/// ```
 ///
 /// Three ways to receive a response, all built on the transport's streamed parts:
 /// - ``send(_:bodyFile:options:)`` buffers the body into one ``HTTPResponse``, bounded by
-///   ``maxResponseBytes`` (32 MiB unless set): a larger response fails with
+///   ``Configuration/maxResponseBytes`` (32 MiB unless set): a larger response fails with
 ///   ``ResponseTooLargeError`` as soon as that is known, and its transfer is cancelled;
 /// - ``stream(_:bodyFile:options:)`` delivers the head and then each body chunk as it arrives;
 /// - ``download(_:to:options:)`` writes the body to a file as it arrives, with progress, and
 ///   moves it into place only once it is complete.
 public final class HTTPClient: Sendable {
-    /// The client services use when they do not name one: a ``URLSessionTransport`` and a
-    /// `User-Agent` of `Transit`.
+    /// The client services use when they do not name one: the default ``Configuration`` (a
+    /// ``URLSessionTransport`` and a `User-Agent` of `Transit`).
     public static let shared = HTTPClient()
 
     /// The limit of a buffered response body unless the client or the request sets another:
     /// 32 MiB.
     public static let defaultMaxResponseBytes = 32 << 20
 
-    /// The serial queue clients time their deadlines on unless given another scheduler.
+    /// The serial queue clients are timed on unless their ``Configuration/scheduler`` is another.
     ///
     /// Not `DispatchQueue.global()`: its threads are a fixed pool (one per core), and when work
-    /// elsewhere blocks them, a deadline's action waits for a free thread — a 1-second deadline
-    /// was seen to fire 40 seconds late under a loaded test run. A serial queue of its own gets a
-    /// thread even when that pool is busy, so deadlines fire on time.
+    /// elsewhere blocks them, a deadline's action waits for a free thread. A serial queue of its
+    /// own gets a thread even when that pool is busy, so deadlines fire on time.
     public static let timerQueue = DispatchQueue(label: "Transit.HTTPClient.timers")
 
     /// The total deadline of a buffered request unless the client or the request sets another:
     /// 300 seconds.
     public static let defaultDeadline = Deadline.after(.seconds(300))
 
+    /// The configuration the client was created with.
+    public let configuration: Configuration
+
     /// The transport requests are sent with.
-    public let transport: any HTTPTransport
-    /// Headers added to every request that does not set them itself.
-    public let defaultHeaders: [String: String]
-    /// Monitors told about the whole lifecycle of every request (see ``HTTPEventMonitor``).
-    public let monitors: [any HTTPEventMonitor]
+    let transport: any HTTPTransport
+    /// The headers added to every request that does not set them itself: the configuration's
+    /// default headers and its user agent.
+    let defaultHeaders: [String: String]
     /// The monitors and the clock of their events; `nil` without monitors, so that nothing is
     /// built for them.
     let events: HTTPEventSink?
-    /// The most body bytes ``send(_:bodyFile:options:)`` buffers; ``RequestOptions`` can change it
-    /// per request.
-    public let maxResponseBytes: Int
-    /// The total time a buffered request may take, redirects included; ``RequestOptions`` can
-    /// change it per request. Streams and downloads have a deadline only when their options set
-    /// one. The idle timeout (`URLRequest.timeoutInterval`, 60 s by default) applies separately.
-    public let deadline: Deadline
+    /// The most body bytes ``send(_:bodyFile:options:)`` buffers (never negative).
+    let maxResponseBytes: Int
+    /// The total time a buffered request may take.
+    let deadline: Deadline
     /// Which redirects are followed.
-    public let redirectPolicy: RedirectPolicy
-    /// Header names (lowercased) dropped from a request redirected to another origin, in addition
-    /// to every header ``Redaction`` treats as secret (`Authorization`, `Cookie`, `X-API-Key`, …),
-    /// which are always dropped.
-    public let sensitiveHeaders: Set<String>
-    /// Where deadlines are timed; a `TestScheduler` in tests.
-    public let scheduler: any Scheduler
+    let redirectPolicy: RedirectPolicy
+    /// Header names (lowercased) dropped from a request redirected to another origin, beyond those
+    /// ``Redaction`` treats as secret.
+    let sensitiveHeaders: Set<String>
+    /// The client's one clock: deadlines, the policies' waits and quarantines, events.
+    let scheduler: any Scheduler
     /// The deadlines of the requests in flight, timed on ``scheduler``.
     let deadlines: Deadlines
     /// The client-side rate limit every attempt waits for, if any.
-    public let rateLimiter: RateLimiter?
+    let rateLimiter: RateLimiter?
     /// The shared cooldowns every attempt respects and every 429/503 with `Retry-After` starts,
     /// if any.
-    public let cooldowns: Cooldowns?
+    let cooldowns: Cooldowns?
     /// Whether identical GET and HEAD requests in flight share one network request.
-    public let coalescesRequests: Bool
+    let coalescesRequests: Bool
     /// The failover group of the client's origins, if any.
-    public let failover: HostFailover?
+    let failover: HostFailover?
     /// The user-level credentials added to requests in their scope, renewed on 401, if any.
-    public let authorizer: (any Authorizer)?
+    let authorizer: (any Authorizer)?
     private let coalescer = Coalescer()
     /// The first invalid default header, checked once: every request fails with it.
     private let defaultHeaderError: URLRequestError?
 
-    /// Creates a client.
-    ///
-    /// - Parameters:
-    ///   - transport: where requests go; ``URLSessionTransport/shared`` by default.
-    ///   - defaultHeaders: headers added to every request that does not set them itself.
-    ///   - userAgent: the `User-Agent` header, unless `defaultHeaders` or the request sets one.
-    ///   - monitors: observers of the whole lifecycle of every request: each attempt with its
-    ///     bytes and timings, redirects, waits, retries, failovers, token refreshes (see
-    ///     ``HTTPEventMonitor``). Their events are timed on `scheduler`.
-    ///   - maxResponseBytes: the largest body a buffered request accepts (32 MiB by default).
-    ///   - deadline: the total time a buffered request may take (300 s by default). Deadlines
-    ///     are clamped, never refused: a negative one counts as zero (already passed), and one
-    ///     longer than about 285 years as that, the longest wait Transit times.
-    ///   - redirectPolicy: which redirects to follow (all, by default, dropping credentials
-    ///     across origins and refusing https → http).
-    ///   - sensitiveHeaders: more headers to drop across origins, beyond those ``Redaction``
-    ///     treats as secret (`Authorization`, `Proxy-Authorization`, `Cookie`, `X-API-Key`,
-    ///     `X-Auth-Token`, …), which are always dropped.
-    ///   - scheduler: where deadlines and the monitors' timings are timed: ``timerQueue`` unless
-    ///     given (a `TestScheduler` in tests).
-    ///   - rateLimiter: a client-side rate limit per key; excess requests wait their turn.
-    ///   - cooldowns: shared cooldowns: one 429/503 with `Retry-After` pauses new requests to
-    ///     its key.
-    ///   - coalescesRequests: identical GET/HEAD requests (same URL and headers) in flight at
-    ///     the same time share one network request; each subscriber can cancel on its own.
-    ///   - failover: origins of one service to fail over between on connection failures.
-    ///   - authorizer: credentials added to every request in their scope (e.g. a
-    ///     ``TokenStore``), renewed once on a 401 and the request sent again.
-    public init(
-        transport: any HTTPTransport = URLSessionTransport.shared,
-        defaultHeaders: [String: String] = [:],
-        userAgent: String? = "Transit",
-        monitors: [any HTTPEventMonitor] = [],
-        maxResponseBytes: Int = HTTPClient.defaultMaxResponseBytes,
-        deadline: Deadline = HTTPClient.defaultDeadline,
-        redirectPolicy: RedirectPolicy = .follow,
-        sensitiveHeaders: Set<String> = [],
-        scheduler: any Scheduler = HTTPClient.timerQueue,
-        rateLimiter: RateLimiter? = nil,
-        cooldowns: Cooldowns? = nil,
-        coalescesRequests: Bool = false,
-        failover: HostFailover? = nil,
-        authorizer: (any Authorizer)? = nil
-    ) {
-        self.transport = transport
-        var headers = defaultHeaders
-        if let userAgent, !headers.keys.contains(where: { $0.caseInsensitiveCompare("User-Agent") == .orderedSame }) {
+    /// Creates a client from `configuration`.
+    public init(configuration: Configuration) {
+        self.configuration = configuration
+        transport = configuration.transport
+        var headers = configuration.defaultHeaders
+        if let userAgent = configuration.userAgent,
+           !headers.keys.contains(where: { $0.caseInsensitiveCompare("User-Agent") == .orderedSame }) {
             headers["User-Agent"] = userAgent
         }
-        self.defaultHeaders = headers
+        defaultHeaders = headers
         defaultHeaderError = headers.sorted { $0.key < $1.key }.lazy.compactMap { URLRequest.checkHeader($0.key, $0.value) }.first
-        self.monitors = monitors
-        events = monitors.isEmpty ? nil : HTTPEventSink(monitors: monitors, scheduler: scheduler)
-        self.maxResponseBytes = max(0, maxResponseBytes)
-        self.deadline = deadline
-        self.redirectPolicy = redirectPolicy
-        self.sensitiveHeaders = Set(sensitiveHeaders.map { $0.lowercased() })
-        self.scheduler = scheduler
+        scheduler = configuration.scheduler
+        events = configuration.monitors.isEmpty ? nil : HTTPEventSink(monitors: configuration.monitors, scheduler: scheduler)
+        maxResponseBytes = max(0, configuration.maxResponseBytes)
+        deadline = configuration.deadline
+        redirectPolicy = configuration.redirectPolicy
+        sensitiveHeaders = Set(configuration.sensitiveHeaders.map { $0.lowercased() })
         deadlines = Deadlines(scheduler: scheduler)
-        self.rateLimiter = rateLimiter
-        self.cooldowns = cooldowns
-        self.coalescesRequests = coalescesRequests
-        self.failover = failover
-        self.authorizer = authorizer
+        rateLimiter = configuration.rateLimiter
+        cooldowns = configuration.cooldowns
+        coalescesRequests = configuration.coalescesRequests
+        failover = configuration.failover
+        authorizer = configuration.authorizer
+    }
+
+    /// Creates a client sending with `transport` (``URLSessionTransport/shared`` unless given),
+    /// with the default ``Configuration``.
+    public convenience init(transport: any HTTPTransport = URLSessionTransport.shared) {
+        self.init(configuration: Configuration(transport: transport))
+    }
+
+    /// Creates a client sending with `transport` (``URLSessionTransport/shared`` unless given),
+    /// with the default ``Configuration`` changed by `configure` (which may throw: then so does
+    /// this initialiser, and no client is made).
+    ///
+    /// ```swift
+    /// let client = HTTPClient(transport: transport) {
+    ///     $0.monitors = [log]
+    ///     $0.scheduler = testScheduler
+    /// }
+    /// ```
+    public convenience init(
+        transport: any HTTPTransport = URLSessionTransport.shared,
+        configure: (inout Configuration) throws -> Void
+    ) rethrows {
+        var configuration = Configuration(transport: transport)
+        try configure(&configuration)
+        self.init(configuration: configuration)
     }
 
     /// A signal that sends `request` (with the default headers added) when subscribed, and
@@ -290,6 +280,7 @@ public final class HTTPClient: Sendable {
         options: RequestOptions
     ) -> Signal<HTTPResponsePart, any Error> {
         let events = self.events
+        let scheduler = self.scheduler
         let sent = request.urlRequest
         // Each policy's key is computed once per request. A request that may go at once (a free
         // token, no cooldown: the common case) is subscribed directly; only one that must wait
@@ -297,10 +288,10 @@ public final class HTTPClient: Sendable {
         let cooldownKey = cooldowns?.key.key(sent)
         var onFinalHead: (@Sendable (HTTPResponseHead) -> Void)?
         if let cooldowns, let cooldownKey {
-            onFinalHead = { head in cooldowns.record(head, for: sent, key: cooldownKey, events: events) }
+            onFinalHead = { head in cooldowns.record(head, for: sent, key: cooldownKey, on: scheduler, events: events) }
         }
         var parts = RedirectingExchange.signal(
-            request, transport: transport, failover: failover,
+            request, transport: transport, failover: failover, scheduler: scheduler,
             policy: options.redirectPolicy ?? redirectPolicy,
             sensitiveHeaders: sensitiveHeaders,
             events: events,
@@ -318,29 +309,30 @@ public final class HTTPClient: Sendable {
                     rateLimiter.key.key(sent)
                 }
                 let waited = Self.rateLimitReport(sent, to: events)
-                permitted = { Self.afterPermit(of: rateLimiter, key: key, waited: waited, exchange) }
+                permitted = { Self.afterPermit(of: rateLimiter, key: key, on: scheduler, waited: waited, exchange) }
             } else {
                 permitted = { exchange }
             }
             let cooldowns = self.cooldowns
             parts = Signal(deferred: {
-                guard let cooldowns, let cooldownKey, !cooldowns.isClear(forKey: cooldownKey) else { return permitted() }
-                return cooldowns.clearance(forKey: cooldownKey, request: sent, events: events).flatMap(maxConcurrent: 1) { _ in permitted() }
+                guard let cooldowns, let cooldownKey, !cooldowns.isClear(forKey: cooldownKey, on: scheduler) else { return permitted() }
+                return cooldowns.clearance(forKey: cooldownKey, on: scheduler, request: sent, events: events).flatMap(maxConcurrent: 1) { _ in permitted() }
             })
         }
         return parts
     }
 
     /// `exchange` once `rateLimiter` grants `key` a token: at once when one is free (no extra
-    /// stage), else after waiting in its queue (`waited` is told how long).
+    /// stage), else after waiting in its queue, timed by `scheduler` (`waited` is told how long).
     private static func afterPermit(
         of rateLimiter: RateLimiter,
         key: String,
+        on scheduler: any Scheduler,
         waited: (@Sendable (String, Duration) -> Void)?,
         _ exchange: Signal<HTTPResponsePart, any Error>
     ) -> Signal<HTTPResponsePart, any Error> {
-        if rateLimiter.acquireImmediately(forKey: key) { return exchange }
-        return rateLimiter.permit(forKey: key, waited: waited).setFailureType().flatMap(maxConcurrent: 1) { _ in exchange }
+        if rateLimiter.acquireImmediately(forKey: key, on: scheduler) { return exchange }
+        return rateLimiter.permit(forKey: key, on: scheduler, waited: waited).setFailureType().flatMap(maxConcurrent: 1) { _ in exchange }
     }
 
     /// What tells the monitors that `request` waited for the rate limiter; `nil` without monitors.

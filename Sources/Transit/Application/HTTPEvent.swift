@@ -6,7 +6,7 @@ import FoundationNetworking
 /// One event in the lifecycle of a request sent by an ``HTTPClient``, delivered to its
 /// ``HTTPEventMonitor``s.
 ///
-/// ``time`` is the client's ``HTTPClient/scheduler`` clock (virtual time under a
+/// ``time`` is the client's ``HTTPClient/Configuration/scheduler`` clock (virtual time under a
 /// `TestScheduler`). ``request`` is the request the event is about, when there is one. The
 /// ``description`` is redacted (see ``Redaction``) and safe to log.
 public struct HTTPEvent: Sendable, CustomStringConvertible {
@@ -37,7 +37,7 @@ public struct HTTPEvent: Sendable, CustomStringConvertible {
         case attemptEnded(HTTPAttemptMetrics)
         /// A redirect was followed: ``HTTPEvent/request`` got `status`, and `to` is sent next.
         /// `strippedHeaders` names the credential headers (`Authorization`, `Cookie`, the
-        /// client's ``HTTPClient/sensitiveHeaders``) dropped because the redirect leaves the
+        /// client's ``HTTPClient/Configuration/sensitiveHeaders``) dropped because the redirect leaves the
         /// origin; empty within one origin.
         case redirectFollowed(status: Int, to: URLRequest, strippedHeaders: [String])
 
@@ -52,8 +52,8 @@ public struct HTTPEvent: Sendable, CustomStringConvertible {
         /// The request waits `duration` for the shared cooldown of `key` to end before it is
         /// sent.
         case cooldownWait(key: String, duration: Duration)
-        /// The cooldown of `key` has `remaining` to run, longer than ``Cooldowns/maxWait``: the
-        /// request fails at once with the answer that started it.
+        /// The cooldown of `key` has `remaining` to run, longer than its ``Cooldowns``' `maxWait`:
+        /// the request fails at once with the answer that started it.
         case cooldownRefused(key: String, remaining: Duration)
 
         // MARK: Retries
@@ -98,7 +98,7 @@ public struct HTTPEvent: Sendable, CustomStringConvertible {
 
         // MARK: Renewal by another authorizer
 
-        /// A 401 to credentials that the client's ``HTTPClient/authorizer`` (one that is not a
+        /// A 401 to credentials that the client's ``HTTPClient/Configuration/authorizer`` (one that is not a
         /// ``TokenStore``, which reports its refreshes itself) added started its renewal;
         /// ``HTTPEvent/request`` is the rejected request.
         case authorizerRenewalStarted
@@ -111,7 +111,7 @@ public struct HTTPEvent: Sendable, CustomStringConvertible {
         // MARK: Coalescing
 
         /// The request joined an identical one in flight instead of sending its own
-        /// (``HTTPClient/coalescesRequests``); `subscribers` now share it.
+        /// (``HTTPClient/Configuration/coalescesRequests``); `subscribers` now share it.
         case coalescedRequestJoined(subscribers: Int)
     }
 
@@ -223,7 +223,7 @@ public struct HTTPEvent: Sendable, CustomStringConvertible {
 ///   keeps them: see ``HTTPResponseHead/fields``), the blank line; then every body byte delivered (after content
 ///   decoding, as `URLSession` delivers them). A redirect's body is never read: it counts 0.
 ///
-/// **Timings** are read from the client's ``HTTPClient/scheduler`` (so a `TestScheduler` gives
+/// **Timings** are read from the client's ``HTTPClient/Configuration/scheduler`` (so a `TestScheduler` gives
 /// virtual, deterministic timings): when the exchange was subscribed, when its head arrived,
 /// when it ended.
 public struct HTTPAttemptMetrics: Sendable {

@@ -6,11 +6,11 @@ import Signals
 
 /// Host failover: a service reachable at several origins (`https://api.example.com`,
 /// `https://api-backup.example.com`). A connection-level failure on one marks it bad for
-/// ``quarantine`` and sends the request, when that is safe, to the next healthy origin; a bad
+/// its `quarantine` and sends the request, when that is safe, to the next healthy origin; a bad
 /// origin recovers by itself once its quarantine ends.
 ///
-/// Attach it to a client (`HTTPClient(failover:)`): every request whose origin is one of
-/// ``origins`` goes to the first healthy origin in order (the first is the preferred one), with
+/// Attach it to a client (``HTTPClient/Configuration/failover``): every request whose origin is
+/// one of its `origins` goes to the first healthy origin in order (the first is the preferred one), with
 /// its path, query, method, headers and body unchanged. Credentials in the request go to the
 /// other origins of the group: list only origins of the same service.
 ///
@@ -26,27 +26,20 @@ import Signals
 /// When every origin is quarantined, the request still goes to the one whose quarantine ends
 /// first, rather than failing without trying.
 ///
+/// Quarantines are timed by the scheduler of the client that sends the request
+/// (``HTTPClient/Configuration/scheduler``); clients sharing one group share its quarantines, and
+/// should share a scheduler.
+///
 /// The client's ``HTTPEventMonitor``s are told about each quarantine, each failover and each
-/// recovery (``HTTPEvent/Kind/failover(from:to:error:)``, …); `onEvent` sees failovers only.
+/// recovery (``HTTPEvent/Kind/hostQuarantined(origin:duration:error:)``,
+/// ``HTTPEvent/Kind/failover(from:to:error:)``, ``HTTPEvent/Kind/hostRecovered(origin:)``).
 ///
 /// Thread safety: state behind one lock.
 public final class HostFailover: Sendable {
-    /// What the failover did, for monitors.
-    public struct Event: Sendable {
-        /// The origin that failed (`scheme://host:port`).
-        public let from: String
-        /// The origin the request goes to next.
-        public let to: String
-        /// The failure.
-        public let error: URLError
-    }
-
     /// The origins, in order of preference, as `scheme://host:port`.
-    public let origins: [String]
+    let origins: [String]
     /// How long a failed origin is avoided.
-    public let quarantine: Duration
-    private let scheduler: any Scheduler
-    private let onEvent: (@Sendable (Event) -> Void)?
+    let quarantine: Duration
     private let badUntil = Locked<[String: Duration]>([:])
 
     /// Creates a failover group.
@@ -55,18 +48,9 @@ public final class HostFailover: Sendable {
     ///   - origins: the origins of one service, preferred first (`https://api.example.com`,
     ///     `https://api2.example.com:8443`); paths are ignored.
     ///   - quarantine: how long a failed origin is avoided (30 s by default).
-    ///   - scheduler: the clock of quarantines.
-    ///   - onEvent: told about each failover, outside the lock.
-    public init(
-        origins: [String],
-        quarantine: Duration = .seconds(30),
-        scheduler: any Scheduler = DispatchQueue.global(),
-        onEvent: (@Sendable (Event) -> Void)? = nil
-    ) {
+    public init(origins: [String], quarantine: Duration = .seconds(30)) {
         self.origins = origins.compactMap { URL(string: $0).flatMap(Self.origin) }
         self.quarantine = quarantine
-        self.scheduler = scheduler
-        self.onEvent = onEvent
     }
 
     /// `scheme://host:port` of `url`, with the scheme's default port made explicit; `nil` without
@@ -75,20 +59,20 @@ public final class HostFailover: Sendable {
         URLOrigin.hostOrigin(url)
     }
 
-    /// Whether `origin` is quarantined now.
-    public func isHealthy(_ origin: String) -> Bool {
+    /// Whether `origin` is out of quarantine now, on `scheduler`'s clock.
+    func isHealthy(_ origin: String, on scheduler: any Scheduler) -> Bool {
         let now = scheduler.now
         return badUntil.withLock { ($0[origin] ?? .zero) <= now }
     }
 
     /// The origins to try for `request`, in order: healthy ones first (in preference order),
-    /// then quarantined ones by the end of their quarantine. `nil` if the request is not for
-    /// this group.
-    func plan(for request: URLRequest) -> [String]? {
-        plan(for: request, forgettingRecovered: false)?.origins
+    /// then quarantined ones by the end of their quarantine, on `scheduler`'s clock. `nil` if the
+    /// request is not for this group.
+    func plan(for request: URLRequest, on scheduler: any Scheduler) -> [String]? {
+        plan(for: request, on: scheduler, forgettingRecovered: false)?.origins
     }
 
-    /// ``plan(for:)``, the request's own origin (`origin`, computed once per request), and, when
+    /// ``plan(for:on:)``, the request's own origin (`origin`, computed once per request), and, when
     /// `forgettingRecovered`, the origins whose quarantine has ended since they were last
     /// planned (they are forgotten, so each recovery is reported once).
     ///
@@ -96,6 +80,7 @@ public final class HostFailover: Sendable {
     /// ``origins`` as they are, without reading the clock, filtering or sorting.
     func plan(
         for request: URLRequest,
+        on scheduler: any Scheduler,
         forgettingRecovered: Bool
     ) -> (origin: String, origins: [String], recovered: [String])? {
         guard let url = request.url, let origin = Self.origin(url), origins.contains(origin) else { return nil }
@@ -119,14 +104,10 @@ public final class HostFailover: Sendable {
         return (origin, healthy + sick, recoveredInOrder)
     }
 
-    /// Marks `origin` bad after `error`.
-    func markFailed(_ origin: String) {
+    /// Marks `origin` bad for ``quarantine`` from now on `scheduler`'s clock.
+    func markFailed(_ origin: String, on scheduler: any Scheduler) {
         let until = scheduler.now + quarantine
         badUntil.withLock { $0[origin] = until }
-    }
-
-    func report(from: String, to: String, error: URLError) {
-        onEvent?(Event(from: from, to: to, error: error))
     }
 
     /// Whether `error` for a request with `method` moves it to the next origin.

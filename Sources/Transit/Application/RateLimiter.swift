@@ -7,10 +7,11 @@ import Signals
 /// A client-side rate limit: at most `requestsPerSecond` requests per ``RequestKey``, with a
 /// burst allowance. Excess requests **wait**, first come first served; they are not failed.
 ///
-/// Attach it to a client (`HTTPClient(rateLimiter:)`) and every attempt — retries included —
-/// takes a permit before it reaches the transport. A request cancelled while it waits leaves
-/// the queue at once and gives its turn to the next. Waits are timed by the scheduler, so tests
-/// run them in virtual time.
+/// Attach it to a client (``HTTPClient/Configuration/rateLimiter``) and every attempt — retries
+/// included — takes a permit before it reaches the transport. A request cancelled while it waits
+/// leaves the queue at once and gives its turn to the next. Waits are timed by the scheduler of
+/// the client that sends the request (``HTTPClient/Configuration/scheduler``), so tests run them
+/// in virtual time; clients sharing one limiter share its buckets, and should share a scheduler.
 ///
 /// A request that had to wait is reported to its client's ``HTTPEventMonitor``s when it is let
 /// through (``HTTPEvent/Kind/rateLimitWaited(key:waited:)``).
@@ -18,19 +19,18 @@ import Signals
 /// Thread safety: all state is behind one lock; permits are granted outside it.
 public final class RateLimiter: Sendable {
     /// Requests per second per key.
-    public let requestsPerSecond: Double
+    let requestsPerSecond: Double
     /// How many requests may go at once after a quiet spell.
-    public let burst: Int
+    let burst: Int
     /// How requests are grouped.
-    public let key: RequestKey
-    private let scheduler: any Scheduler
+    let key: RequestKey
     private let buckets = Locked<[String: Bucket]>([:])
     private let nextWaiter = Locked<UInt64>(0)
 
     private struct Waiter {
         let id: UInt64
         let observer: Observer<Void, Never>
-        /// When it joined the queue, on the scheduler's clock.
+        /// When it joined the queue, on the client's clock.
         let queuedAt: Duration
         /// Told how long it waited, once it is let through.
         let waited: (@Sendable (_ key: String, _ waited: Duration) -> Void)?
@@ -51,29 +51,26 @@ public final class RateLimiter: Sendable {
     ///     not is treated as one request per hour).
     ///   - burst: how many requests may go back to back before spacing starts (at least 1).
     ///   - key: how requests are grouped; scheme + host + port + first path segment by default.
-    ///   - scheduler: where waits are timed.
     public init(
         requestsPerSecond: Double,
         burst: Int = 1,
-        key: RequestKey = .originAndFirstSegment,
-        scheduler: any Scheduler = DispatchQueue.global()
+        key: RequestKey = .originAndFirstSegment
     ) {
         self.requestsPerSecond = requestsPerSecond.isFinite && requestsPerSecond > 0 ? requestsPerSecond : 1.0 / 3600
         self.burst = max(1, burst)
         self.key = key
-        self.scheduler = scheduler
     }
 
-    /// A signal that sends one value, then finishes, when `request` may be sent. Cancelling it
-    /// while it waits removes the request from the queue.
-    public func permit(for request: URLRequest) -> Signal<Void, Never> {
-        permit(forKey: key.key(request))
+    /// A signal that sends one value, then finishes, when `request` may be sent, waiting on
+    /// `scheduler`. Cancelling it while it waits removes the request from the queue.
+    func permit(for request: URLRequest, on scheduler: any Scheduler) -> Signal<Void, Never> {
+        permit(forKey: key.key(request), on: scheduler)
     }
 
     /// Takes a token for `name` now if one is free and nobody waits: `true` if the request may go
     /// at once (the fast path of a client, which then needs no permit signal), `false` if it must
-    /// wait its turn through ``permit(for:)``.
-    func acquireImmediately(forKey name: String) -> Bool {
+    /// wait its turn through ``permit(for:on:)``.
+    func acquireImmediately(forKey name: String, on scheduler: any Scheduler) -> Bool {
         // Every request asks: the time is read once (outside the lock, like all scheduler
         // calls), and the bucket is changed in place, with one hash look-up and no copy of its
         // queue.
@@ -92,21 +89,23 @@ public final class RateLimiter: Sendable {
         return true
     }
 
-    /// ``permit(for:)`` for a key computed already; `waited` is told the key and how long the
+    /// ``permit(for:on:)`` for a key computed already; `waited` is told the key and how long the
     /// request waited in the queue when it is let through after waiting (not when it goes at
     /// once).
     func permit(
         forKey name: String,
+        on scheduler: any Scheduler,
         waited: (@Sendable (_ key: String, _ waited: Duration) -> Void)? = nil
     ) -> Signal<Void, Never> {
         Signal { [self] observer in
+            let now = scheduler.now
             let id = nextWaiter.withLock { id in
                 defer { id += 1 }
                 return id
             }
             let grantedNow = buckets.withLock { buckets -> Bool in
-                var bucket = buckets[name] ?? Bucket(tokens: Double(burst), refilledAt: scheduler.now)
-                refill(&bucket)
+                var bucket = buckets[name] ?? Bucket(tokens: Double(burst), refilledAt: now)
+                refill(&bucket, now: now)
                 defer { buckets[name] = bucket }
                 if bucket.queue.isEmpty, bucket.tokens >= 1 {
                     bucket.tokens -= 1
@@ -120,18 +119,18 @@ public final class RateLimiter: Sendable {
                 observer.finish()
                 return nil
             }
-            armTimer(for: name)
+            armTimer(for: name, on: scheduler)
             return { [self] in leave(id, from: name) }
         }
     }
 
     /// The number of requests waiting for `key`.
-    public func waitingCount(forKey key: String) -> Int {
+    func waitingCount(forKey key: String) -> Int {
         buckets.withLock { $0[key]?.queue.count ?? 0 }
     }
 
-    private func refill(_ bucket: inout Bucket) {
-        Self.refill(&bucket, now: scheduler.now, burst: Double(burst), rate: requestsPerSecond)
+    private func refill(_ bucket: inout Bucket, now: Duration) {
+        Self.refill(&bucket, now: now, burst: Double(burst), rate: requestsPerSecond)
     }
 
     /// Adds the tokens earned since the bucket was last refilled, up to `burst`. A `now` read
@@ -144,16 +143,18 @@ public final class RateLimiter: Sendable {
         bucket.refilledAt = now
     }
 
-    /// Schedules the release of the next waiter of `name`, unless one is scheduled already.
-    private func armTimer(for name: String) {
+    /// Schedules the release of the next waiter of `name` on `scheduler`, unless one is scheduled
+    /// already.
+    private func armTimer(for name: String, on scheduler: any Scheduler) {
+        let now = scheduler.now
         let wait = buckets.withLock { buckets -> Duration? in
             guard var bucket = buckets[name], bucket.timer == nil, !bucket.queue.isEmpty else { return nil }
-            refill(&bucket)
+            refill(&bucket, now: now)
             buckets[name] = bucket
             return .seconds(max(0, 1 - bucket.tokens) / requestsPerSecond)
         }
         guard let wait else { return }
-        let timer = scheduler.schedule(after: wait) { [weak self] in self?.release(name) }
+        let timer = scheduler.schedule(after: wait) { [weak self] in self?.release(name, on: scheduler) }
         let stale = buckets.withLock { buckets -> Bool in
             // The queue may have emptied (or the timer fired at once) meanwhile.
             guard buckets[name] != nil, !buckets[name]!.queue.isEmpty, buckets[name]!.timer == nil else { return true }
@@ -164,11 +165,12 @@ public final class RateLimiter: Sendable {
     }
 
     /// The timer of `name` fired: grant every waiter a token allows, then wait for the next.
-    private func release(_ name: String) {
+    private func release(_ name: String, on scheduler: any Scheduler) {
+        let now = scheduler.now
         let granted = buckets.withLock { buckets -> [Waiter] in
             guard var bucket = buckets[name] else { return [] }
             bucket.timer = nil
-            refill(&bucket)
+            refill(&bucket, now: now)
             var granted: [Waiter] = []
             while bucket.tokens >= 1, !bucket.queue.isEmpty {
                 bucket.tokens -= 1
@@ -177,13 +179,12 @@ public final class RateLimiter: Sendable {
             buckets[name] = bucket
             return granted
         }
-        let now = scheduler.now
         for waiter in granted {
             waiter.waited?(name, now - waiter.queuedAt)
             waiter.observer.send(())
             waiter.observer.finish()
         }
-        armTimer(for: name)
+        armTimer(for: name, on: scheduler)
     }
 
     /// A waiter was cancelled: it leaves the queue; an idle, full bucket is forgotten.

@@ -16,7 +16,7 @@ import FoundationNetworking
 /// - a redirect that changes scheme, host or port drops every header ``Redaction`` treats as
 ///   secret (`Authorization`, `Proxy-Authorization`, `Cookie`, `X-API-Key`, `X-Auth-Token`, any
 ///   name ending in `-Token`, `-Key`, `-Secret`, …: ``Redaction/isSensitiveHeader(_:)``) and
-///   every header the client adds to them (``HTTPClient/sensitiveHeaders``), and they are not
+///   every header the client adds to them (``HTTPClient/Configuration/sensitiveHeaders``), and they are not
 ///   added back on later hops;
 /// - `303 See Other`, and `301`/`302` answering a `POST`, continue as `GET` without the body;
 ///   `307` and `308` repeat the method and the body;

@@ -13,12 +13,14 @@ enum RedirectingExchange {
     /// - Parameters:
     ///   - failover: the client's failover group: each hop whose origin is in the group goes to
     ///     its first healthy origin, and to the next on a connection-level failure.
+    ///   - scheduler: the client's clock, which times the failover group's quarantines.
     ///   - onFinalHead: told about the head that is delivered (not those of redirects followed),
     ///     before it is: the shared cooldowns' look at every response.
     static func signal(
         _ request: TransportRequest,
         transport: any HTTPTransport,
         failover: HostFailover? = nil,
+        scheduler: any Scheduler,
         policy: RedirectPolicy,
         sensitiveHeaders: Set<String>,
         events: HTTPEventSink? = nil,
@@ -39,7 +41,7 @@ enum RedirectingExchange {
         return Signal { observer in
             let scope = CancellationToken()
             let run = Hop(
-                exchange: exchange, failover: failover, policy: policy, sensitiveHeaders: sensitiveHeaders, events: events,
+                exchange: exchange, failover: failover, scheduler: scheduler, policy: policy, sensitiveHeaders: sensitiveHeaders, events: events,
                 onFinalHead: onFinalHead, observer: observer, scope: scope
             )
             run.start(request, hops: 0, lostCredentials: false)
@@ -88,6 +90,7 @@ enum RedirectingExchange {
     private final class Hop: Sendable {
         let exchange: Exchange
         let failover: HostFailover?
+        let scheduler: any Scheduler
         let policy: RedirectPolicy
         let sensitiveHeaders: Set<String>
         let events: HTTPEventSink?
@@ -98,6 +101,7 @@ enum RedirectingExchange {
         init(
             exchange: @escaping Exchange,
             failover: HostFailover?,
+            scheduler: any Scheduler,
             policy: RedirectPolicy,
             sensitiveHeaders: Set<String>,
             events: HTTPEventSink?,
@@ -107,6 +111,7 @@ enum RedirectingExchange {
         ) {
             self.exchange = exchange
             self.failover = failover
+            self.scheduler = scheduler
             self.policy = policy
             self.sensitiveHeaders = sensitiveHeaders
             self.events = events
@@ -119,7 +124,7 @@ enum RedirectingExchange {
         /// first origin of its failover plan when its origin is in the group. `lostCredentials`:
         /// an earlier hop dropped credential headers (a redirect to another origin).
         func start(_ request: TransportRequest, hops: Int, lostCredentials: Bool) {
-            guard let failover, let plan = failover.plan(for: request.urlRequest, forgettingRecovered: events != nil),
+            guard let failover, let plan = failover.plan(for: request.urlRequest, on: scheduler, forgettingRecovered: events != nil),
                   !plan.origins.isEmpty
             else {
                 return attempt(request, hops: hops, failover: nil, lostCredentials: lostCredentials)
@@ -193,12 +198,11 @@ enum RedirectingExchange {
                   HostFailover.failsOver(urlError, method: request.urlRequest.httpMethod ?? "GET")
             else { return false }
             let group = failover.group
-            group.markFailed(origin)
+            group.markFailed(origin, on: scheduler)
             events?.emit(.hostQuarantined(origin: origin, duration: group.quarantine, error: urlError))
             let rest = failover.plan.dropFirst()
             guard let next = rest.first else { return false }
             exchange.cancel()
-            group.report(from: origin, to: next, error: urlError)
             events?.emit(.failover(from: origin, to: next, error: urlError))
             attempt(request, hops: hops, failover: FailoverPlan(group: group, own: failover.own, plan: rest), lostCredentials: lostCredentials)
             return true

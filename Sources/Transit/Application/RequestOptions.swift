@@ -6,12 +6,12 @@
 /// api.get(endpoint: "export", options: RequestOptions(maxResponseBytes: 256 << 20, deadline: .after(.seconds(600))))
 /// ```
 public struct RequestOptions: Sendable, Hashable {
-    /// The most body bytes a buffered response may have (``HTTPClient/maxResponseBytes``).
+    /// The most body bytes a buffered response may have (``HTTPClient/Configuration/maxResponseBytes``).
     /// Streams and downloads are not limited unless this is set.
     public var maxResponseBytes: Int?
-    /// The total time the request may take, redirects included (``HTTPClient/deadline``).
+    /// The total time the request may take, redirects included (``HTTPClient/Configuration/deadline``).
     public var deadline: Deadline?
-    /// Which redirects to follow (``HTTPClient/redirectPolicy``).
+    /// Which redirects to follow (``HTTPClient/Configuration/redirectPolicy``).
     public var redirectPolicy: RedirectPolicy?
 
     /// Creates options; `nil` means "the client's".

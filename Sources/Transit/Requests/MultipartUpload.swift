@@ -13,7 +13,7 @@ extension HTTPClient {
     /// - a form whose parts are all in memory and at most
     ///   ``MultipartFormData/maxInMemoryBodyBytes`` long is encoded into `httpBody` at once;
     /// - any other form (a file part, or a large body) is first written to a new temporary file in
-    ///   ``MultipartFormData/temporaryDirectory``, on the client's ``scheduler`` (never on the
+    ///   ``MultipartFormData/temporaryDirectory``, on the client's ``Configuration/scheduler`` (never on the
     ///   subscribing thread), streaming each file in 64 KiB blocks; the request is sent with that
     ///   file as its body and `Content-Length` set to its size. The file is removed when the
     ///   signal ends: before its terminal event is delivered (success or failure), or when the

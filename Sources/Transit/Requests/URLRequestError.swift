@@ -84,7 +84,7 @@ public enum URLRequestError: Error, Hashable, Sendable, CustomStringConvertible 
         case .credentialsInURL(let url):
             return "The URL \(url.debugDescription) carries user-info (a user name or password before '@'), which is "
                 + "not sent: transports treat it differently. Remove it from the URL and send credentials with an "
-                + "authoriser (HTTPClient(authorizer:)) or an Authorization header instead."
+                + "authoriser (HTTPClient.Configuration.authorizer) or an Authorization header instead."
         case .bodyStreamNotSupported:
             return "The request has an httpBodyStream, which is not sent: a stream can be read only once (a retry or a "
                 + "redirect could not send it again). Give the body as httpBody or as a body file."

@@ -13,7 +13,11 @@ struct CoalescingTests {
 
     private func client(_ transport: StubTransport, coalescing: Bool = true) -> HTTPClient {
         // No deadline, so the only pending actions are the transport's own.
-        HTTPClient(transport: transport, deadline: .unlimited, scheduler: scheduler, coalescesRequests: coalescing)
+        HTTPClient(transport: transport) {
+            $0.deadline = .unlimited
+            $0.scheduler = scheduler
+            $0.coalescesRequests = coalescing
+        }
     }
 
     private func get(_ url: String, token: String? = nil) -> URLRequest {

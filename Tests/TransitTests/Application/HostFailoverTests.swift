@@ -4,7 +4,7 @@ import FoundationNetworking
 #endif
 import Signals
 import Testing
-import Transit
+@testable import Transit
 import TransitTesting
 
 @Suite("Host failover")
@@ -20,10 +20,24 @@ struct HostFailoverTests {
         transport.stub(matching: { $0.url?.host == "backup.example.com" }).thenRespond(.text("from backup"))
         let failover = HostFailover(
             origins: ["https://api.example.com", "https://backup.example.com:443"],
-            quarantine: .seconds(30), scheduler: scheduler,
-            onEvent: { event in events.update { $0.append("\(event.from) → \(event.to)") } }
+            quarantine: .seconds(30)
         )
-        return (transport, HTTPClient(transport: transport, scheduler: scheduler, failover: failover), failover)
+        return (transport, HTTPClient(transport: transport) {
+            $0.monitors = [FailoverLog(events)]
+            $0.scheduler = scheduler
+            $0.failover = failover
+        }, failover)
+    }
+
+    /// Records each failover the client's monitors are told about, as `from → to`.
+    private final class FailoverLog: HTTPEventMonitor {
+        let events: SharedValue<[String]>
+        init(_ events: SharedValue<[String]>) { self.events = events }
+
+        func receive(_ event: HTTPEvent) {
+            guard case .failover(let from, let to, _) = event.kind else { return }
+            events.update { $0.append("\(from) → \(to)") }
+        }
     }
 
     private func request(_ method: String = "GET", path: String = "/v1/posts?page=2") -> URLRequest {
@@ -42,7 +56,7 @@ struct HostFailoverTests {
         #expect(moved.url?.absoluteString == "https://backup.example.com/v1/posts?page=2")
         #expect(moved.httpMethod == "POST")
         #expect(events.value == ["https://api.example.com:443 → https://backup.example.com:443"])
-        #expect(!failover.isHealthy("https://api.example.com:443"))
+        #expect(!failover.isHealthy("https://api.example.com:443", on: scheduler))
 
         // While quarantined, requests go straight to the backup.
         _ = RequestProbe(client.send(request()))
@@ -51,7 +65,7 @@ struct HostFailoverTests {
 
         // The quarantine ends by itself: the preferred origin is tried first again.
         scheduler.advance(by: .seconds(30))
-        #expect(failover.isHealthy("https://api.example.com:443"))
+        #expect(failover.isHealthy("https://api.example.com:443", on: scheduler))
         _ = RequestProbe(client.send(request()))
         #expect(transport.requests[3].url?.host == "api.example.com")
     }
@@ -69,7 +83,7 @@ struct HostFailoverTests {
         #expect(probe.values.first?.text == "from backup")
         #expect(transport.requests.last?.url?.host == "backup.example.com")
         #expect(events.value == ["https://api.example.com:443 → https://backup.example.com:443"])
-        #expect(!failover.isHealthy("https://api.example.com:443"))
+        #expect(!failover.isHealthy("https://api.example.com:443", on: scheduler))
     }
 
     @Test func aLostConnectionFailsOverOnlyIdempotentRequests() {
@@ -87,14 +101,17 @@ struct HostFailoverTests {
         let probe = RequestProbe(client.send(request()))
         #expect(probe.values.first?.statusCode == 503)
         #expect(transport.requests.count == 1)
-        #expect(failover.isHealthy("https://api.example.com:443"))
+        #expect(failover.isHealthy("https://api.example.com:443", on: scheduler))
     }
 
     @Test func whenEveryOriginIsDownTheLastFailureIsDelivered() {
         let transport = StubTransport(scheduler: scheduler)
         transport.stub().thenRespond(.failure(URLError(.cannotFindHost)))
-        let failover = HostFailover(origins: ["https://a.example", "https://b.example"], scheduler: scheduler)
-        let client = HTTPClient(transport: transport, scheduler: scheduler, failover: failover)
+        let failover = HostFailover(origins: ["https://a.example", "https://b.example"])
+        let client = HTTPClient(transport: transport) {
+            $0.scheduler = scheduler
+            $0.failover = failover
+        }
         let probe = RequestProbe(client.send(URLRequest(url: URL(string: "https://a.example/x")!)))
         #expect((probe.failure as? TransportError)?.code == .cannotFindHost)
         #expect(transport.requests.map { $0.url?.host } == ["a.example", "b.example"])

@@ -56,7 +56,11 @@ struct LifecycleMonitorTests {
             .thenRespond(.chunks([Data("hel".utf8), Data("lo".utf8)], headers: ["Content-Type": "text/plain"], every: .milliseconds(5))
                 .delayed(by: .milliseconds(30)))
         let log = EventLog()
-        let client = HTTPClient(transport: transport, userAgent: nil, monitors: [log], scheduler: scheduler)
+        let client = HTTPClient(transport: transport) {
+            $0.userAgent = nil
+            $0.monitors = [log]
+            $0.scheduler = scheduler
+        }
         var request = get("https://api.example.test/a")
         request.setValue("text/plain", forHTTPHeaderField: "Accept")
         let policy = RetryPolicy(maxAttempts: 2, baseDelay: 1, jitter: .none)
@@ -109,7 +113,10 @@ struct LifecycleMonitorTests {
         transport.stub(.get, path: "/a").thenRespond(.status(302, headers: ["Location": "/b"]))
         transport.stub(.get, path: "/b").thenRespond(.status(503)).thenRespond(.text("ok"))
         let log = EventLog()
-        let client = HTTPClient(transport: transport, monitors: [log], scheduler: scheduler)
+        let client = HTTPClient(transport: transport) {
+            $0.monitors = [log]
+            $0.scheduler = scheduler
+        }
         let policy = RetryPolicy(maxAttempts: 2, baseDelay: 1, jitter: .none)
         let probe = RequestProbe(client.send(get("https://api.example.test/a")).catchHTTPErrors().retry(policy, scheduler: scheduler))
         scheduler.advance(by: .seconds(1))
@@ -129,7 +136,10 @@ struct LifecycleMonitorTests {
         transport.stub(.get, path: "/down").thenRespond(.failure(URLError(.timedOut)))
         transport.stub(.get, path: "/slow").thenRespond(.chunks([Data("a".utf8), Data("b".utf8)], every: .seconds(1)))
         let log = EventLog()
-        let client = HTTPClient(transport: transport, monitors: [log], scheduler: scheduler)
+        let client = HTTPClient(transport: transport) {
+            $0.monitors = [log]
+            $0.scheduler = scheduler
+        }
         let down = RequestProbe(client.send(get("https://api.example.test/down")))
         #expect((down.failure as? TransportError)?.code == .timedOut)
         let slow = RequestProbe(client.stream(get("https://api.example.test/slow")))
@@ -159,7 +169,11 @@ struct LifecycleMonitorTests {
         let transport = StubTransport(scheduler: scheduler)
         transport.stub(.post).thenRespond(.status(204))
         let log = EventLog()
-        let client = HTTPClient(transport: transport, userAgent: nil, monitors: [log], scheduler: scheduler)
+        let client = HTTPClient(transport: transport) {
+            $0.userAgent = nil
+            $0.monitors = [log]
+            $0.scheduler = scheduler
+        }
         var request = get("https://api.example.test:8443/upload?kind=a%20b")
         request.httpMethod = "POST"
         request.httpBody = Data(count: 1234)
@@ -186,7 +200,11 @@ struct LifecycleMonitorTests {
         transport.stub(.get, path: "/away").thenRespond(.status(302, headers: ["Location": "https://cdn.example.test/file"]))
         transport.stub(.get).thenRespond(.text("ok"))
         let log = EventLog()
-        let client = HTTPClient(transport: transport, monitors: [log], sensitiveHeaders: ["X-API-Key"], scheduler: scheduler)
+        let client = HTTPClient(transport: transport) {
+            $0.monitors = [log]
+            $0.sensitiveHeaders = ["X-API-Key"]
+            $0.scheduler = scheduler
+        }
         var request = get("https://api.example.test/same")
         request.setValue("Bearer secret-token", forHTTPHeaderField: "Authorization")
         request.setValue("k-123", forHTTPHeaderField: "X-API-Key")
@@ -215,8 +233,11 @@ struct LifecycleMonitorTests {
         let transport = StubTransport(scheduler: scheduler)
         transport.stub(.get).thenRespond(.text("ok"))
         let log = EventLog()
-        let client = HTTPClient(transport: transport, monitors: [log], scheduler: scheduler,
-                                rateLimiter: RateLimiter(requestsPerSecond: 2, scheduler: scheduler))
+        let client = HTTPClient(transport: transport) {
+            $0.monitors = [log]
+            $0.scheduler = scheduler
+            $0.rateLimiter = RateLimiter(requestsPerSecond: 2)
+        }
         let probes = (0..<3).map { _ in RequestProbe(client.send(get("https://api.example.test/v1/a"))) }
         #expect(log.count("rateLimitWaited") == 0)
         scheduler.advance(by: .seconds(1))
@@ -240,8 +261,11 @@ struct LifecycleMonitorTests {
             .thenRespond(.status(503, headers: ["Retry-After": "60"])).thenRespond(.text("a"))
         transport.stub(.get).thenRespond(.text("ok"))
         let log = EventLog()
-        let client = HTTPClient(transport: transport, monitors: [log], scheduler: scheduler,
-                                cooldowns: Cooldowns(maxWait: .seconds(10), scheduler: scheduler))
+        let client = HTTPClient(transport: transport) {
+            $0.monitors = [log]
+            $0.scheduler = scheduler
+            $0.cooldowns = Cooldowns(maxWait: .seconds(10))
+        }
         _ = RequestProbe(client.send(get("https://api.example.test/v1/a")))
         #expect(log.count("cooldownStarted") == 1)
         let waiting = (0..<2).map { _ in RequestProbe(client.send(get("https://api.example.test/v1/b"))) }
@@ -270,7 +294,10 @@ struct LifecycleMonitorTests {
         let transport = StubTransport(scheduler: scheduler)
         transport.stub(.get).thenRespond(.status(503))
         let log = EventLog()
-        let client = HTTPClient(transport: transport, monitors: [log], scheduler: scheduler)
+        let client = HTTPClient(transport: transport) {
+            $0.monitors = [log]
+            $0.scheduler = scheduler
+        }
         // One retry per 10 s window, whatever the traffic.
         let budget = RetryBudget(ratio: 0, minRetriesPerSecond: 0.1, window: .seconds(10), scheduler: scheduler)
         let policy = RetryPolicy(maxAttempts: 2, baseDelay: 0.5, jitter: .none, budget: budget)
@@ -299,7 +326,10 @@ struct LifecycleMonitorTests {
         transport.stub(.get, path: "/flaky").thenRespond(.failure(URLError(.networkConnectionLost))).thenRespond(.text("ok"))
         transport.stub(.get, path: "/limited").thenRespond(.status(429, headers: ["Retry-After": "3"])).thenRespond(.text("ok"))
         let log = EventLog()
-        let client = HTTPClient(transport: transport, monitors: [log], scheduler: scheduler)
+        let client = HTTPClient(transport: transport) {
+            $0.monitors = [log]
+            $0.scheduler = scheduler
+        }
         let flaky = RequestProbe(client.send(get("https://api.example.test/flaky"))
             .retry(RetryPolicy(maxAttempts: 2, baseDelay: 2, jitter: .none), scheduler: scheduler))
         let limited = RequestProbe(client.send(get("https://api.example.test/limited"))
@@ -334,9 +364,13 @@ struct LifecycleMonitorTests {
             primaryDown.value ? .failure(URLError(.cannotConnectToHost)) : .text("from a")
         }
         transport.stub(matching: { $0.url?.host == "b.example.test" }).thenRespond(.text("from b"))
-        let failover = HostFailover(origins: ["https://a.example.test", "https://b.example.test"], quarantine: .seconds(30), scheduler: scheduler)
+        let failover = HostFailover(origins: ["https://a.example.test", "https://b.example.test"], quarantine: .seconds(30))
         let log = EventLog()
-        let client = HTTPClient(transport: transport, monitors: [log], scheduler: scheduler, failover: failover)
+        let client = HTTPClient(transport: transport) {
+            $0.monitors = [log]
+            $0.scheduler = scheduler
+            $0.failover = failover
+        }
         let first = RequestProbe(client.send(get("https://a.example.test/x")))
         #expect(first.values.first?.text == "from b")
         #expect(log.names.filter { ["hostQuarantined", "failover", "hostRecovered"].contains($0) } == ["hostQuarantined", "failover"])
@@ -385,7 +419,11 @@ struct LifecycleMonitorTests {
                 .catchHTTPErrors()
                 .tryMap { try JSONDecoder().decode(AuthToken.self, from: $0.data) }
         }
-        let client = HTTPClient(transport: transport, monitors: [log], scheduler: scheduler, authorizer: store)
+        let client = HTTPClient(transport: transport) {
+            $0.monitors = [log]
+            $0.scheduler = scheduler
+            $0.authorizer = store
+        }
         box.withLock { $0 = client }
         return (transport, client, store)
     }
@@ -448,7 +486,10 @@ struct LifecycleMonitorTests {
             Signal(value: AuthToken(accessToken: "new")).delay(for: .seconds(1), scheduler: scheduler).setFailureType()
         }
         let log = EventLog()
-        let client = HTTPClient(transport: transport, monitors: [log], scheduler: scheduler)
+        let client = HTTPClient(transport: transport) {
+            $0.monitors = [log]
+            $0.scheduler = scheduler
+        }
         let probes = (0..<2).map { _ in
             RequestProbe(Signal(tryDeferred: { client.send(try store.authorize(get("https://api.example.test/me"))) })
                 .catchHTTPErrors()
@@ -465,7 +506,12 @@ struct LifecycleMonitorTests {
         let transport = StubTransport(scheduler: scheduler)
         transport.stub(.get).thenRespond(.text("shared").delayed(by: .seconds(1)))
         let log = EventLog()
-        let client = HTTPClient(transport: transport, monitors: [log], deadline: .unlimited, scheduler: scheduler, coalescesRequests: true)
+        let client = HTTPClient(transport: transport) {
+            $0.monitors = [log]
+            $0.deadline = .unlimited
+            $0.scheduler = scheduler
+            $0.coalescesRequests = true
+        }
         let probes = (0..<3).map { _ in RequestProbe(client.send(get("https://api.example.test/feed"))) }
         scheduler.advance(by: .seconds(1))
         #expect(probes.allSatisfy { $0.values.first?.text == "shared" })
@@ -492,7 +538,10 @@ struct LifecycleMonitorTests {
         transport.stub(.get, path: "/b").thenRespond(.status(200))
         transport.stub(.get, path: "/c").thenRespond(.failure(URLError(.timedOut)))
         let monitor = OldMonitor()
-        let client = HTTPClient(transport: transport, monitors: [monitor], scheduler: scheduler)
+        let client = HTTPClient(transport: transport) {
+            $0.monitors = [monitor]
+            $0.scheduler = scheduler
+        }
         _ = RequestProbe(client.send(get("https://api.example.test/a")))
         _ = RequestProbe(client.send(get("https://api.example.test/c")))
         #expect(monitor.log.withLock { $0 } == ["send /a", "receive 200", "send /c", "fail"])
@@ -502,7 +551,10 @@ struct LifecycleMonitorTests {
         let transport = StubTransport(scheduler: scheduler)
         transport.stub(.get).thenRespond(.failure(URLError(.timedOut)))
         let log = EventLog()
-        let client = HTTPClient(transport: transport, monitors: [log], scheduler: scheduler)
+        let client = HTTPClient(transport: transport) {
+            $0.monitors = [log]
+            $0.scheduler = scheduler
+        }
         // User-info (`alice:pa55word@`) is refused before anything is sent: RequestFieldValidationTests.
         var request = get("https://api.example.test/x?access_token=qwerty&page=2")
         request.setValue("Bearer s3cr3t", forHTTPHeaderField: "Authorization")
@@ -525,14 +577,17 @@ struct LifecycleMonitorTests {
             let transport = StubTransport(scheduler: scheduler)
             transport.stub(.get).thenRespond(.status(503)).thenRespond(.text("ok"))
             let log = EventLog()
-            let client = HTTPClient(transport: transport, monitors: monitored ? [log] : [], scheduler: scheduler)
+            let client = HTTPClient(transport: transport) {
+                $0.monitors = monitored ? [log] : []
+                $0.scheduler = scheduler
+            }
             let probe = RequestProbe(client.send(get("https://api.example.test/x")).catchHTTPErrors()
                 .retry(RetryPolicy(maxAttempts: 2, baseDelay: 1, jitter: .none), scheduler: scheduler))
             scheduler.advance(by: .seconds(1))
             #expect(probe.values.first?.text == "ok")
             #expect(transport.requests.count == 2)
             #expect(log.events.isEmpty == !monitored)
-            #expect(client.monitors.isEmpty == !monitored)
+            #expect(client.configuration.monitors.isEmpty == !monitored)
         }
     }
 
@@ -550,9 +605,13 @@ struct LifecycleMonitorTests {
             }
         }
         let log = EventLog()
-        let client = HTTPClient(transport: transport, monitors: [log], scheduler: queue,
-                                rateLimiter: RateLimiter(requestsPerSecond: 10_000, burst: 100, scheduler: queue),
-                                cooldowns: Cooldowns(scheduler: queue), coalescesRequests: true)
+        let client = HTTPClient(transport: transport) {
+            $0.monitors = [log]
+            $0.scheduler = queue
+            $0.rateLimiter = RateLimiter(requestsPerSecond: 10_000, burst: 100)
+            $0.cooldowns = Cooldowns()
+            $0.coalescesRequests = true
+        }
         // Every third answer of /ok is a 503, whichever request draws it: with concurrent requests
         // one request can draw several in a row (five in a row is 1 in 243), so the policy allows
         // far more attempts than any run needs; the test is about reporting, not giving up.

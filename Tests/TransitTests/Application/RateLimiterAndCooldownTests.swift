@@ -42,11 +42,11 @@ struct RateLimiterAndCooldownTests {
     }
 
     @Test func excessRequestsWaitTheirTurnInOrder() {
-        let limiter = RateLimiter(requestsPerSecond: 2, burst: 1, scheduler: scheduler)
+        let limiter = RateLimiter(requestsPerSecond: 2, burst: 1)
         let order = SharedValue<[Int]>([])
         var tokens: [CancellationToken] = []
         for index in 0..<5 {
-            tokens.append(limiter.permit(for: get("https://api.example.com/v1/\(index)")).sink { _ in
+            tokens.append(limiter.permit(for: get("https://api.example.com/v1/\(index)"), on: scheduler).sink { _ in
                 order.update { $0.append(index) }
             })
         }
@@ -63,9 +63,9 @@ struct RateLimiterAndCooldownTests {
     }
 
     @Test func aBurstGoesAtOnceThenRequestsAreSpaced() {
-        let limiter = RateLimiter(requestsPerSecond: 10, burst: 3, scheduler: scheduler)
+        let limiter = RateLimiter(requestsPerSecond: 10, burst: 3)
         let granted = SharedValue(0)
-        let tokens = (0..<5).map { _ in limiter.permit(for: get("https://a.example/x")).sink { _ in granted.update { $0 += 1 } } }
+        let tokens = (0..<5).map { _ in limiter.permit(for: get("https://a.example/x"), on: scheduler).sink { _ in granted.update { $0 += 1 } } }
         #expect(granted.value == 3)
         scheduler.advance(by: .milliseconds(100))
         #expect(granted.value == 4)
@@ -75,19 +75,19 @@ struct RateLimiterAndCooldownTests {
     }
 
     @Test func keysAreLimitedSeparately() {
-        let limiter = RateLimiter(requestsPerSecond: 1, scheduler: scheduler)
+        let limiter = RateLimiter(requestsPerSecond: 1)
         let granted = SharedValue<[String]>([])
         let tokens = ["https://gw.example/v1/a", "https://gw.example/v1/b", "https://gw.example/search/a"].map { url in
-            limiter.permit(for: get(url)).sink { _ in granted.update { $0.append(url) } }
+            limiter.permit(for: get(url), on: scheduler).sink { _ in granted.update { $0.append(url) } }
         }
         #expect(granted.value == ["https://gw.example/v1/a", "https://gw.example/search/a"])
         withExtendedLifetime(tokens) {}
     }
 
     @Test func aCancelledWaiterLeavesTheQueueAndGivesUpItsTurn() {
-        let limiter = RateLimiter(requestsPerSecond: 1, scheduler: scheduler)
+        let limiter = RateLimiter(requestsPerSecond: 1)
         let order = SharedValue<[Int]>([])
-        let tokens = (0..<3).map { index in limiter.permit(for: get("https://a.example/x")).sink { _ in order.update { $0.append(index) } } }
+        let tokens = (0..<3).map { index in limiter.permit(for: get("https://a.example/x"), on: scheduler).sink { _ in order.update { $0.append(index) } } }
         tokens[1].cancel()
         #expect(limiter.waitingCount(forKey: "https://a.example:443/x") == 1)
         scheduler.advance(by: .seconds(1))
@@ -99,8 +99,10 @@ struct RateLimiterAndCooldownTests {
     @Test func everyAttemptOfAClientWaitsForItsPermit() {
         let transport = StubTransport(scheduler: scheduler)
         transport.stub(.get).thenRespond(.text("ok"))
-        let client = HTTPClient(transport: transport, scheduler: scheduler,
-                                rateLimiter: RateLimiter(requestsPerSecond: 1, scheduler: scheduler))
+        let client = HTTPClient(transport: transport) {
+            $0.scheduler = scheduler
+            $0.rateLimiter = RateLimiter(requestsPerSecond: 1)
+        }
         let probes = (0..<3).map { _ in RequestProbe(client.send(get("https://api.example.com/v1/a"))) }
         #expect(transport.requests.count == 1)
         scheduler.advance(by: .seconds(1))
@@ -114,7 +116,10 @@ struct RateLimiterAndCooldownTests {
         transport.stub(.get, path: "/v1/a").thenRespond(.status(429, headers: ["Retry-After": "5"])).thenRespond(.text("a"))
         transport.stub(.get, path: "/v1/b").thenRespond(.text("b"))
         transport.stub(.get, path: "/other/c").thenRespond(.text("c"))
-        let client = HTTPClient(transport: transport, scheduler: scheduler, cooldowns: Cooldowns(scheduler: scheduler))
+        let client = HTTPClient(transport: transport) {
+            $0.scheduler = scheduler
+            $0.cooldowns = Cooldowns()
+        }
         let first = RequestProbe(client.send(get("https://api.example.com/v1/a")))
         #expect(first.values.first?.statusCode == 429)
         let paused = RequestProbe(client.send(get("https://api.example.com/v1/b")))
@@ -132,7 +137,10 @@ struct RateLimiterAndCooldownTests {
         let transport = StubTransport(scheduler: scheduler)
         transport.stub(.get, path: "/v1/a").thenRespond(.status(429, headers: ["Retry-After": "5"]))
         transport.stub(.get, path: "/v1/b").thenRespond(.text("b"))
-        let client = HTTPClient(transport: transport, scheduler: scheduler, cooldowns: Cooldowns(scheduler: scheduler))
+        let client = HTTPClient(transport: transport) {
+            $0.scheduler = scheduler
+            $0.cooldowns = Cooldowns()
+        }
         // Built (not subscribed) before the 429: the cooldown is looked up at subscription.
         let later = client.send(get("https://api.example.com/v1/b"))
         _ = RequestProbe(client.send(get("https://api.example.com/v1/a")))
@@ -146,7 +154,10 @@ struct RateLimiterAndCooldownTests {
     @Test func aCooldownLongerThanTheCallerWaitsFailsFastWithTheServersAnswer() throws {
         let transport = StubTransport(scheduler: scheduler)
         transport.stub(.get, path: "/v1/a").thenRespond(.status(503, headers: ["Retry-After": "120"]))
-        let client = HTTPClient(transport: transport, scheduler: scheduler, cooldowns: Cooldowns(maxWait: .seconds(10), scheduler: scheduler))
+        let client = HTTPClient(transport: transport) {
+            $0.scheduler = scheduler
+            $0.cooldowns = Cooldowns(maxWait: .seconds(10))
+        }
         _ = RequestProbe(client.send(get("https://api.example.com/v1/a")))
         scheduler.advance(by: .seconds(20))
         let refused = RequestProbe(client.send(get("https://api.example.com/v1/b")))
@@ -162,7 +173,10 @@ struct RateLimiterAndCooldownTests {
     @Test func theCallersOwnRespondToRateLimitingStillWorksWithCooldowns() {
         let transport = StubTransport(scheduler: scheduler)
         transport.stub(.get).thenRespond(.status(429, headers: ["Retry-After": "2"])).thenRespond(.text("done"))
-        let client = HTTPClient(transport: transport, scheduler: scheduler, cooldowns: Cooldowns(scheduler: scheduler))
+        let client = HTTPClient(transport: transport) {
+            $0.scheduler = scheduler
+            $0.cooldowns = Cooldowns()
+        }
         let probe = RequestProbe(client.send(get("https://api.example.com/v1/a"))
             .catchHTTPErrors()
             .respondToRateLimiting(maxSecondsToWait: 5, scheduler: scheduler))

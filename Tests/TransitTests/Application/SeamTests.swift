@@ -22,10 +22,13 @@ struct SeamTests {
     private func client(_ transport: StubTransport, _ configure: (inout ClientSettings) -> Void = { _ in }) -> HTTPClient {
         var settings = ClientSettings()
         configure(&settings)
-        return HTTPClient(
-            transport: transport, maxResponseBytes: settings.maxResponseBytes, deadline: settings.deadline,
-            redirectPolicy: settings.redirectPolicy, sensitiveHeaders: settings.sensitiveHeaders, scheduler: scheduler
-        )
+        return HTTPClient(transport: transport) {
+            $0.maxResponseBytes = settings.maxResponseBytes
+            $0.deadline = settings.deadline
+            $0.redirectPolicy = settings.redirectPolicy
+            $0.sensitiveHeaders = settings.sensitiveHeaders
+            $0.scheduler = scheduler
+        }
     }
 
     struct ClientSettings {
@@ -96,7 +99,7 @@ struct SeamTests {
 
     @Test func theDefaultLimitIs32MiB() {
         #expect(HTTPClient.defaultMaxResponseBytes == 32 * 1024 * 1024)
-        #expect(HTTPClient(transport: StubTransport()).maxResponseBytes == 32 * 1024 * 1024)
+        #expect(HTTPClient(transport: StubTransport()).configuration.maxResponseBytes == 32 * 1024 * 1024)
     }
 
     // MARK: streams

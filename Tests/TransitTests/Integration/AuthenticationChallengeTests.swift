@@ -38,7 +38,7 @@ struct AuthenticationChallengeTests {
             refreshes.withLock { $0 += 1 }
             return Signal(value: AuthToken(accessToken: "new"))
         }
-        let client = HTTPClient(transport: URLSessionTransport(configuration: .loopbackTests()), authorizer: store)
+        let client = HTTPClient(transport: URLSessionTransport(configuration: .loopbackTests())) { $0.authorizer = store }
         try await withLoopbackServer(handler: { request in
             request.value(forHTTPHeaderField: "Authorization") == "Bearer new"
                 ? .text("welcome")

@@ -7,7 +7,7 @@ import Testing
 import Transit
 import TransitTesting
 
-/// ``BasicCredentials`` through `HTTPClient(authorizer:)` over `URLSessionTransport` and real
+/// ``BasicCredentials`` through `HTTPClient { $0.authorizer =  }` over `URLSessionTransport` and real
 /// sockets: what the server receives, and what a 401 does.
 @Suite("Basic credentials over loopback")
 struct BasicCredentialIntegrationTests {
@@ -19,7 +19,7 @@ struct BasicCredentialIntegrationTests {
             username: "alice", password: "pässwörd",
             scope: CredentialScope(hosts: ["127.0.0.1"], insecureHTTP: .loopbackOnly)
         )
-        return HTTPClient(transport: URLSessionTransport(configuration: .loopbackTests()), authorizer: credentials)
+        return HTTPClient(transport: URLSessionTransport(configuration: .loopbackTests())) { $0.authorizer = credentials }
     }
 
     private func authorizationFields(of request: LoopbackRequest) -> [String] {

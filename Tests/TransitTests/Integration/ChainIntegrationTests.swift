@@ -24,7 +24,7 @@ import TransitTesting
     private static let transport = URLSessionTransport()
 
     private func api(_ server: LoopbackServer, monitors: [any HTTPEventMonitor] = []) -> API {
-        API(baseURL: server.baseURL.absoluteString + "/v1", client: HTTPClient(transport: Self.transport, monitors: monitors))
+        API(baseURL: server.baseURL.absoluteString + "/v1", client: HTTPClient(transport: Self.transport) { $0.monitors = monitors })
     }
 
     @Test(arguments: ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"])

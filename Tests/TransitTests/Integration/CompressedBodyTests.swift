@@ -24,7 +24,7 @@ struct CompressedBodyTests {
     /// under the thread sanitizer, where 256 MiB held every other session of the run for a minute.
     @Test func aDecompressionBombFailsWhenItCrossesTheLimitNotOnceInflated() async throws {
         let bomb = GzipTestData.bomb(decodedBytes: 32 << 20)
-        let client = HTTPClient(transport: URLSessionTransport(configuration: .loopbackTests()), maxResponseBytes: 1 << 20)
+        let client = HTTPClient(transport: URLSessionTransport(configuration: .loopbackTests())) { $0.maxResponseBytes = 1 << 20 }
         try await withLoopbackServer { server in
             let hold = LoopbackGate("after the bomb")
             defer { hold.open() }

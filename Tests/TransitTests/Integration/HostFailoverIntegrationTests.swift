@@ -4,7 +4,7 @@ import FoundationNetworking
 #endif
 import Signals
 import Testing
-import Transit
+@testable import Transit
 import TransitTesting
 
 /// Host failover over `URLSessionTransport` and real sockets: a primary that stops refuses
@@ -22,9 +22,13 @@ struct HostFailoverIntegrationTests {
         let port = primary.port
         let primaryOrigin = "http://127.0.0.1:\(port)"
         let log = EventLog()
-        let failover = HostFailover(origins: [primaryOrigin, backup.baseURL.absoluteString], quarantine: .seconds(30), scheduler: scheduler)
+        let failover = HostFailover(origins: [primaryOrigin, backup.baseURL.absoluteString], quarantine: .seconds(30))
         let configuration = URLSessionConfiguration.loopbackTests()
-        let client = HTTPClient(transport: URLSessionTransport(configuration: configuration), monitors: [log], scheduler: scheduler, failover: failover)
+        let client = HTTPClient(transport: URLSessionTransport(configuration: configuration)) {
+            $0.monitors = [log]
+            $0.scheduler = scheduler
+            $0.failover = failover
+        }
         let request = URLRequest(url: primary.url("/v1/items?page=2"))
 
         #expect(try await client.send(request).firstValue().text == "primary")
@@ -33,7 +37,7 @@ struct HostFailoverIntegrationTests {
         // and the primary is quarantined.
         primary.stop()
         #expect(try await client.send(request).firstValue().text == "backup")
-        #expect(!failover.isHealthy(primaryOrigin))
+        #expect(!failover.isHealthy(primaryOrigin, on: scheduler))
         #expect(backup.requests.last?.target == "/v1/items?page=2")
         #expect(log.count("hostQuarantined") == 1 && log.count("failover") == 1)
 
@@ -46,7 +50,7 @@ struct HostFailoverIntegrationTests {
 
         // The quarantine ends by the clock: the preferred origin is tried first again.
         scheduler.advance(by: .seconds(30))
-        #expect(failover.isHealthy(primaryOrigin))
+        #expect(failover.isHealthy(primaryOrigin, on: scheduler))
         #expect(try await client.send(request).firstValue().text == "primary again")
         #expect(restarted.requests.count == 1)
         #expect(log.count("hostRecovered") == 1)

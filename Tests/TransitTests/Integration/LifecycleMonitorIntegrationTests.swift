@@ -13,7 +13,7 @@ import Transit
 struct LifecycleMonitorIntegrationTests {
     private func client(_ log: EventLog) -> HTTPClient {
         let configuration = URLSessionConfiguration.loopbackTests()
-        return HTTPClient(transport: URLSessionTransport(configuration: configuration), monitors: [log])
+        return HTTPClient(transport: URLSessionTransport(configuration: configuration)) { $0.monitors = [log] }
     }
 
     /// What Transit counts for a request the server received: the request line, and the header

@@ -22,7 +22,7 @@ struct MultipartIntegrationTests {
             baseURL = server.baseURL.absoluteString
             let configuration = URLSessionConfiguration.ephemeral
             configuration.timeoutIntervalForRequest = patience.timeInterval
-            client = HTTPClient(transport: URLSessionTransport(configuration: configuration), deadline: .after(patience))
+            client = HTTPClient(transport: URLSessionTransport(configuration: configuration)) { $0.deadline = .after(patience) }
         }
     }
 

@@ -16,10 +16,10 @@ struct SeamIntegrationTests {
         deadline: Deadline = .after(.seconds(60))
     ) -> HTTPClient {
         let configuration = URLSessionConfiguration.loopbackTests()
-        return HTTPClient(
-            transport: URLSessionTransport(configuration: configuration),
-            maxResponseBytes: maxResponseBytes, deadline: deadline
-        )
+        return HTTPClient(transport: URLSessionTransport(configuration: configuration)) {
+            $0.maxResponseBytes = maxResponseBytes
+            $0.deadline = deadline
+        }
     }
 
     /// Subscribes to `signal` and waits (real time, bounded) for its terminal event.

@@ -156,7 +156,7 @@ struct TransportDownloadTests {
         let folder = try makeDownloadFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
         let log = AttemptLog()
-        let client = HTTPClient(transport: URLSessionTransport(configuration: .ephemeral, downloadTasks: true), monitors: [log])
+        let client = HTTPClient(transport: URLSessionTransport(configuration: .ephemeral, downloadTasks: true)) { $0.monitors = [log] }
         try await withLoopbackServer(handler: { _ in .status(200, body: body) }) { server in
             let probe = AwaitedProbe(client.download(URLRequest(url: server.url("/f")), to: folder.appendingPathComponent("f")))
             try await self.await(probe)

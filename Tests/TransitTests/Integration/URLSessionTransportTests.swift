@@ -19,7 +19,10 @@ struct URLSessionTransportTests {
 
     /// A client over `transport` whose monitor is `log`, with no default header.
     private func monitoredClient(_ transport: URLSessionTransport, _ log: AttemptLog) -> HTTPClient {
-        HTTPClient(transport: transport, userAgent: nil, monitors: [log])
+        HTTPClient(transport: transport) {
+            $0.userAgent = nil
+            $0.monitors = [log]
+        }
     }
 
     @Test(arguments: [200, 201, 204, 304, 404, 429, 500, 503])

@@ -64,7 +64,10 @@ struct MultipartUploadTests {
     let scheduler = TestScheduler()
 
     private func client(_ transport: BodyRecordingTransport) -> HTTPClient {
-        HTTPClient(transport: transport, userAgent: "MultipartTests", scheduler: scheduler)
+        HTTPClient(transport: transport) {
+            $0.userAgent = "MultipartTests"
+            $0.scheduler = scheduler
+        }
     }
 
     private var request: URLRequest {
@@ -177,7 +180,7 @@ struct MultipartUploadTests {
         let form = try fileForm(folder, payload: pseudoRandomBytes(8 << 20, seed: 9))
         for _ in 0..<5 {
             let transport = BodyRecordingTransport([.hang])
-            let client = HTTPClient(transport: transport, scheduler: DispatchQueue.global())
+            let client = HTTPClient(transport: transport) { $0.scheduler = DispatchQueue.global() }
             let probe = RequestProbe(client.send(request, multipart: form))
             #expect(await eventually { !bodyFiles(folder).isEmpty })
             probe.cancel()

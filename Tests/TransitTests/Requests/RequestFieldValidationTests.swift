@@ -173,7 +173,10 @@ struct RequestFieldValidationTests {
         let transport = StubTransport(scheduler: scheduler)
         transport.stub().thenRespond(StubResponse.text("ok").delayed(by: .seconds(5)))
         for deadline in [Duration(attoseconds: .max), .seconds(Int64.max), .seconds(1e15)] {
-            let client = HTTPClient(transport: transport, deadline: .after(deadline), scheduler: scheduler)
+            let client = HTTPClient(transport: transport) {
+                $0.deadline = .after(deadline)
+                $0.scheduler = scheduler
+            }
             let probe = RequestProbe(client.send(URLRequest(url: URL(string: "https://api.example.com/x")!)))
             let streamed = RequestProbe(client.stream(URLRequest(url: URL(string: "https://api.example.com/x")!), options: RequestOptions(deadline: .after(deadline))))
             scheduler.advance(by: .seconds(5))
@@ -183,7 +186,10 @@ struct RequestFieldValidationTests {
         #expect(HTTPClient.timed(.after(Duration(attoseconds: .max))) == ScheduledSubscription.duration(seconds: .infinity))
         #expect(HTTPClient.timed(.after(.seconds(-5))) == .zero)
         #expect(HTTPClient.timed(.unlimited) == nil)
-        let client = HTTPClient(transport: transport, deadline: .after(.seconds(-5)), scheduler: scheduler)
+        let client = HTTPClient(transport: transport) {
+            $0.deadline = .after(.seconds(-5))
+            $0.scheduler = scheduler
+        }
         let late = RequestProbe(client.send(URLRequest(url: URL(string: "https://api.example.com/x")!)))
         scheduler.advance()
         #expect(urlErrorCode(late.failure) == .timedOut)

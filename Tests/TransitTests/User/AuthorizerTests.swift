@@ -78,7 +78,10 @@ struct AuthorizerTests {
                 .tryMap { try JSONDecoder().decode(AuthToken.self, from: $0.data) }
         }
         transport.stub(.post, path: "/token").thenRespond(refreshAnswer.delayed(by: .seconds(1)))
-        let client = HTTPClient(transport: transport, scheduler: scheduler, authorizer: store)
+        let client = HTTPClient(transport: transport) {
+            $0.scheduler = scheduler
+            $0.authorizer = store
+        }
         box.withLock { $0 = client }
         return (transport, client, store, refreshes)
     }
@@ -136,7 +139,11 @@ struct AuthorizerTests {
         transport.stub(.get, path: "/me").thenRespond { _ in
             answers[served.update { $0 += 1; return min($0, answers.count) } - 1]
         }
-        return (transport, HTTPClient(transport: transport, monitors: [log], scheduler: scheduler, authorizer: authorizer))
+        return (transport, HTTPClient(transport: transport) {
+            $0.monitors = [log]
+            $0.scheduler = scheduler
+            $0.authorizer = authorizer
+        })
     }
 
     /// The renewal events of a custom authorizer, as `name:renewed` / `name` strings, and the
@@ -192,7 +199,11 @@ struct AuthorizerTests {
         let store = TokenStore(token: AuthToken(accessToken: "old"), scope: CredentialScope(hosts: ["api.example.com"])) { _ in
             Signal(value: AuthToken(accessToken: "new"))
         }
-        let client = HTTPClient(transport: transport, monitors: [log], scheduler: scheduler, authorizer: store)
+        let client = HTTPClient(transport: transport) {
+            $0.monitors = [log]
+            $0.scheduler = scheduler
+            $0.authorizer = store
+        }
         let probe = RequestProbe(client.send(URLRequest(url: URL(string: "https://api.example.com/me")!)))
         scheduler.advance()
         #expect(probe.values.map(\.statusCode) == [200])

@@ -83,7 +83,10 @@ struct BasicCredentialsTests {
     private func sentAuthorization(_ url: String, _ credentials: BasicCredentials) -> (String?, Int) {
         let transport = StubTransport(scheduler: scheduler)
         transport.stub(matching: { _ in true }).thenRespond(.text("ok"))
-        let client = HTTPClient(transport: transport, scheduler: scheduler, authorizer: credentials)
+        let client = HTTPClient(transport: transport) {
+            $0.scheduler = scheduler
+            $0.authorizer = credentials
+        }
         let probe = RequestProbe(client.send(get(url)))
         scheduler.run()
         #expect(probe.values.count == 1, "\(url)")
@@ -121,7 +124,10 @@ struct BasicCredentialsTests {
         transport.stub(.get, path: "/me").thenRespond(.status(302, headers: ["Location": "https://cdn.example.net/bounce"]))
         transport.stub(.get, path: "/bounce").thenRespond(.status(302, headers: ["Location": "https://api.example.com/final"]))
         transport.stub(.get, path: "/final").thenRespond(.text("final"))
-        let client = HTTPClient(transport: transport, scheduler: scheduler, authorizer: try credentials())
+        let client = try HTTPClient(transport: transport) {
+            $0.scheduler = scheduler
+            $0.authorizer = try credentials()
+        }
         let probe = RequestProbe(client.send(get("https://api.example.com/me")))
         scheduler.run()
         #expect(probe.values.map(\.text) == ["final"])
@@ -132,7 +138,10 @@ struct BasicCredentialsTests {
         let transport = StubTransport(scheduler: scheduler)
         transport.stub(.get, path: "/me").thenRespond(.status(301, headers: ["Location": "/v2/me"]))
         transport.stub(.get, path: "/v2/me").thenRespond(.text("me"))
-        let client = HTTPClient(transport: transport, scheduler: scheduler, authorizer: try credentials())
+        let client = try HTTPClient(transport: transport) {
+            $0.scheduler = scheduler
+            $0.authorizer = try credentials()
+        }
         _ = RequestProbe(client.send(get("https://api.example.com/me")))
         scheduler.run()
         #expect(transport.requests.map { $0.value(forHTTPHeaderField: "Authorization") } == [Self.header, Self.header])
@@ -142,7 +151,11 @@ struct BasicCredentialsTests {
         let transport = StubTransport(scheduler: scheduler)
         transport.stub(.get, path: "/me").thenRespond(.status(401, headers: ["WWW-Authenticate": #"Basic realm="api", charset="UTF-8""#]))
         let log = EventLog()
-        let client = HTTPClient(transport: transport, monitors: [log], scheduler: scheduler, authorizer: try credentials())
+        let client = try HTTPClient(transport: transport) {
+            $0.monitors = [log]
+            $0.scheduler = scheduler
+            $0.authorizer = try credentials()
+        }
         let probe = RequestProbe(client.send(get("https://api.example.com/me")))
         scheduler.run()
         #expect(probe.values.map(\.statusCode) == [401])
@@ -179,7 +192,11 @@ struct BasicCredentialsTests {
         let transport = StubTransport(scheduler: scheduler)
         transport.stub(.get, path: "/me").thenRespond(.text("me"))
         let log = EventLog()
-        let client = HTTPClient(transport: transport, monitors: [log], scheduler: scheduler, authorizer: try credentials())
+        let client = try HTTPClient(transport: transport) {
+            $0.monitors = [log]
+            $0.scheduler = scheduler
+            $0.authorizer = try credentials()
+        }
         let probe = RequestProbe(client.send(get("https://api.example.com/me")))
         scheduler.run()
         let response = try #require(probe.values.first)

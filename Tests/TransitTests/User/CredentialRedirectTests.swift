@@ -35,7 +35,10 @@ struct CredentialRedirectTests {
         let transport = StubTransport(scheduler: scheduler)
         transport.stub(matching: { $0.url?.host == "api.example.com" }).thenRespond(redirect(to: "https://cdn.example.net/file"))
         transport.stub(matching: { $0.url?.host == "cdn.example.net" }).thenRespond(.text("file"))
-        let client = HTTPClient(transport: transport, sensitiveHeaders: ["X-Tenant"], scheduler: scheduler)
+        let client = HTTPClient(transport: transport) {
+            $0.sensitiveHeaders = ["X-Tenant"]
+            $0.scheduler = scheduler
+        }
         var request = get("https://api.example.com/start")
         for name in Self.secretHeaders { request.setValue("secret-\(name)", forHTTPHeaderField: name) }
         request.setValue("t-1", forHTTPHeaderField: "X-Tenant")
@@ -59,7 +62,10 @@ struct CredentialRedirectTests {
         transport.stub(matching: { $0.url?.host == "api.example.com" }).thenRespond(redirect(to: "https://cdn.example.net/file"))
         transport.stub(matching: { $0.url?.host == "cdn.example.net" }).thenRespond(.text("file"))
         let log = EventLog()
-        let client = HTTPClient(transport: transport, monitors: [log], scheduler: scheduler)
+        let client = HTTPClient(transport: transport) {
+            $0.monitors = [log]
+            $0.scheduler = scheduler
+        }
         var request = get("https://api.example.com/start")
         for name in ["Authorization", "X-API-Key", "X-Auth-Token", "X-Trace-Id"] { request.setValue("v", forHTTPHeaderField: name) }
         _ = RequestProbe(client.send(request))
@@ -74,7 +80,7 @@ struct CredentialRedirectTests {
         let transport = StubTransport(scheduler: scheduler)
         transport.stub(.get, path: "/start").thenRespond(redirect(to: "/next"))
         transport.stub(.get, path: "/next").thenRespond(.text("next"))
-        let client = HTTPClient(transport: transport, scheduler: scheduler)
+        let client = HTTPClient(transport: transport) { $0.scheduler = scheduler }
         var request = get("https://api.example.com/start")
         for name in Self.secretHeaders { request.setValue("secret-\(name)", forHTTPHeaderField: name) }
         _ = RequestProbe(client.send(request))
@@ -94,7 +100,10 @@ struct CredentialRedirectTests {
             refreshes.update { $0 += 1 }
             return Signal(value: AuthToken(accessToken: "new"))
         }
-        return (HTTPClient(transport: transport, scheduler: scheduler, authorizer: store), store, refreshes)
+        return (HTTPClient(transport: transport) {
+            $0.scheduler = scheduler
+            $0.authorizer = store
+        }, store, refreshes)
     }
 
     @Test("the authorizer does not renew on a 401 from the origin a redirect led to")

@@ -16,7 +16,10 @@ struct RedirectUserInfoTests {
     let scheduler = TestScheduler()
 
     private func client(_ transport: StubTransport, _ policy: RedirectPolicy = .follow) -> HTTPClient {
-        HTTPClient(transport: transport, redirectPolicy: policy, scheduler: scheduler)
+        HTTPClient(transport: transport) {
+            $0.redirectPolicy = policy
+            $0.scheduler = scheduler
+        }
     }
 
     private static let locations = [

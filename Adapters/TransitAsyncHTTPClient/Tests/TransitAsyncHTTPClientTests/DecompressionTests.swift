@@ -72,7 +72,7 @@ struct DecompressionTests {
             let compressed = Zlib.compress(large, .gzip)
             #expect(compressed.count < 1 << 20)
             server.enqueue(encoded(compressed, "gzip"))
-            let client = Transit.HTTPClient(transport: transport, maxResponseBytes: 1 << 20)
+            let client = Transit.HTTPClient(transport: transport) { $0.maxResponseBytes = 1 << 20 }
             await #expect(throws: ResponseTooLargeError.self) {
                 _ = try await client.send(URLRequest(url: server.url("/large"))).firstValue()
             }

@@ -6,7 +6,7 @@ import FoundationNetworking
 import NIOSSL
 import Signals
 import Testing
-import Transit
+@testable import Transit
 @testable import TransitAsyncHTTPClient
 import TransitTesting
 
@@ -111,13 +111,13 @@ struct TLSFailureTests {
         let transport = trustingTransport()
         defer { Task { try await transport.shutdown() } }
         let failover = HostFailover(origins: ["https://127.0.0.1:\(bad.port)", "https://127.0.0.1:\(good.port)"])
-        let client = Transit.HTTPClient(transport: transport, failover: failover)
+        let client = Transit.HTTPClient(transport: transport) { $0.failover = failover }
         var request = URLRequest(url: bad.url("/posts"))
         request.httpMethod = "POST"
         let response = try await client.send(request).firstValue()
         #expect(response.text == TLSTestServer.body)
         #expect(good.requestCount == 1)
-        #expect(!failover.isHealthy("https://127.0.0.1:\(bad.port)"))
+        #expect(!failover.isHealthy("https://127.0.0.1:\(bad.port)", on: Transit.HTTPClient.timerQueue))
     }
 
     @Test func urlSessionTransportFailsOverOnACertificateFailure() async throws {
@@ -129,9 +129,9 @@ struct TLSFailureTests {
         defer { good.stop() }
         good.enqueue(.text("from the backup"))
         let failover = HostFailover(origins: ["https://127.0.0.1:\(bad.port)", "http://127.0.0.1:\(good.port)"])
-        let client = Transit.HTTPClient(transport: URLSessionTransport(), failover: failover)
+        let client = Transit.HTTPClient(transport: URLSessionTransport()) { $0.failover = failover }
         let response = try await client.send(URLRequest(url: bad.url("/posts"))).firstValue()
         #expect(response.text == "from the backup")
-        #expect(!failover.isHealthy("https://127.0.0.1:\(bad.port)"))
+        #expect(!failover.isHealthy("https://127.0.0.1:\(bad.port)", on: Transit.HTTPClient.timerQueue))
     }
 }
