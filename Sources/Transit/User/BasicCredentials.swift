@@ -24,7 +24,7 @@ import Signals
 ///   with a control character, is refused by the initializer (RFC 7617 §2), so
 ///   ``authorize(_:)`` never fails for them.
 /// - **A 401 is the answer, once.** Static credentials cannot be renewed:
-///   ``renewCredentials(after:)`` finishes without a value, so the client delivers the
+///   ``renewCredentials(after:scheduler:)`` finishes without a value, so the client delivers the
 ///   `401 Unauthorized` as the response after one attempt — never replayed with the same
 ///   credentials — and `catchHTTPErrors()` fails it with
 ///   ``HTTPClientError/unauthorized(response:)`` (its `WWW-Authenticate` header and body at
@@ -71,7 +71,7 @@ public struct BasicCredentials: Authorizer, CustomStringConvertible, CustomDebug
     /// Finishes at once without a value: static credentials cannot be renewed, so the client
     /// delivers the 401 as the response instead of sending the request again with the same
     /// credentials.
-    public func renewCredentials(after rejected: URLRequest) -> Signal<Void, any Error> {
+    public func renewCredentials(after rejected: URLRequest, scheduler: any Scheduler) -> Signal<Void, any Error> {
         .empty
     }
 
