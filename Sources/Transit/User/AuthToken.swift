@@ -27,18 +27,16 @@ public struct AuthToken: Sendable, Hashable, Codable {
     }
 }
 
-/// An `AuthToken` prints without its tokens: `print`, string interpolation, `debugPrint` and
-/// `dump` show whether each token is there and its expiry, never a token's value.
-extension AuthToken: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+/// An `AuthToken` prints without its tokens: `print`, string interpolation, `debugPrint` (which
+/// shows the ``description``) and `dump` show whether each token is there and its expiry, never
+/// a token's value.
+extension AuthToken: CustomStringConvertible, CustomReflectable {
     /// `AuthToken(accessToken: <redacted>, refreshToken: <redacted>, expiresAt: …)`.
     public var description: String {
         let refresh = refreshToken == nil ? "nil" : "<redacted>"
         let expiry = expiresAt.map { "\($0)" } ?? "nil"
         return "AuthToken(accessToken: <redacted>, refreshToken: \(refresh), expiresAt: \(expiry))"
     }
-
-    /// The same as ``description``.
-    public var debugDescription: String { description }
 
     /// The expiry and whether each token is there; the tokens stand redacted.
     public var customMirror: Mirror {

@@ -30,12 +30,12 @@ import Signals
 ///   ``HTTPClientError/unauthorized(response:)`` (its `WWW-Authenticate` header and body at
 ///   hand), as it would without an authoriser. The client's monitors see a renewal that ended
 ///   without renewing.
-/// - **Never printed.** `description`, `debugDescription` and `dump` show the user name and the
-///   scope, never the password or the header value; the header is redacted wherever Transit
-///   prints a request (``Redaction``).
+/// - **Never printed.** `description`, `debugPrint` (which shows the description) and `dump`
+///   show the user name and the scope, never the password or the header value; the header is
+///   redacted wherever Transit prints a request (``Redaction``).
 ///
 /// Thread safety: an immutable value; use it from any thread.
-public struct BasicCredentials: Authorizer, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+public struct BasicCredentials: Authorizer, CustomStringConvertible, CustomReflectable {
     /// The user name sent.
     public let username: String
     /// Where the credentials may go; a request outside it is sent without them.
@@ -81,9 +81,6 @@ public struct BasicCredentials: Authorizer, CustomStringConvertible, CustomDebug
         return "BasicCredentials(username: \(username.debugDescription), password: <redacted>, hosts: [\(hosts)], "
             + "insecureHTTP: \(scope.insecureHTTP))"
     }
-
-    /// The same as ``description``: the password is never shown.
-    public var debugDescription: String { description }
 
     /// The user name and the scope; the password stands redacted, so `dump` shows no secret.
     public var customMirror: Mirror {
