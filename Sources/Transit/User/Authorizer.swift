@@ -33,6 +33,8 @@ public protocol Authorizer: Sendable {
 }
 
 extension Authorizer {
+    /// Renews through ``renewCredentials(after:scheduler:)`` on `scheduler`, whatever request is
+    /// being subscribed.
     public func renewal(scheduler: any Scheduler) -> @Sendable (_ rejected: URLRequest) -> Signal<Void, any Error> {
         { rejected in self.renewCredentials(after: rejected, scheduler: scheduler) }
     }
