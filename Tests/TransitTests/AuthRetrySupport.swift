@@ -3,7 +3,7 @@ import Foundation
 import FoundationNetworking
 #endif
 import Signals
-import Transit
+@testable import Transit
 import TransitTesting
 
 /// Records the events of one subscription from any thread and counts contract violations
@@ -51,8 +51,8 @@ struct AuthRetryAPI: RESTAPI {
     let baseURL = "https://api.example.test"
     let client: HTTPClient
 
-    init(transport: StubTransport) {
-        client = HTTPClient(transport: transport)
+    init(transport: StubTransport, monitors: [any HTTPEventMonitor] = []) {
+        client = HTTPClient(transport: transport) { $0.monitors = monitors }
     }
 }
 
@@ -84,7 +84,8 @@ struct AuthFixture {
         meAlwaysUnauthorized: Bool = false
     ) {
         transport = StubTransport(scheduler: scheduler)
-        let api = AuthRetryAPI(transport: transport)
+        let tokenEvents = TokenEventLog(events)
+        let api = AuthRetryAPI(transport: transport, monitors: [tokenEvents])
         self.api = api
         let answer: @Sendable (URLRequest) -> StubResponse = { request in
             if !meAlwaysUnauthorized, request.authorization == "Bearer new" {
@@ -96,10 +97,8 @@ struct AuthFixture {
         transport.stub(.get, path: "/slow").thenRespond { answer($0).delayed(by: answerDelay * 5) }
         transport.stub(.post, path: "/token").thenRespond(tokenAnswer.delayed(by: refreshDelay))
         let refreshCount = self.refreshCount
-        let events = self.events
         store = TokenStore(
             token: AuthToken(accessToken: "old", refreshToken: "r1"),
-            onEvent: { event in events.mutate { $0.append(describe(event)) } },
             refresh: { current in
                 refreshCount.mutate { $0 += 1 }
                 return api.post(endpoint: "token", body: Data((current.refreshToken ?? "").utf8))
@@ -107,13 +106,14 @@ struct AuthFixture {
                     .tryMap { try JSONDecoder().decode(AuthToken.self, from: $0.data) }
             }
         )
+        tokenEvents.watch(store)
     }
 
     /// `GET endpoint` with the store's token, retried once with a fresh token on 401.
     func request(_ endpoint: String = "me") -> Signal<HTTPResponse, any Error> {
         api.get(endpoint: endpoint, modifier: store.authorize)
             .catchHTTPErrors()
-            .retryWithFreshToken(from: store)
+            .retryWithFreshToken(from: store, scheduler: scheduler)
     }
 
     func requests(to path: String) -> [URLRequest] {
@@ -121,13 +121,50 @@ struct AuthFixture {
     }
 }
 
-/// A short, comparable form of a store event.
-func describe(_ event: TokenStore.Event) -> String {
-    switch event {
-    case .refreshStarted: return "started"
-    case .refreshJoined(let waiters): return "joined(\(waiters))"
-    case .alreadyRefreshed: return "already"
-    case .refreshed(let token, let sharedBy): return "refreshed(\(token.accessToken), \(sharedBy))"
-    case .refreshFailed(_, let sharedBy): return "failed(\(sharedBy))"
+/// A client's monitor that records the refreshes of one `TokenStore` in a short, comparable
+/// form: `started`, `joined(n)`, `already`, `refreshed(<token stored>, n)`, `failed(n)`.
+final class TokenEventLog: HTTPEventMonitor {
+    let events: AuthRetryBox<[String]>
+    private let store = AuthRetryBox<TokenStore?>(nil)
+
+    init(_ events: AuthRetryBox<[String]> = AuthRetryBox([])) {
+        self.events = events
+    }
+
+    /// Names the store whose current token a `refreshed` entry shows.
+    func watch(_ store: TokenStore) {
+        self.store.mutate { $0 = store }
+    }
+
+    func receive(_ event: HTTPEvent) {
+        let entry: String? = switch event.kind {
+        case .tokenRefreshStarted: "started"
+        case .tokenRefreshJoined(let waiters): "joined(\(waiters))"
+        case .tokenAlreadyRefreshed: "already"
+        case .tokenRefreshSucceeded(let sharedBy): "refreshed(\(store.current?.current.accessToken ?? "?"), \(sharedBy))"
+        case .tokenRefreshFailed(_, let sharedBy), .tokenRefreshRefused(_, let sharedBy): "failed(\(sharedBy))"
+        default: nil
+        }
+        if let entry { events.mutate { $0.append(entry) } }
+    }
+}
+
+/// The monitors of one client whose only monitor is a `TokenEventLog`, as a `TokenStore`'s
+/// caller reports to them.
+struct TokenEventClient {
+    let log: TokenEventLog
+    let sink: HTTPEventSink
+
+    init(_ log: TokenEventLog, scheduler: any Scheduler) {
+        self.log = log
+        sink = HTTPEventSink(monitors: [log], scheduler: scheduler)
+    }
+}
+
+extension TokenStore {
+    /// `freshToken(replacing:scheduler:)` asked by a request of `client`.
+    func freshToken(replacing staleAccessToken: String?, from client: TokenEventClient?) -> Signal<AuthToken, any Error> {
+        guard let client else { return freshToken(replacing: staleAccessToken) }
+        return freshToken(replacing: staleAccessToken, scheduler: client.sink.scheduler, fromRefresh: nil, events: client.sink)
     }
 }

@@ -15,9 +15,14 @@ import TransitTesting
 
     private final class Monitor: HTTPEventMonitor {
         let log = Locked<[String]>([])
-        func requestWillSend(_ request: URLRequest) { log.withLock { $0.append("send \(request.httpMethod ?? "")") } }
-        func request(_ request: URLRequest, didReceive response: HTTPResponse) { log.withLock { $0.append("receive \(response.statusCode)") } }
-        func request(_ request: URLRequest, didFailWith error: any Error) { log.withLock { $0.append("fail") } }
+        func receive(_ event: HTTPEvent) {
+            switch event.kind {
+            case .requestStarted: log.withLock { $0.append("send \(event.request?.httpMethod ?? "")") }
+            case .responseReceived(let response): log.withLock { $0.append("receive \(response.statusCode)") }
+            case .requestFailed: log.withLock { $0.append("fail") }
+            default: break
+            }
+        }
     }
 
     private func outcome<T: Sendable>(of signal: Signal<T, any Error>) -> Result<T, any Error>? {

@@ -14,16 +14,10 @@ import Transit
         scheduler: TestScheduler,
         next: String = "new",
         failure: AuthRetryError? = nil,
-        count: AuthRetryBox<Int>,
-        events: AuthRetryBox<[String]>? = nil
+        count: AuthRetryBox<Int>
     ) -> TokenStore {
-        var onEvent: (@Sendable (TokenStore.Event) -> Void)?
-        if let events {
-            onEvent = { event in events.mutate { $0.append(describe(event)) } }
-        }
-        return TokenStore(
+        TokenStore(
             token: AuthToken(accessToken: "old", refreshToken: "r1"),
-            onEvent: onEvent,
             refresh: { _ in
                 count.mutate { $0 += 1 }
                 return Signal { observer in
@@ -39,6 +33,13 @@ import Transit
                 }
             }
         )
+    }
+
+    /// A client whose monitor records `store`'s refreshes into `events`.
+    private func monitoredClient(recording events: AuthRetryBox<[String]>, of store: TokenStore, scheduler: TestScheduler) -> TokenEventClient {
+        let log = TokenEventLog(events)
+        log.watch(store)
+        return TokenEventClient(log, scheduler: scheduler)
     }
 
     @Test func authorizeSetsTheCurrentBearerTokenEachTimeItRuns() throws {
@@ -69,9 +70,10 @@ import Transit
         let scheduler = TestScheduler()
         let count = AuthRetryBox(0)
         let events = AuthRetryBox<[String]>([])
-        let store = makeStore(scheduler: scheduler, count: count, events: events)
+        let store = makeStore(scheduler: scheduler, count: count)
+        let client = monitoredClient(recording: events, of: store, scheduler: scheduler)
         let log = AuthRetryLog<AuthToken>()
-        let token = log.subscribe(to: store.freshToken(replacing: "older-than-old"))
+        let token = log.subscribe(to: store.freshToken(replacing: "older-than-old", from: client))
         #expect(log.values.map(\.accessToken) == ["old"])
         #expect(log.isFinished)
         #expect(count.current == 0)
@@ -84,12 +86,13 @@ import Transit
         let scheduler = TestScheduler()
         let count = AuthRetryBox(0)
         let events = AuthRetryBox<[String]>([])
-        let store = makeStore(scheduler: scheduler, count: count, events: events)
+        let store = makeStore(scheduler: scheduler, count: count)
+        let client = monitoredClient(recording: events, of: store, scheduler: scheduler)
         let first = AuthRetryLog<AuthToken>()
         let older = AuthRetryLog<AuthToken>()
         let tokens = [
-            first.subscribe(to: store.freshToken(replacing: "old")),
-            older.subscribe(to: store.freshToken(replacing: "older-than-old")),
+            first.subscribe(to: store.freshToken(replacing: "old", from: client)),
+            older.subscribe(to: store.freshToken(replacing: "older-than-old", from: client)),
         ]
         #expect(older.events.isEmpty, "\"old\" is being replaced: wait for its successor")
         scheduler.run()
@@ -103,12 +106,13 @@ import Transit
         let scheduler = TestScheduler()
         let count = AuthRetryBox(0)
         let events = AuthRetryBox<[String]>([])
-        let store = makeStore(scheduler: scheduler, count: count, events: events)
+        let store = makeStore(scheduler: scheduler, count: count)
+        let client = monitoredClient(recording: events, of: store, scheduler: scheduler)
         let logs = (0..<3).map { _ in AuthRetryLog<AuthToken>() }
         let tokens = [
-            logs[0].subscribe(to: store.freshToken(replacing: "old")),
-            logs[1].subscribe(to: store.freshToken(replacing: nil)),
-            logs[2].subscribe(to: store.freshToken(replacing: "old")),
+            logs[0].subscribe(to: store.freshToken(replacing: "old", from: client)),
+            logs[1].subscribe(to: store.freshToken(replacing: nil, from: client)),
+            logs[2].subscribe(to: store.freshToken(replacing: "old", from: client)),
         ]
         #expect(count.current == 1)
         #expect(store.isRefreshing)

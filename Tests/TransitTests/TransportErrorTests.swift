@@ -191,7 +191,9 @@ struct TransportErrorTests {
     func monitorsSeeTheTransportError() throws {
         final class Monitor: HTTPEventMonitor {
             let errors = Locked<[any Error]>([])
-            func request(_ request: URLRequest, didFailWith error: any Error) { errors.withLock { $0.append(error) } }
+            func receive(_ event: HTTPEvent) {
+                if case .requestFailed(let error) = event.kind { errors.withLock { $0.append(error) } }
+            }
         }
         let monitor = Monitor()
         let transport = StubTransport()

@@ -29,12 +29,6 @@ extension Signal where Output == Int, Failure == Never {
             ticker.scheduleNext()
         })
     }
-
-    /// ``interval(_:scheduler:)``, under its former label.
-    @available(*, deprecated, renamed: "interval(_:scheduler:)")
-    public static func interval(_ period: Duration, on scheduler: some Scheduler) -> Signal<Int, Never> {
-        interval(period, scheduler: scheduler)
-    }
 }
 
 /// The state of one `interval` subscription: the tick count and the next scheduled tick.

@@ -21,10 +21,4 @@ extension Signal where Output == Void, Failure == Never {
             return { action.cancel() }
         }
     }
-
-    /// ``timer(after:scheduler:)``, under its former label.
-    @available(*, deprecated, renamed: "timer(after:scheduler:)")
-    public static func timer(after delay: Duration, on scheduler: some Scheduler) -> Signal<Void, Never> {
-        timer(after: delay, scheduler: scheduler)
-    }
 }

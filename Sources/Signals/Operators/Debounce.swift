@@ -18,12 +18,6 @@ extension Signal {
     public func debounce(for interval: Duration, scheduler: some Scheduler) -> Signal<Output, Failure> {
         scheduled(through: Debouncer.self, interval: interval, scheduler: scheduler)
     }
-
-    /// ``debounce(for:scheduler:)``, under its former label.
-    @available(*, deprecated, renamed: "debounce(for:scheduler:)")
-    public func debounce(for interval: Duration, on scheduler: some Scheduler) -> Signal<Output, Failure> {
-        debounce(for: interval, scheduler: scheduler)
-    }
 }
 
 /// The state of one `debounce` subscription: the waiting value and its timer.

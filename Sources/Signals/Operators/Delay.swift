@@ -18,13 +18,6 @@ extension Signal {
     public func delay(for interval: Duration, scheduler: some Scheduler) -> Signal<Output, Failure> {
         scheduled(through: Delayer.self, interval: interval, scheduler: scheduler)
     }
-
-    /// Delivers every event `interval` later, on `scheduler`: ``delay(for:scheduler:)``, under
-    /// its former label.
-    @available(*, deprecated, renamed: "delay(for:scheduler:)")
-    public func delay(for interval: Duration, on scheduler: some Scheduler) -> Signal<Output, Failure> {
-        delay(for: interval, scheduler: scheduler)
-    }
 }
 
 /// The state of one `delay` subscription: the events waiting to be delivered, and the scheduled

@@ -30,12 +30,6 @@ extension Signal {
             body(Observer { event in throttler.receive(event) }, token)
         })
     }
-
-    /// ``throttle(for:scheduler:latest:)``, under its former label.
-    @available(*, deprecated, renamed: "throttle(for:scheduler:latest:)")
-    public func throttle(for interval: Duration, on scheduler: some Scheduler, latest: Bool) -> Signal<Output, Failure> {
-        throttle(for: interval, scheduler: scheduler, latest: latest)
-    }
 }
 
 /// The state of one `throttle` subscription: the value (and terminal event) waiting to be sent,

@@ -51,16 +51,6 @@ extension Signal {
             body(Observer { event in timer.receive(event) }, upstream)
         })
     }
-
-    /// ``timeout(_:scheduler:customError:)``, under its former label.
-    @available(*, deprecated, renamed: "timeout(_:scheduler:customError:)")
-    public func timeout(
-        _ interval: Duration,
-        on scheduler: some Scheduler,
-        customError: (@Sendable () -> Failure)? = nil
-    ) -> Signal<Output, Failure> {
-        timeout(interval, scheduler: scheduler, customError: customError)
-    }
 }
 
 extension Signal where Failure == any Error {
@@ -73,12 +63,6 @@ extension Signal where Failure == any Error {
     /// `customError: nil` there to finish instead of failing.
     public func timeout(_ interval: Duration, scheduler: some Scheduler) -> Signal<Output, any Error> {
         timeout(interval, scheduler: scheduler, customError: { TimeoutError(interval: interval) })
-    }
-
-    /// ``timeout(_:scheduler:)``, under its former label.
-    @available(*, deprecated, renamed: "timeout(_:scheduler:)")
-    public func timeout(_ interval: Duration, on scheduler: some Scheduler) -> Signal<Output, any Error> {
-        timeout(interval, scheduler: scheduler)
     }
 }
 

@@ -165,7 +165,7 @@ public final class HTTPClient: Sendable {
             }
         }
         guard let authorizer else { return buffered(request) }
-        return Self.authorized(request, by: authorizer, events: events, attempt: buffered)
+        return Self.authorized(request, by: authorizer, scheduler: scheduler, events: events, attempt: buffered)
     }
 
     /// The length of time `deadline` gives a request, as the client times it: clamped, never

@@ -78,7 +78,7 @@ public struct HTTPEvent: Sendable, CustomStringConvertible {
         /// event).
         case hostRecovered(origin: String)
 
-        // MARK: Token refresh (the client's TokenStore)
+        // MARK: Token refresh (a TokenStore)
 
         /// A 401 started a refresh of the ``TokenStore``'s token.
         case tokenRefreshStarted
@@ -95,6 +95,10 @@ public struct HTTPEvent: Sendable, CustomStringConvertible {
         /// asked the same store) or over the limit
         /// (``TokenStore/RefreshError/tooManyRefreshes``).
         case tokenRefreshRefused(TokenStore.RefreshError, sharedBy: Int)
+        /// A 401 to a token older than the ``TokenStore``'s current one (it was renewed while
+        /// the request was in flight): the request is sent again with the current token, without
+        /// a refresh.
+        case tokenAlreadyRefreshed
 
         // MARK: Renewal by another authorizer
 
@@ -123,8 +127,8 @@ public struct HTTPEvent: Sendable, CustomStringConvertible {
     /// When it happened, on the client's scheduler.
     public let time: Duration
 
-    /// Creates an event (for tests of monitors).
-    public init(kind: Kind, request: URLRequest?, time: Duration) {
+    /// Creates an event.
+    init(kind: Kind, request: URLRequest?, time: Duration) {
         self.kind = kind
         self.request = request
         self.time = time
@@ -178,6 +182,8 @@ public struct HTTPEvent: Sendable, CustomStringConvertible {
             return "token refresh failed (shared by \(sharedBy)): \(Self.describe(error))"
         case .tokenRefreshRefused(let reason, let sharedBy):
             return "token refresh refused (shared by \(sharedBy)): \(reason)"
+        case .tokenAlreadyRefreshed:
+            return "token already refreshed: sending again with the current token"
         case .authorizerRenewalStarted:
             return "authorizer renewal started:\(subject)"
         case .authorizerRenewalEnded(let renewed):
@@ -265,8 +271,8 @@ public struct HTTPAttemptMetrics: Sendable {
     /// How it ended.
     public let outcome: Outcome
 
-    /// Creates metrics (for tests of monitors).
-    public init(
+    /// Creates metrics.
+    init(
         id: UInt64, request: URLRequest, head: HTTPResponseHead?,
         sentHeadBytes: Int, sentBodyBytes: Int64, receivedHeadBytes: Int, receivedBodyBytes: Int64,
         startedAt: Duration, headAt: Duration?, endedAt: Duration, outcome: Outcome

@@ -25,15 +25,8 @@ import FoundationNetworking
 ///         }
 ///     }
 /// }
-/// let client = HTTPClient(monitors: [Metrics()])
+/// let client = HTTPClient { $0.monitors = [Metrics()] }
 /// ```
-///
-/// **Compatibility.** The three older methods (``requestWillSend(_:)``,
-/// ``request(_:didReceive:)``, ``request(_:didFailWith:)``) still work: the default
-/// ``receive(_:)`` calls them for ``HTTPEvent/Kind/requestStarted``,
-/// ``HTTPEvent/Kind/responseReceived(_:)`` and ``HTTPEvent/Kind/requestFailed(_:)``. A monitor
-/// that implements ``receive(_:)`` itself sees those kinds there, and the three methods are not
-/// called unless it calls them.
 ///
 /// **Threads.** Events are delivered on whatever thread the work happens on — the transport's
 /// delegate queue, a scheduler's timer, the subscribing thread — possibly on several threads at
@@ -48,32 +41,6 @@ import FoundationNetworking
 ///
 /// **Cost.** A client without monitors builds no event at all.
 public protocol HTTPEventMonitor: Sendable {
-    /// Receives one event of a request's lifecycle. The default implementation calls the three
-    /// older methods for the request-level kinds and ignores the others.
+    /// Receives one event of a request's lifecycle.
     func receive(_ event: HTTPEvent)
-    /// The request is about to be sent (after every modifier and default header was applied),
-    /// before any cooldown or rate-limit wait. Called once per subscription to the client's
-    /// signal — so once per retry of a chain, but not per redirect hop or failover attempt (see
-    /// ``HTTPEvent/Kind/attemptStarted(id:)`` for those).
-    func requestWillSend(_ request: URLRequest)
-    /// The client delivered a buffered response, whatever its status code.
-    func request(_ request: URLRequest, didReceive response: HTTPResponse)
-    /// The request failed (connection refused, timed out, deadline passed, …).
-    func request(_ request: URLRequest, didFailWith error: any Error)
-}
-
-extension HTTPEventMonitor {
-    public func receive(_ event: HTTPEvent) {
-        guard let request = event.request else { return }
-        switch event.kind {
-        case .requestStarted: requestWillSend(request)
-        case .responseReceived(let response): self.request(request, didReceive: response)
-        case .requestFailed(let error): self.request(request, didFailWith: error)
-        default: break
-        }
-    }
-
-    public func requestWillSend(_ request: URLRequest) {}
-    public func request(_ request: URLRequest, didReceive response: HTTPResponse) {}
-    public func request(_ request: URLRequest, didFailWith error: any Error) {}
 }

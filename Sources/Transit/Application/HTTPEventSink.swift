@@ -13,9 +13,9 @@ import Synchronization
 /// How events reach the client from parts of a chain that do not know it: the client puts its
 /// sink into what it fails and answers with (``HTTPResponse`` — and so every ``HTTPError`` built
 /// from it — and ``TransportError``). `retry(_:)`, `respondToRateLimiting` and
-/// `retryWithFreshToken(from:)` read it from the failure they handle, so their retries, budget
-/// refusals and refreshes are reported to the monitors of the client that sent the request,
-/// without being told about it.
+/// `retryWithFreshToken(from:scheduler:)` read it from the failure they handle, so their
+/// retries, budget refusals and refreshes are reported to the monitors of the client that sent
+/// the request, without being told about it.
 ///
 /// Thread safety: immutable but for an atomic counter.
 final class HTTPEventSink: Sendable {

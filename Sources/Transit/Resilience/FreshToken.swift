@@ -19,7 +19,7 @@ extension Signal where Failure == any Error {
     /// ```
     ///
     /// - The refresh is shared: N requests failing together cause one refresh (see
-    ///   ``TokenStore/freshToken(replacing:)``). A request whose `Authorization: Bearer` token is
+    ///   ``TokenStore/freshToken(replacing:scheduler:)``). A request whose `Authorization: Bearer` token is
     ///   older than the store's current one replays at once, without a refresh.
     /// - Only a 401 to the store's token renews it: the request carried a bearer token, and it
     ///   reached the server that answered (no redirect to another origin dropped it; that server
@@ -37,21 +37,30 @@ extension Signal where Failure == any Error {
     ///   same store (the refresh token was revoked) fails at once with
     ///   ``TokenStore/RefreshError/reentrantRefresh`` instead of waiting for itself; the store
     ///   stays usable.
-    /// - The refresh is reported (``HTTPEvent/Kind/tokenRefreshStarted`` and how it ended) to
-    ///   the monitors of the client that answered 401.
-    public func retryWithFreshToken(from store: TokenStore) -> Signal<Output, any Error> {
-        SpecializedOperator.forResponses(self, generic: { $0.retriedWithFreshToken(from: store) }) {
-            $0.retriedWithFreshToken(from: store)
+    /// - The refresh is reported (``HTTPEvent/Kind/tokenRefreshStarted`` and how it ended, or
+    ///   ``HTTPEvent/Kind/tokenAlreadyRefreshed``) to the monitors of the client that answered
+    ///   401.
+    ///
+    /// **The clock.** A refresh this operator starts is timed by `scheduler`: its
+    /// ``TokenStore/RefreshLimits/deadline`` and the store's refresh window. (A refresh that the
+    /// client starts for its own ``HTTPClient/authorizer`` is timed by the client's scheduler.)
+    /// Give the operator the scheduler you give the client, so one `TestScheduler` times both.
+    public func retryWithFreshToken(
+        from store: TokenStore,
+        scheduler: some Scheduler = DispatchQueue.transitGlobal
+    ) -> Signal<Output, any Error> {
+        SpecializedOperator.forResponses(self, generic: { $0.retriedWithFreshToken(from: store, scheduler: scheduler) }) {
+            $0.retriedWithFreshToken(from: store, scheduler: scheduler)
         }
     }
 
-    /// The body of ``retryWithFreshToken(from:)``.
-    func retriedWithFreshToken(from store: TokenStore) -> Signal<Output, any Error> {
+    /// The body of ``retryWithFreshToken(from:scheduler:)``.
+    func retriedWithFreshToken(from store: TokenStore, scheduler: any Scheduler) -> Signal<Output, any Error> {
         let upstream = self
         return Signal(deferred: {
             // Read at subscription: is this request part of one of the store's refreshes?
             let ownRefresh = store.refreshBeingSubscribed
-            return upstream.retryingWithFreshToken(from: store, ownRefresh: ownRefresh)
+            return upstream.retryingWithFreshToken(from: store, scheduler: scheduler, ownRefresh: ownRefresh)
         })
     }
 
@@ -67,7 +76,7 @@ extension Signal where Failure == any Error {
         return RedirectPolicy.sameOrigin(sent, answered)
     }
 
-    private func retryingWithFreshToken(from store: TokenStore, ownRefresh: UInt64?) -> Signal<Output, any Error> {
+    private func retryingWithFreshToken(from store: TokenStore, scheduler: any Scheduler, ownRefresh: UInt64?) -> Signal<Output, any Error> {
         let upstream = self
         return self.catch { error -> Signal<Output, any Error> in
             guard let clientError = error as? HTTPClientError, case .unauthorized(let response) = clientError,
@@ -77,7 +86,8 @@ extension Signal where Failure == any Error {
             }
             // The 401 came from a client: its monitors are told about the refresh.
             let fresh = store.freshToken(
-                replacing: TokenStore.bearerToken(in: response?.request), fromRefresh: ownRefresh, events: response?.eventSink
+                replacing: TokenStore.bearerToken(in: response?.request), scheduler: scheduler, fromRefresh: ownRefresh,
+                events: response?.eventSink
             )
             return Signal { observer in
                 let scope = CancellationToken()

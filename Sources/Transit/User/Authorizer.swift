@@ -7,7 +7,7 @@ import Synchronization
 
 /// User-level credentials for an ``HTTPClient``: one object that both adds credentials to every
 /// request in its ``scope`` and recovers from `401 Unauthorized` by renewing them and sending the
-/// request once more (`HTTPClient(authorizer:)`), instead of a modifier and an operator written
+/// request once more (``HTTPClient/Configuration/authorizer``), instead of a modifier and an operator written
 /// into every chain. ``TokenStore`` (bearer tokens, renewed on 401) and ``BasicCredentials``
 /// (a static user name and password) are two.
 public protocol Authorizer: Sendable {
@@ -21,43 +21,47 @@ public protocol Authorizer: Sendable {
     /// renewal's error. One that finishes without a value (credentials that cannot be renewed,
     /// as ``BasicCredentials``) makes the client deliver the 401 as the response; the request is
     /// not sent again.
-    func renewCredentials(after rejected: URLRequest) -> Signal<Void, any Error>
-    /// Called when a request's subscription starts: the function that renews the credentials
-    /// if that request is answered 401. The default calls ``renewCredentials(after:)``; an
-    /// authorizer that must know whether the request is part of its own renewal (to fail a
-    /// renewal that waits for itself) captures that here.
-    func renewal() -> @Sendable (_ rejected: URLRequest) -> Signal<Void, any Error>
+    ///
+    /// `scheduler` is the client's: time every wait and deadline of the renewal on it, so that a
+    /// client given a `TestScheduler` renews in virtual time.
+    func renewCredentials(after rejected: URLRequest, scheduler: any Scheduler) -> Signal<Void, any Error>
+    /// Called when a request's subscription starts, with the client's scheduler: the function
+    /// that renews the credentials if that request is answered 401. The default calls
+    /// ``renewCredentials(after:scheduler:)``; an authorizer that must know whether the request
+    /// is part of its own renewal (to fail a renewal that waits for itself) captures that here.
+    func renewal(scheduler: any Scheduler) -> @Sendable (_ rejected: URLRequest) -> Signal<Void, any Error>
 }
 
 extension Authorizer {
-    public func renewal() -> @Sendable (_ rejected: URLRequest) -> Signal<Void, any Error> {
-        { rejected in self.renewCredentials(after: rejected) }
+    /// Renews through ``renewCredentials(after:scheduler:)`` on `scheduler`, whatever request is
+    /// being subscribed.
+    public func renewal(scheduler: any Scheduler) -> @Sendable (_ rejected: URLRequest) -> Signal<Void, any Error> {
+        { rejected in self.renewCredentials(after: rejected, scheduler: scheduler) }
     }
 }
 
 extension TokenStore: Authorizer {
     /// The hosts this store's tokens may go to. A store created without a scope authorises
-    /// nothing through a client: name its hosts with `init(token:scope:…)`.
+    /// nothing through a client: name its hosts with `init(token:scope:limits:refresh:)`.
     public var scope: CredentialScope {
         credentialScope ?? CredentialScope(hosts: [])
     }
 
-    public func renewCredentials(after rejected: URLRequest) -> Signal<Void, any Error> {
-        freshToken(replacing: TokenStore.bearerToken(in: rejected)).map { _ in () }
+    /// A fresh token after `rejected`'s (see ``freshToken(replacing:scheduler:)``), its refresh
+    /// timed by `scheduler`.
+    public func renewCredentials(after rejected: URLRequest, scheduler: any Scheduler) -> Signal<Void, any Error> {
+        freshToken(replacing: TokenStore.bearerToken(in: rejected), scheduler: scheduler, fromRefresh: nil, events: nil)
+            .map { _ in () }
     }
 
     /// A renewal that knows whether the request being subscribed is part of one of this store's
     /// refreshes: such a request answered 401 fails the refresh with
     /// ``RefreshError/reentrantRefresh`` instead of waiting for itself.
-    public func renewal() -> @Sendable (_ rejected: URLRequest) -> Signal<Void, any Error> {
-        renewal(events: nil)
-    }
-
-    /// ``renewal()``, with the refresh reported to `events` (the client's monitors).
-    func renewal(events: HTTPEventSink?) -> @Sendable (_ rejected: URLRequest) -> Signal<Void, any Error> {
+    public func renewal(scheduler: any Scheduler) -> @Sendable (_ rejected: URLRequest) -> Signal<Void, any Error> {
         let ownRefresh = refreshBeingSubscribed
         return { [self] rejected in
-            freshToken(replacing: TokenStore.bearerToken(in: rejected), fromRefresh: ownRefresh, events: events).map { _ in () }
+            freshToken(replacing: TokenStore.bearerToken(in: rejected), scheduler: scheduler, fromRefresh: ownRefresh, events: nil)
+                .map { _ in () }
         }
     }
 }
@@ -72,12 +76,13 @@ extension HTTPClient {
     /// A 401 from an origin a redirect led to (which never got them) is delivered as it is, so a
     /// host a redirect names cannot make the authorizer renew, nor use up its renewal limits.
     ///
-    /// A ``TokenStore``'s refreshes are reported to `events` (the client's monitors) by the
-    /// store; another authorizer's renewal is reported here
-    /// (``HTTPEvent/Kind/authorizerRenewalStarted`` and how it ended).
+    /// The renewal is timed by `scheduler`, the client's. A ``TokenStore``'s refreshes are
+    /// reported to `events` (the client's monitors) by the store; another authorizer's renewal is
+    /// reported here (``HTTPEvent/Kind/authorizerRenewalStarted`` and how it ended).
     static func authorized(
         _ request: URLRequest,
         by authorizer: any Authorizer,
+        scheduler: any Scheduler,
         events: HTTPEventSink?,
         attempt: @escaping @Sendable (consuming URLRequest) -> Signal<HTTPResponse, any Error>
     ) -> Signal<HTTPResponse, any Error> {
@@ -85,7 +90,9 @@ extension HTTPClient {
         // One stage rather than `deferred` and two `flatMap`s: every request in the scope passes
         // through it, and the renewal path is the rare one. Its signal captures one object, and
         // a subscription makes one more and its cancellation token.
-        let exchange = AuthorizedExchange(request: request, authorizer: authorizer, events: events, attempt: attempt)
+        let exchange = AuthorizedExchange(
+            request: request, authorizer: authorizer, scheduler: scheduler, events: events, attempt: attempt
+        )
         return Signal { observer in
             let subscription = AuthorizedExchange.Subscription(exchange, observer)
             subscription.start()
@@ -108,7 +115,7 @@ extension HTTPClient {
     }
 }
 
-/// What ``HTTPClient/authorized(_:by:events:attempt:)`` sends: the request, its authorizer and
+/// What ``HTTPClient/authorized(_:by:scheduler:events:attempt:)`` sends: the request, its authorizer and
 /// how to attempt it, shared by every subscription.
 private final class AuthorizedExchange: Sendable {
     let request: URLRequest
@@ -117,6 +124,8 @@ private final class AuthorizedExchange: Sendable {
     /// being subscribed (read at subscription, no closure made unless a 401 comes), and a store
     /// reports its own refreshes to `events`.
     let store: TokenStore?
+    /// The client's scheduler, which times the renewal.
+    let scheduler: any Scheduler
     let events: HTTPEventSink?
     /// Where another authorizer's renewal is reported (the client's monitors); `nil` for a store.
     let report: HTTPEventSink?
@@ -125,12 +134,14 @@ private final class AuthorizedExchange: Sendable {
     init(
         request: URLRequest,
         authorizer: any Authorizer,
+        scheduler: any Scheduler,
         events: HTTPEventSink?,
         attempt: @escaping @Sendable (consuming URLRequest) -> Signal<HTTPResponse, any Error>
     ) {
         self.request = request
         self.authorizer = authorizer
         store = authorizer as? TokenStore
+        self.scheduler = scheduler
         self.events = events
         report = store == nil ? events : nil
         self.attempt = attempt
@@ -147,7 +158,7 @@ private final class AuthorizedExchange: Sendable {
         /// The store's refresh whose signal was being subscribed when this request was (a
         /// request of that refresh must not wait for it).
         let ownRefresh: UInt64?
-        /// Another authorizer's renewal, made at subscription as ``Authorizer/renewal()`` says.
+        /// Another authorizer's renewal, made at subscription as ``Authorizer/renewal(scheduler:)`` says.
         let renew: (@Sendable (URLRequest) -> Signal<Void, any Error>)?
 
         init(_ exchange: AuthorizedExchange, _ observer: Observer<HTTPResponse, any Error>) {
@@ -159,7 +170,7 @@ private final class AuthorizedExchange: Sendable {
                 renew = nil
             } else {
                 ownRefresh = nil
-                renew = exchange.authorizer.renewal()
+                renew = exchange.authorizer.renewal(scheduler: exchange.scheduler)
             }
         }
 
@@ -208,10 +219,12 @@ private final class AuthorizedExchange: Sendable {
         /// of its refreshes, and reporting to the client's monitors), or the other authorizer's.
         private func renewal(_ rejected: URLRequest) -> Signal<Void, any Error> {
             if let store = exchange.store {
-                return store.freshToken(replacing: TokenStore.bearerToken(in: rejected), fromRefresh: ownRefresh, events: exchange.events)
-                    .map { _ in () }
+                return store.freshToken(
+                    replacing: TokenStore.bearerToken(in: rejected), scheduler: exchange.scheduler, fromRefresh: ownRefresh,
+                    events: exchange.events
+                ).map { _ in () }
             }
-            return renew.map { $0(rejected) } ?? exchange.authorizer.renewCredentials(after: rejected)
+            return renew.map { $0(rejected) } ?? exchange.authorizer.renewCredentials(after: rejected, scheduler: exchange.scheduler)
         }
     }
 }

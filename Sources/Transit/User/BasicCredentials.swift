@@ -12,7 +12,7 @@ import Signals
 ///     username: "alice", password: password,
 ///     scope: CredentialScope(hosts: ["api.example.com"])
 /// )
-/// let client = HTTPClient(authorizer: credentials)
+/// let client = HTTPClient { $0.authorizer = credentials }
 /// ```
 ///
 /// Guarantees:
@@ -24,18 +24,18 @@ import Signals
 ///   with a control character, is refused by the initializer (RFC 7617 §2), so
 ///   ``authorize(_:)`` never fails for them.
 /// - **A 401 is the answer, once.** Static credentials cannot be renewed:
-///   ``renewCredentials(after:)`` finishes without a value, so the client delivers the
+///   ``renewCredentials(after:scheduler:)`` finishes without a value, so the client delivers the
 ///   `401 Unauthorized` as the response after one attempt — never replayed with the same
 ///   credentials — and `catchHTTPErrors()` fails it with
 ///   ``HTTPClientError/unauthorized(response:)`` (its `WWW-Authenticate` header and body at
 ///   hand), as it would without an authoriser. The client's monitors see a renewal that ended
 ///   without renewing.
-/// - **Never printed.** `description`, `debugDescription` and `dump` show the user name and the
-///   scope, never the password or the header value; the header is redacted wherever Transit
-///   prints a request (``Redaction``).
+/// - **Never printed.** `description`, `debugPrint` (which shows the description) and `dump`
+///   show the user name and the scope, never the password or the header value; the header is
+///   redacted wherever Transit prints a request (``Redaction``).
 ///
 /// Thread safety: an immutable value; use it from any thread.
-public struct BasicCredentials: Authorizer, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+public struct BasicCredentials: Authorizer, CustomStringConvertible, CustomReflectable {
     /// The user name sent.
     public let username: String
     /// Where the credentials may go; a request outside it is sent without them.
@@ -71,7 +71,7 @@ public struct BasicCredentials: Authorizer, CustomStringConvertible, CustomDebug
     /// Finishes at once without a value: static credentials cannot be renewed, so the client
     /// delivers the 401 as the response instead of sending the request again with the same
     /// credentials.
-    public func renewCredentials(after rejected: URLRequest) -> Signal<Void, any Error> {
+    public func renewCredentials(after rejected: URLRequest, scheduler: any Scheduler) -> Signal<Void, any Error> {
         .empty
     }
 
@@ -81,9 +81,6 @@ public struct BasicCredentials: Authorizer, CustomStringConvertible, CustomDebug
         return "BasicCredentials(username: \(username.debugDescription), password: <redacted>, hosts: [\(hosts)], "
             + "insecureHTTP: \(scope.insecureHTTP))"
     }
-
-    /// The same as ``description``: the password is never shown.
-    public var debugDescription: String { description }
 
     /// The user name and the scope; the password stands redacted, so `dump` shows no secret.
     public var customMirror: Mirror {

@@ -411,7 +411,7 @@ struct LifecycleMonitorTests {
         let box = Locked<HTTPClient?>(nil)
         let store = TokenStore(
             token: AuthToken(accessToken: "old"), scope: CredentialScope(hosts: ["api.example.test"]),
-            limits: limits ?? TokenStore.RefreshLimits(scheduler: scheduler)
+            limits: limits ?? TokenStore.RefreshLimits()
         ) { _ in
             var refresh = URLRequest(url: URL(string: "https://api.example.test/token")!)
             refresh.httpMethod = "POST"
@@ -462,7 +462,7 @@ struct LifecycleMonitorTests {
 
     @Test func aRefreshOverTheLimitIsRefusedWithoutStartingAndAFailedOneIsReportedAsFailed() throws {
         let log = EventLog()
-        let limits = TokenStore.RefreshLimits(maxRefreshes: 1, window: .seconds(60), scheduler: scheduler)
+        let limits = TokenStore.RefreshLimits(maxRefreshes: 1, window: .seconds(60))
         let (_, client, _) = authorizedClient(log: log, refreshAnswer: .status(500), limits: limits)
         let first = RequestProbe(client.send(get("https://api.example.test/me")))
         scheduler.advance(by: .seconds(1))
@@ -524,20 +524,25 @@ struct LifecycleMonitorTests {
         #expect(log.count("responseReceived") == 3)
     }
 
-    // MARK: Compatibility, quiet clients, descriptions
+    // MARK: Request-level kinds, quiet clients, descriptions
 
-    @Test func aMonitorWithOnlyTheOlderMethodsStillHearsAboutEveryRequest() {
-        final class OldMonitor: HTTPEventMonitor {
+    @Test func aMonitorOfTheRequestLevelKindsHearsAboutEveryRequestOnce() {
+        final class RequestMonitor: HTTPEventMonitor {
             let log = Locked<[String]>([])
-            func requestWillSend(_ request: URLRequest) { log.withLock { $0.append("send \(request.url!.path)") } }
-            func request(_ request: URLRequest, didReceive response: HTTPResponse) { log.withLock { $0.append("receive \(response.statusCode)") } }
-            func request(_ request: URLRequest, didFailWith error: any Error) { log.withLock { $0.append("fail") } }
+            func receive(_ event: HTTPEvent) {
+                switch event.kind {
+                case .requestStarted: log.withLock { $0.append("send \(event.request!.url!.path)") }
+                case .responseReceived(let response): log.withLock { $0.append("receive \(response.statusCode)") }
+                case .requestFailed: log.withLock { $0.append("fail") }
+                default: break
+                }
+            }
         }
         let transport = StubTransport(scheduler: scheduler)
         transport.stub(.get, path: "/a").thenRespond(.status(302, headers: ["Location": "/b"]))
         transport.stub(.get, path: "/b").thenRespond(.status(200))
         transport.stub(.get, path: "/c").thenRespond(.failure(URLError(.timedOut)))
-        let monitor = OldMonitor()
+        let monitor = RequestMonitor()
         let client = HTTPClient(transport: transport) {
             $0.monitors = [monitor]
             $0.scheduler = scheduler

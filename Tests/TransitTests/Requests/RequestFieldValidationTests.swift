@@ -205,9 +205,9 @@ struct RefreshLimitsClampTests {
         scheduler.advance(by: .seconds(1))
         let store = TokenStore(
             token: AuthToken(accessToken: "old"),
-            limits: TokenStore.RefreshLimits(deadline: Duration(attoseconds: .max), window: Duration(attoseconds: .max), scheduler: scheduler)
+            limits: TokenStore.RefreshLimits(deadline: Duration(attoseconds: .max), window: Duration(attoseconds: .max))
         ) { _ in Signal(value: AuthToken(accessToken: "new")).delay(for: .seconds(1), scheduler: scheduler) }
-        let probe = RequestProbe(store.freshToken(replacing: "old"))
+        let probe = RequestProbe(store.freshToken(replacing: "old", scheduler: scheduler))
         scheduler.advance(by: .seconds(1))
         #expect(probe.values.map(\.accessToken) == ["new"])
         #expect(probe.isFinished)

@@ -127,7 +127,7 @@ struct AuthorizerTests {
             return try request.settingValue("k", forHTTPHeaderField: "X-Key")
         }
 
-        func renewCredentials(after rejected: URLRequest) -> Signal<Void, any Error> {
+        func renewCredentials(after rejected: URLRequest, scheduler: any Scheduler) -> Signal<Void, any Error> {
             renewals.update { $0 += 1 }
             return renewed
         }

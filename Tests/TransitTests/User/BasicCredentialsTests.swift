@@ -172,7 +172,7 @@ struct BasicCredentialsTests {
     }
 
     @Test func renewingFinishesAtOnceWithoutAValue() throws {
-        let probe = RequestProbe(try credentials().renewCredentials(after: get("https://api.example.com/me")))
+        let probe = RequestProbe(try credentials().renewCredentials(after: get("https://api.example.com/me"), scheduler: ImmediateScheduler()))
         #expect(probe.events.count == 1 && probe.isFinished)
     }
 

@@ -80,9 +80,9 @@ struct TokenStoreLimitTests {
         let scheduler = TestScheduler()
         let store = TokenStore(
             token: AuthToken(accessToken: "old"),
-            limits: TokenStore.RefreshLimits(deadline: .seconds(10), scheduler: scheduler)
+            limits: TokenStore.RefreshLimits(deadline: .seconds(10))
         ) { _ in .never }
-        let probe = RequestProbe(store.freshToken(replacing: "old"))
+        let probe = RequestProbe(store.freshToken(replacing: "old", scheduler: scheduler))
         scheduler.advance(by: .seconds(9))
         #expect(probe.events.isEmpty)
         scheduler.advance(by: .seconds(1))
@@ -96,20 +96,20 @@ struct TokenStoreLimitTests {
         let refreshes = SharedValue(0)
         let store = TokenStore(
             token: AuthToken(accessToken: "t0"),
-            limits: TokenStore.RefreshLimits(maxRefreshes: 3, window: .seconds(60), scheduler: scheduler)
+            limits: TokenStore.RefreshLimits(maxRefreshes: 3, window: .seconds(60))
         ) { _ in
             let number = refreshes.update { count -> Int in count += 1; return count }
             return Signal(value: AuthToken(accessToken: "t\(number)"))
         }
         for round in 0..<3 {
-            let probe = RequestProbe(store.freshToken(replacing: store.current.accessToken))
+            let probe = RequestProbe(store.freshToken(replacing: store.current.accessToken, scheduler: scheduler))
             #expect(probe.values.first?.accessToken == "t\(round + 1)")
         }
-        let refused = RequestProbe(store.freshToken(replacing: store.current.accessToken))
+        let refused = RequestProbe(store.freshToken(replacing: store.current.accessToken, scheduler: scheduler))
         #expect(refused.failure as? TokenStore.RefreshError == .tooManyRefreshes)
         #expect(refreshes.value == 3)
         scheduler.advance(by: .seconds(60))
-        let later = RequestProbe(store.freshToken(replacing: store.current.accessToken))
+        let later = RequestProbe(store.freshToken(replacing: store.current.accessToken, scheduler: scheduler))
         #expect(later.values.first?.accessToken == "t4")
     }
 }
