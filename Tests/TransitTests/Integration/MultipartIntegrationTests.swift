@@ -134,4 +134,37 @@ struct MultipartIntegrationTests {
             #expect(received.body == (try form.encodedData()))
         }
     }
+
+    @Test func aFormPutAMultipartPatchAndAFilePutArriveWithTheirContentTypes() async throws {
+        let folder = try ScratchFolder()
+        defer { folder.remove() }
+        let payload = pseudoRandomBytes(300 << 10, seed: 7)
+        let source = try folder.file("clip.bin", payload)
+        let bodies = try ScratchFolder()
+        defer { bodies.remove() }
+        var multipart = MultipartFormData()
+        multipart.temporaryDirectory = bodies.url
+        multipart.append("Holiday", name: "title")
+        multipart.append(fileAt: source, name: "clip")
+        try await withLoopbackServer(handler: { _ in .status(204) }) { server in
+            let service = Service(server)
+            let form = try await self.await(service.put(endpoint: "settings", body: .form(["theme": "dark"])))
+            let patched = try await self.await(service.patch(endpoint: "media/1", body: .multipart(multipart)))
+            let filed = try await self.await(service.put(endpoint: "raw/1", body: .file(source, contentType: "application/x-clip")))
+            #expect([form, patched, filed].map { $0.values.first?.statusCode } == [204, 204, 204])
+            #expect(bodies.contents.isEmpty)
+
+            let received = server.requests
+            #expect(received.map(\.method) == ["PUT", "PATCH", "PUT"])
+            #expect(received[0].headers.value(for: "Content-Type") == "application/x-www-form-urlencoded")
+            #expect(received[0].body == Data("theme=dark".utf8))
+            let contentType = try #require(received[1].headers.value(for: "Content-Type"))
+            #expect(contentType == multipart.contentType)
+            let parts = try MultipartFormDataParser.parse(received[1].body, contentType: contentType)
+            #expect(parts.map(\.name) == ["title", "clip"])
+            #expect(parts[1].body == payload)
+            #expect(received[2].headers.value(for: "Content-Type") == "application/x-clip")
+            #expect(received[2].body == payload)
+        }
+    }
 }
