@@ -26,8 +26,8 @@ import Foundation
 /// boundary with probability at most about `n / 62³²` for `n` bytes (below 10⁻⁴⁴ for a 1 TiB file)
 /// unless someone can predict the system's random generator.
 ///
-/// **Encoding.** The `RESTAPI` verbs, given the body ``RequestBody/multipart(_:)``, send a form whose parts are all in memory and at most ``maxInMemoryBodyBytes`` long as a
-/// `Data` body; any other form is first written to a temporary file in ``temporaryDirectory``,
+/// **Encoding.** Sent as a request body (`body: .multipart(form)`), a form whose parts are all in
+/// memory and at most ``maxInMemoryBodyBytes`` long goes as a `Data` body; any other form is first written to a temporary file in ``temporaryDirectory``,
 /// streaming each file in blocks of 64 KiB, then uploaded from that file, which is removed when
 /// the request ends. ``encodedData()``, ``write(blockSize:to:)`` and
 /// ``writeBody(to:blockSize:)`` encode a form without sending it.
@@ -281,7 +281,7 @@ public enum MultipartFormDataError: Error, Hashable, Sendable, CustomStringConve
     /// The `Content-Type` of part `partName` is empty or has a control character (CR, LF, …).
     case invalidContentType(partName: String)
     /// ``MultipartFormData/encodedData()`` was asked for a form with file parts, which are never
-    /// read into memory: send it with ``RequestBody/multipart(_:)`` or write it with
+    /// read into memory: send it with `RequestBody.multipart(_:)` or write it with
     /// ``MultipartFormData/writeBody(to:blockSize:)``.
     case containsFiles
     /// The body could not be written to `file` (`reason` says why: a full disk, a missing folder,

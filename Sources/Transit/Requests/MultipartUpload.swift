@@ -7,7 +7,7 @@ import Signals
 extension HTTPClient {
     /// A signal that sends `request` with `form` as its `multipart/form-data` body, its
     /// `Content-Type` replaced by the form's, as a ``RESTAPI`` verb with
-    /// ``RequestBody/multipart(_:)`` does.
+    /// `RequestBody.multipart(_:)` does.
     func send(
         _ request: URLRequest,
         multipart form: MultipartFormData,

@@ -29,11 +29,11 @@ public protocol RequestBodyConvertible: Sendable {
 ///
 /// | body | `Content-Type` | sent |
 /// |---|---|---|
-/// | ``data(_:contentType:)`` | `contentType`, if given | from memory |
-/// | ``json(_:encoder:)`` | `application/json` | from memory, encoded on every attempt |
-/// | ``form(_:)`` | `application/x-www-form-urlencoded` | from memory |
-/// | ``multipart(_:)`` | `multipart/form-data; boundary=…` | from memory, or through a temporary file |
-/// | ``file(_:contentType:)`` | `contentType`, if given | streamed from disk, never read into memory |
+/// | `data(_:contentType:)` | `contentType`, if given | from memory |
+/// | `json(_:encoder:)` | `application/json` | from memory, encoded on every attempt |
+/// | `form(_:)` | `application/x-www-form-urlencoded` | from memory |
+/// | `multipart(_:)` | `multipart/form-data; boundary=…` | from memory, or through a temporary file |
+/// | `file(_:contentType:)` | `contentType`, if given | streamed from disk, never read into memory |
 public struct RequestBody: RequestBodyConvertible {
     enum Content: Sendable {
         case data(Data, contentType: String?)

@@ -15,7 +15,7 @@ import Foundation
 /// `URLEncodedForm(parsing: form.encodedString) == form` for every form.
 ///
 /// Send one as a request body: `api.post(endpoint: "oauth/token", body: .form(form))` (see
-/// ``RequestBody/form(_:)``).
+/// `RequestBody.form(_:)`).
 public struct URLEncodedForm: Sendable, Hashable, ExpressibleByDictionaryLiteral, CustomStringConvertible {
     /// One name–value pair.
     public struct Field: Sendable, Hashable {

@@ -3,7 +3,7 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// The form body a ``RequestBody/form(_:)`` sets.
+/// The form body a `RequestBody.form(_:)` sets.
 extension URLRequest {
     /// A copy whose body is `form`, serialised as `application/x-www-form-urlencoded`, with
     /// `Content-Type: application/x-www-form-urlencoded` (replacing any `Content-Type`).
