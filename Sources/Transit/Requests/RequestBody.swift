@@ -15,7 +15,8 @@ import Signals
 /// api.put(endpoint: "settings", body: .form(["theme": "dark"]))
 /// ```
 public protocol RequestBodyConvertible: Sendable {
-    /// The body to send.
+    /// The body to send. A verb reads it once, when it builds its signal; what the body then
+    /// does (encoding JSON, writing a multipart form) happens again on every attempt.
     var requestBody: RequestBody { get }
 }
 
