@@ -120,7 +120,7 @@ struct RequestsTests {
 
     // MARK: JSON bodies
 
-    @Test("post/put/patch(json:) encode the body as JSON with Content-Type application/json",
+    @Test("post/put/patch with a .json body encode it as JSON with Content-Type application/json",
           arguments: [HTTPMethod.post, .put, .patch])
     func jsonVerbs(method: HTTPMethod) throws {
         let api = StubbedService(transport: transport)
