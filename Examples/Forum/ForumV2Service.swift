@@ -53,7 +53,7 @@ struct ForumV2Service: RESTAPI {
     }
 
     func upload(_ form: MultipartFormData) -> Signal<[ReceivedPart], any Error> {
-        json(post(endpoint: "v2/attachments", multipart: form))
+        json(post(endpoint: "v2/attachments", body: .multipart(form)))
     }
 
     /// The chain every endpoint shares: errors, the retry policy, the 429 this request itself met

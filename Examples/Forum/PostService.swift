@@ -58,7 +58,7 @@ struct AuthService: RESTAPI {
     let client: HTTPClient
 
     func logIn(username: String, password: String) -> Signal<AuthToken, any Error> {
-        post(endpoint: "auth/login", json: LoginRequest(username: username, password: password)) { $0.receivingJSON() }
+        post(endpoint: "auth/login", body: .json(LoginRequest(username: username, password: password))) { $0.receivingJSON() }
             .catchHTTPErrors()
             .map(\.data)
             .decode(TokenResponse.self, decoder: JSONDecoder())
@@ -66,7 +66,7 @@ struct AuthService: RESTAPI {
     }
 
     func refresh(_ token: AuthToken) -> Signal<AuthToken, any Error> {
-        post(endpoint: "auth/token", json: RefreshRequest(refreshToken: token.refreshToken ?? "")) { $0.receivingJSON() }
+        post(endpoint: "auth/token", body: .json(RefreshRequest(refreshToken: token.refreshToken ?? ""))) { $0.receivingJSON() }
             .catchHTTPErrors()
             .map(\.data)
             .decode(TokenResponse.self, decoder: JSONDecoder())

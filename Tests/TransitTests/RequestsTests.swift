@@ -120,16 +120,16 @@ struct RequestsTests {
 
     // MARK: JSON bodies
 
-    @Test("post/put/patch(json:) encode the body as JSON with Content-Type application/json",
+    @Test("post/put/patch with a .json body encode it as JSON with Content-Type application/json",
           arguments: [HTTPMethod.post, .put, .patch])
     func jsonVerbs(method: HTTPMethod) throws {
         let api = StubbedService(transport: transport)
         let post = NewPost(title: "a+b & c", userId: 7)
         let signal: Signal<HTTPResponse, any Error>
         switch method {
-        case .post: signal = api.post(endpoint: "posts", json: post)
-        case .put: signal = api.put(endpoint: "posts", json: post)
-        default: signal = api.patch(endpoint: "posts", json: post)
+        case .post: signal = api.post(endpoint: "posts", body: .json(post))
+        case .put: signal = api.put(endpoint: "posts", body: .json(post))
+        default: signal = api.patch(endpoint: "posts", body: .json(post))
         }
         let probe = RequestProbe(signal)
         #expect(probe.isFinished)
@@ -144,7 +144,7 @@ struct RequestsTests {
         let api = StubbedService(transport: transport)
         let encoder = JSONEncoder()
         encoder.keyEncodingStrategy = .convertToSnakeCase
-        _ = RequestProbe(api.post(endpoint: "posts", json: NewPost(title: "t", userId: 1), encoder: encoder) {
+        _ = RequestProbe(api.post(endpoint: "posts", body: .json(NewPost(title: "t", userId: 1), encoder: encoder)) {
             try $0.settingValue("application/vnd.api+json", forHTTPHeaderField: "Content-Type")
         })
         let sent = try #require(transport.requests.first)
@@ -157,7 +157,7 @@ struct RequestsTests {
     func jsonEncodingIsCold() throws {
         let api = StubbedService(transport: transport)
         let encodings = SharedValue(0)
-        let signal = api.post(endpoint: "posts", json: CountingBody(encodings: encodings))
+        let signal = api.post(endpoint: "posts", body: .json(CountingBody(encodings: encodings)))
         #expect(encodings.value == 0)
         _ = RequestProbe(signal)
         _ = RequestProbe(signal)
@@ -170,7 +170,7 @@ struct RequestsTests {
     func jsonEncodingFailure() throws {
         let api = StubbedService(transport: transport)
         let modifierRuns = SharedValue(0)
-        let probe = RequestProbe(api.put(endpoint: "values", json: ["x": Double.nan]) { request in
+        let probe = RequestProbe(api.put(endpoint: "values", body: .json(["x": Double.nan])) { request in
             modifierRuns.update { $0 += 1 }
             return request
         })

@@ -37,7 +37,7 @@ extension MultipartFormData {
     ///     rethrown.
     /// - Throws: a ``MultipartFormDataError`` (``MultipartFormDataError/unreadableFile(_:partName:reason:)``
     ///   names the file), or what `sink` threw.
-    public func write(blockSize: Int = MultipartFormData.defaultBlockSize, to sink: (Data) throws -> Void) throws {
+    public func write(blockSize: Int = 65_536, to sink: (Data) throws -> Void) throws {
         try validate()
         var out = BlockBuffer(size: max(1, blockSize))
         let crlf = Data("\r\n".utf8)
@@ -64,7 +64,7 @@ extension MultipartFormData {
     /// - Throws: a ``MultipartFormDataError``: ``MultipartFormDataError/unreadableFile(_:partName:reason:)``
     ///   for a part's file, ``MultipartFormDataError/cannotWriteBody(_:reason:)`` for `file`.
     @discardableResult
-    public func writeBody(to file: URL, blockSize: Int = MultipartFormData.defaultBlockSize) throws -> Int64 {
+    public func writeBody(to file: URL, blockSize: Int = 65_536) throws -> Int64 {
         try writeBody(to: file, blockSize: blockSize, shouldContinue: { true })
     }
 

@@ -8,7 +8,7 @@ import Foundation
 /// form.append("Holiday", name: "title")
 /// form.append(thumbnail, name: "thumbnail", filename: "thumb.png", contentType: "image/png")
 /// form.append(fileAt: videoURL, name: "video", contentType: "video/mp4")
-/// api.post(endpoint: "uploads", multipart: form)
+/// api.post(endpoint: "uploads", body: .multipart(form))
 /// ```
 ///
 /// **Names and filenames** are sent as UTF-8 inside `Content-Disposition` quoted strings, escaped
@@ -26,17 +26,16 @@ import Foundation
 /// boundary with probability at most about `n / 62³²` for `n` bytes (below 10⁻⁴⁴ for a 1 TiB file)
 /// unless someone can predict the system's random generator.
 ///
-/// **Encoding.** ``HTTPClient/send(_:multipart:options:)`` (and the `RESTAPI` verbs that take a
-/// form) send a form whose parts are all in memory and at most ``maxInMemoryBodyBytes`` long as a
-/// `Data` body; any other form is first written to a temporary file in ``temporaryDirectory``,
+/// **Encoding.** Sent as a request body (`body: .multipart(form)`), a form whose parts are all in
+/// memory and at most ``maxInMemoryBodyBytes`` long goes as a `Data` body; any other form is first written to a temporary file in ``temporaryDirectory``,
 /// streaming each file in blocks of 64 KiB, then uploaded from that file, which is removed when
 /// the request ends. ``encodedData()``, ``write(blockSize:to:)`` and
 /// ``writeBody(to:blockSize:)`` encode a form without sending it.
 public struct MultipartFormData: Sendable {
     /// One part of the form.
-    public struct Part: Sendable {
+    struct Part: Sendable {
         /// Where a part's content comes from.
-        public enum Content: Sendable, Hashable {
+        enum Content: Sendable, Hashable {
             /// Bytes held in memory.
             case data(Data)
             /// A file, read in blocks only while the body is written.
@@ -44,13 +43,13 @@ public struct MultipartFormData: Sendable {
         }
 
         /// The field name, as given (unescaped).
-        public let name: String
+        let name: String
         /// The filename sent with the part, as given (unescaped), or `nil`.
-        public let filename: String?
+        let filename: String?
         /// The part's `Content-Type`, or `nil` to send none (a plain field).
-        public let contentType: String?
+        let contentType: String?
         /// The part's content.
-        public let content: Content
+        let content: Content
         /// The part's header lines and the blank line after them, escaped, as sent.
         let head: Data
 
@@ -76,13 +75,13 @@ public struct MultipartFormData: Sendable {
     }
 
     /// The content type of a file part when none is given: `application/octet-stream`.
-    public static let defaultFileContentType = "application/octet-stream"
+    static let defaultFileContentType = "application/octet-stream"
 
     /// The size of the blocks files are read and written in: 64 KiB.
-    public static let defaultBlockSize = 64 * 1024
+    static let defaultBlockSize = 64 * 1024
 
     /// The parts, in the order they are sent.
-    public private(set) var parts: [Part] = []
+    private(set) var parts: [Part] = []
 
     /// The boundary between parts. A random one may be replaced when an appended part contains
     /// it; read it (or ``contentType``) after the last `append`.
@@ -130,7 +129,7 @@ public struct MultipartFormData: Sendable {
     ///   - name: the field name.
     ///   - filename: a filename to send with it (the part is then a file upload to the server).
     ///   - contentType: the part's `Content-Type`. `nil` sends none, unless a filename is given,
-    ///     in which case it is ``defaultFileContentType`` as browsers send.
+    ///     in which case it is `application/octet-stream`, as browsers send.
     public mutating func append(_ data: Data, name: String, filename: String? = nil, contentType: String? = nil) {
         let type = contentType ?? (filename == nil ? nil : Self.defaultFileContentType)
         add(Part(name: name, filename: filename, contentType: type, content: .data(data)))
@@ -151,25 +150,25 @@ public struct MultipartFormData: Sendable {
     ///   - url: a regular file.
     ///   - name: the field name.
     ///   - filename: the filename sent; the file's own name (`url.lastPathComponent`) unless given.
-    ///   - contentType: the part's `Content-Type`; ``defaultFileContentType`` unless given (the
+    ///   - contentType: the part's `Content-Type`; `application/octet-stream` unless given (the
     ///     type is not guessed from the file's extension).
     public mutating func append(
         fileAt url: URL,
         name: String,
         filename: String? = nil,
-        contentType: String = MultipartFormData.defaultFileContentType
+        contentType: String = "application/octet-stream"
     ) {
         add(Part(name: name, filename: filename ?? url.lastPathComponent, contentType: contentType, content: .file(url)))
     }
 
     /// `true` if a part's content is a file.
-    public var containsFiles: Bool {
+    var containsFiles: Bool {
         parts.contains { if case .file = $0.content { true } else { false } }
     }
 
     /// The length of the encoded body when every part is in memory; `nil` when a part is a file
     /// (its size is only read when the body is written).
-    public var inMemoryLength: Int? {
+    var inMemoryLength: Int? {
         let delimiter = boundary.utf8.count + 4 // "--" boundary CRLF, or CRLF before the next one
         var total = delimiter + 2 // the closing "--boundary--" CRLF
         for part in parts {
@@ -179,7 +178,7 @@ public struct MultipartFormData: Sendable {
         return total
     }
 
-    /// Whether ``HTTPClient/send(_:multipart:options:)`` sends this form through a temporary file.
+    /// Whether a request sends this form through a temporary file rather than from memory.
     var needsFile: Bool {
         guard let length = inMemoryLength else { return true }
         return length > maxInMemoryBodyBytes
@@ -282,7 +281,7 @@ public enum MultipartFormDataError: Error, Hashable, Sendable, CustomStringConve
     /// The `Content-Type` of part `partName` is empty or has a control character (CR, LF, …).
     case invalidContentType(partName: String)
     /// ``MultipartFormData/encodedData()`` was asked for a form with file parts, which are never
-    /// read into memory: send it with ``HTTPClient/send(_:multipart:options:)`` or write it with
+    /// read into memory: send it with `RequestBody.multipart(_:)` or write it with
     /// ``MultipartFormData/writeBody(to:blockSize:)``.
     case containsFiles
     /// The body could not be written to `file` (`reason` says why: a full disk, a missing folder,
@@ -301,8 +300,8 @@ public enum MultipartFormDataError: Error, Hashable, Sendable, CustomStringConve
         case .invalidContentType(let partName):
             return "Invalid Content-Type for the multipart part \(partName.debugDescription): it is empty or contains a control character."
         case .containsFiles:
-            return "The multipart form has file parts, which are never read into memory: send it with HTTPClient.send(_:multipart:) "
-                + "or a RESTAPI verb taking `multipart:`, or write it with MultipartFormData.writeBody(to:)."
+            return "The multipart form has file parts, which are never read into memory: send it "
+                + "as a RESTAPI body `.multipart(form)`, or write it with MultipartFormData.writeBody(to:)."
         case .cannotWriteBody(let url, let reason):
             return "Cannot write the multipart body to \(url.path): \(reason)."
         }

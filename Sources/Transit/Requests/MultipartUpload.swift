@@ -5,40 +5,40 @@ import FoundationNetworking
 import Signals
 
 extension HTTPClient {
-    /// A signal that sends `request` with `form` as its `multipart/form-data` body and delivers
-    /// the buffered response, as ``send(_:bodyFile:options:)`` does.
-    ///
-    /// The request's `Content-Type` is set to the form's ``MultipartFormData/contentType`` (it
-    /// carries the boundary, so it replaces any other). Then, on every subscription:
-    /// - a form whose parts are all in memory and at most
-    ///   ``MultipartFormData/maxInMemoryBodyBytes`` long is encoded into `httpBody` at once;
-    /// - any other form (a file part, or a large body) is first written to a new temporary file in
-    ///   ``MultipartFormData/temporaryDirectory``, on the client's ``Configuration/scheduler`` (never on the
-    ///   subscribing thread), streaming each file in 64 KiB blocks; the request is sent with that
-    ///   file as its body and `Content-Length` set to its size. The file is removed when the
-    ///   signal ends: before its terminal event is delivered (success or failure), or when the
-    ///   subscription is cancelled (writing stops at the next block). The deadline in `options`
-    ///   counts from when the body is written.
-    ///
-    /// A file that cannot be read fails the signal with
-    /// ``MultipartFormDataError/unreadableFile(_:partName:reason:)`` before anything is sent.
-    public func send(
+    /// A signal that sends `request` with `form` as its `multipart/form-data` body, its
+    /// `Content-Type` replaced by the form's, as a ``RESTAPI`` verb with
+    /// `RequestBody.multipart(_:)` does.
+    func send(
         _ request: URLRequest,
         multipart form: MultipartFormData,
         options: RequestOptions = RequestOptions()
     ) -> Signal<HTTPResponse, any Error> {
+        let body = RequestBody.multipart(form)
         let client = self
-        guard form.needsFile else {
-            return Signal(tryDeferred: {
-                var sent = request
-                sent.httpBody = try form.encodedData()
-                sent.setValue(form.contentType, forHTTPHeaderField: "Content-Type")
-                return client.send(sent, options: options)
-            })
-        }
+        return Signal(tryDeferred: {
+            body.sending(try body.prepared(request), by: client) { client, request, file in
+                client.send(request, bodyFile: file, options: options)
+            }
+        })
+    }
+}
+
+extension MultipartFormData {
+    /// The signal that writes this form to a new temporary file in ``temporaryDirectory`` on the
+    /// client's scheduler, then hands `request` (its `Content-Length` set to the file's size) and
+    /// the file to `send`. The file is removed when the signal ends: before its terminal event is
+    /// delivered, or when the subscription is cancelled (writing stops at the next block).
+    ///
+    /// A request the client would refuse fails before anything is written.
+    func sendingThroughTemporaryFile<Output>(
+        _ request: URLRequest,
+        by client: HTTPClient,
+        through send: @escaping @Sendable (HTTPClient, consuming URLRequest, URL?) -> Signal<Output, any Error>
+    ) -> Signal<Output, any Error> {
+        let form = self
         return Signal { observer in
             // Refuse a request the client would refuse before writing a large file for it.
-            if let error = Self.validate(request) {
+            if let error = HTTPClient.validate(request) {
                 observer.fail(error)
                 return nil
             }
@@ -58,9 +58,8 @@ extension HTTPClient {
                 }
                 var sent = request
                 sent.httpBody = nil
-                sent.setValue(form.contentType, forHTTPHeaderField: "Content-Type")
                 sent.setValue(String(length), forHTTPHeaderField: "Content-Length")
-                client.send(sent, bodyFile: body.url, options: options).observe(Observer { event in
+                send(client, sent, body.url).observe(Observer { event in
                     // Removed before the terminal event is delivered, so whoever sees the end
                     // sees the file gone.
                     if event.isTerminal { body.remove() }

@@ -9,11 +9,10 @@ import Signals
 /// signal with the thrown error and sends nothing.
 ///
 /// The request is passed `consuming`: the modifier holds the only reference to it. A function
-/// taking a plain `URLRequest` converts to this type. Where every microsecond counts, hand it on
-/// with `consume` — `{ request in try (consume request).addingBearerAuthorization(accessToken: t) }`
-/// — and the fluent helpers change it in place; without `consume` Swift keeps the parameter alive
-/// to the end of the closure, so the first change copies the whole request (on Linux about 8,000
-/// instructions, BENCHMARKS.md).
+/// taking a plain `URLRequest` converts to this type. Where every copy counts, hand it on with
+/// `consume` — `{ request in try (consume request).addingBearerAuthorization(accessToken: t) }` —
+/// and the fluent helpers change it in place; without `consume` Swift keeps the parameter alive
+/// to the end of the closure, so the first change copies the whole request (BENCHMARKS.md).
 public typealias RequestModifier = @Sendable (consuming URLRequest) throws -> URLRequest
 
 /// A REST service: a base URL and the client that sends its requests.
@@ -26,20 +25,30 @@ public typealias RequestModifier = @Sendable (consuming URLRequest) throws -> UR
 ///     let client: HTTPClient
 ///
 ///     var posts: Signal<[Post], any Error> {
-///         get(endpoint: "posts") { $0.receivingJSON() }
+///         return get(endpoint: "posts") { $0.receivingJSON() }
 ///             .catchHTTPErrors()
 ///             .map(\.data)
 ///             .decode([Post].self, decoder: JSONDecoder())
 ///     }
+///
+///     func publish(_ post: NewPost) -> Signal<HTTPResponse, any Error> {
+///         self.post(endpoint: "posts", body: .json(post)).catchHTTPErrors()
+///     }
 /// }
 /// ```
 ///
+/// (A computed property whose body starts with `get(` is read as a getter declaration: write
+/// `return get(…)` or `self.get(…)`.)
+///
 /// Every verb returns a cold signal: nothing is sent until it is subscribed, and every
-/// subscription (every retry) builds the URL, runs the modifier and sends again. A base URL
-/// without an http(s) scheme and a host, or an endpoint that cannot form a URL, fails the signal
-/// with `URLError(.badURL)` and sends nothing; a base URL with user-info
+/// subscription (every retry) builds the URL, prepares the body, runs the modifier and sends
+/// again. A base URL without an http(s) scheme and a host, or an endpoint that cannot form a URL,
+/// fails the signal with `URLError(.badURL)` and sends nothing; a base URL with user-info
 /// (`https://user:password@…`) fails it with ``URLRequestError/credentialsInURL(_:)`` (the URL
 /// redacted) and sends nothing: give credentials to the client's ``Authorizer`` instead.
+///
+/// A body is one parameter, `body:`, which takes `Data` or a ``RequestBody``: `.data`, `.json`,
+/// `.form`, `.multipart` or `.file` (see ``RequestBody`` for what each sends).
 public protocol RESTAPI: Sendable {
     /// The service's base URL, such as `https://api.example.com/v1`. Endpoints are appended to it.
     var baseURL: String { get }
@@ -50,93 +59,37 @@ public protocol RESTAPI: Sendable {
 extension RESTAPI {
     public var client: HTTPClient { .shared }
 
-    /// A signal that sends a request with any method.
+    /// A signal that sends a request with any method and delivers the buffered response.
     ///
-    /// On every subscription it builds the URL, sets the method and the body, runs `modifier`,
-    /// and hands the result to ``client``. If the URL cannot be built (`URLError(.badURL)`, or
-    /// ``URLRequestError/credentialsInURL(_:)`` for a base URL with user-info), the
-    /// method is not a valid token (``URLRequestError/invalidMethod(_:)``) or the modifier
-    /// throws, the signal fails with that error and nothing is sent.
+    /// On every subscription it builds the URL, sets the method, prepares `body` (its
+    /// `Content-Type`, and its bytes when they are held in memory), runs `modifier`, and hands the
+    /// result to ``client`` (a file body, or a multipart form written to a temporary file, is
+    /// streamed from disk by ``HTTPClient/send(_:bodyFile:options:)``). If the URL cannot be built
+    /// (`URLError(.badURL)`, or ``URLRequestError/credentialsInURL(_:)`` for a base URL with
+    /// user-info), the method is not a valid token (``URLRequestError/invalidMethod(_:)``), the
+    /// body cannot be prepared (an encoding error, an unreadable file) or the modifier throws,
+    /// the signal fails with that error and nothing is sent.
     ///
     /// - Parameters:
     ///   - method: the HTTP method.
     ///   - endpoint: a path relative to ``baseURL``, which may carry a query (`posts?userId=1`).
     ///     It must already be percent-encoded; add query values that need encoding with
     ///     `URLRequest.addingQueryItem(name:value:)` in the modifier.
-    ///   - body: the request body, if any.
+    ///   - body: the request body, if any: `Data`, or a ``RequestBody`` such as `.json(value)`.
     ///   - options: this request's response-size limit, deadline and redirect policy, where
     ///     they differ from the client's.
-    ///   - modifier: changes the request before every attempt.
+    ///   - modifier: changes the request before every attempt, after the body is prepared (so it
+    ///     may replace the body's `Content-Type`).
     public func request(
         method: HTTPMethod,
         endpoint: String,
-        body: Data? = nil,
+        body: (any RequestBodyConvertible)? = nil,
         options: RequestOptions = RequestOptions(),
         modifier: @escaping RequestModifier = { $0 }
     ) -> Signal<HTTPResponse, any Error> {
-        send(method: method, endpoint: endpoint, prepare: Self.setting(body, then: modifier), through: { $0.send($1, options: options) })
-    }
-
-    /// A signal that sends a request and delivers its response as it arrives — the head, then
-    /// each body chunk — without buffering it. See ``HTTPClient/stream(_:bodyFile:options:)``.
-    ///
-    /// ```swift
-    /// api.stream(endpoint: "export.ndjson")
-    ///     .sink(receiveCompletion: { print($0) }) { part in
-    ///         if case .body(let chunk) = part { parser.feed(chunk) }
-    ///     }
-    /// ```
-    public func stream(
-        method: HTTPMethod = .get,
-        endpoint: String,
-        body: Data? = nil,
-        options: RequestOptions = RequestOptions(),
-        modifier: @escaping RequestModifier = { $0 }
-    ) -> Signal<HTTPResponsePart, any Error> {
-        send(method: method, endpoint: endpoint, prepare: Self.setting(body, then: modifier), through: { $0.stream($1, options: options) })
-    }
-
-    /// A signal that downloads the body of a GET to the file `destination`, with progress; the
-    /// file appears under its name only once complete. See ``HTTPClient/download(_:to:options:)``.
-    public func download(
-        endpoint: String,
-        to destination: URL,
-        options: RequestOptions = RequestOptions(),
-        modifier: @escaping RequestModifier = { $0 }
-    ) -> Signal<DownloadEvent, any Error> {
-        send(method: .get, endpoint: endpoint, prepare: modifier, through: { $0.download($1, to: destination, options: options) })
-    }
-
-    /// A signal that sends the contents of `file` as the body (streamed from disk, never read
-    /// into memory) and delivers the buffered response. The modifier should set the
-    /// `Content-Type`.
-    public func upload(
-        method: HTTPMethod = .post,
-        endpoint: String,
-        fromFile file: URL,
-        options: RequestOptions = RequestOptions(),
-        modifier: @escaping RequestModifier = { $0 }
-    ) -> Signal<HTTPResponse, any Error> {
-        send(method: method, endpoint: endpoint, prepare: modifier, through: { $0.send($1, bodyFile: file, options: options) })
-    }
-
-    /// A signal that sends a request whose body is `json` encoded by `encoder`, with
-    /// `Content-Type: application/json`.
-    ///
-    /// The value is encoded inside the subscription, on every attempt, before `modifier` runs (so
-    /// the modifier may replace the body or the content type). An encoding error fails the
-    /// signal and nothing is sent. Otherwise as ``request(method:endpoint:body:options:modifier:)``.
-    public func request(
-        method: HTTPMethod,
-        endpoint: String,
-        json: some Encodable & Sendable,
-        encoder: JSONEncoder = JSONEncoder(),
-        options: RequestOptions = RequestOptions(),
-        modifier: @escaping RequestModifier = { $0 }
-    ) -> Signal<HTTPResponse, any Error> {
-        send(method: method, endpoint: endpoint, prepare: { request in
-            try modifier(request.sendingJSON(json, encoder: encoder))
-        }, through: { $0.send($1, options: options) })
+        send(method: method, endpoint: endpoint, body: body, modifier: modifier) { client, request, file in
+            client.send(request, bodyFile: file, options: options)
+        }
     }
 
     /// A GET request. See ``request(method:endpoint:body:options:modifier:)``.
@@ -160,7 +113,7 @@ extension RESTAPI {
     /// A DELETE request. See ``request(method:endpoint:body:options:modifier:)``.
     public func delete(
         endpoint: String,
-        body: Data? = nil,
+        body: (any RequestBodyConvertible)? = nil,
         options: RequestOptions = RequestOptions(),
         modifier: @escaping RequestModifier = { $0 }
     ) -> Signal<HTTPResponse, any Error> {
@@ -168,103 +121,100 @@ extension RESTAPI {
     }
 
     /// A POST request. See ``request(method:endpoint:body:options:modifier:)``.
+    ///
+    /// ```swift
+    /// api.post(endpoint: "posts", body: .json(NewPost(title: "Hi")))
+    /// api.post(endpoint: "oauth/token", body: .form(["grant_type": "password", "username": user, "password": password]))
+    /// ```
     public func post(
         endpoint: String,
-        body: Data? = nil,
+        body: (any RequestBodyConvertible)? = nil,
         options: RequestOptions = RequestOptions(),
         modifier: @escaping RequestModifier = { $0 }
     ) -> Signal<HTTPResponse, any Error> {
         request(method: .post, endpoint: endpoint, body: body, options: options, modifier: modifier)
     }
 
-    /// A POST request whose body is `json` encoded as JSON. See
-    /// ``request(method:endpoint:json:encoder:options:modifier:)``.
-    public func post(
-        endpoint: String,
-        json: some Encodable & Sendable,
-        encoder: JSONEncoder = JSONEncoder(),
-        options: RequestOptions = RequestOptions(),
-        modifier: @escaping RequestModifier = { $0 }
-    ) -> Signal<HTTPResponse, any Error> {
-        request(method: .post, endpoint: endpoint, json: json, encoder: encoder, options: options, modifier: modifier)
-    }
-
     /// A PUT request. See ``request(method:endpoint:body:options:modifier:)``.
     public func put(
         endpoint: String,
-        body: Data? = nil,
+        body: (any RequestBodyConvertible)? = nil,
         options: RequestOptions = RequestOptions(),
         modifier: @escaping RequestModifier = { $0 }
     ) -> Signal<HTTPResponse, any Error> {
         request(method: .put, endpoint: endpoint, body: body, options: options, modifier: modifier)
     }
 
-    /// A PUT request whose body is `json` encoded as JSON. See
-    /// ``request(method:endpoint:json:encoder:options:modifier:)``.
-    public func put(
-        endpoint: String,
-        json: some Encodable & Sendable,
-        encoder: JSONEncoder = JSONEncoder(),
-        options: RequestOptions = RequestOptions(),
-        modifier: @escaping RequestModifier = { $0 }
-    ) -> Signal<HTTPResponse, any Error> {
-        request(method: .put, endpoint: endpoint, json: json, encoder: encoder, options: options, modifier: modifier)
-    }
-
     /// A PATCH request. See ``request(method:endpoint:body:options:modifier:)``.
     public func patch(
         endpoint: String,
-        body: Data? = nil,
+        body: (any RequestBodyConvertible)? = nil,
         options: RequestOptions = RequestOptions(),
         modifier: @escaping RequestModifier = { $0 }
     ) -> Signal<HTTPResponse, any Error> {
         request(method: .patch, endpoint: endpoint, body: body, options: options, modifier: modifier)
     }
 
-    /// A PATCH request whose body is `json` encoded as JSON. See
-    /// ``request(method:endpoint:json:encoder:options:modifier:)``.
-    public func patch(
+    /// A signal that sends a request and delivers its response as it arrives — the head, then
+    /// each body chunk — without buffering it. See ``HTTPClient/stream(_:bodyFile:options:)``;
+    /// the request is built as by ``request(method:endpoint:body:options:modifier:)``.
+    ///
+    /// ```swift
+    /// api.stream(endpoint: "export.ndjson")
+    ///     .sink(receiveCompletion: { print($0) }) { part in
+    ///         if case .body(let chunk) = part { parser.feed(chunk) }
+    ///     }
+    /// ```
+    public func stream(
+        method: HTTPMethod = .get,
         endpoint: String,
-        json: some Encodable & Sendable,
-        encoder: JSONEncoder = JSONEncoder(),
+        body: (any RequestBodyConvertible)? = nil,
         options: RequestOptions = RequestOptions(),
         modifier: @escaping RequestModifier = { $0 }
-    ) -> Signal<HTTPResponse, any Error> {
-        request(method: .patch, endpoint: endpoint, json: json, encoder: encoder, options: options, modifier: modifier)
-    }
-
-    /// `modifier`, after `body` (if any) is set as the request's body; the request is changed in
-    /// place and handed on.
-    private static func setting(_ body: Data?, then modifier: @escaping RequestModifier) -> @Sendable (consuming URLRequest) throws -> URLRequest {
-        guard let body else { return modifier }
-        return { request in
-            var withBody = consume request
-            withBody.httpBody = body
-            return try modifier(withBody)
+    ) -> Signal<HTTPResponsePart, any Error> {
+        send(method: method, endpoint: endpoint, body: body, modifier: modifier) { client, request, file in
+            client.stream(request, bodyFile: file, options: options)
         }
     }
 
-    /// The cold signal behind every verb: URL, method and `prepare` run inside the subscription,
-    /// then `through` hands the request to the client.
+    /// A signal that downloads the body of a GET to the file `destination`, with progress; the
+    /// file appears under its name only once complete. See ``HTTPClient/download(_:to:options:)``.
+    public func download(
+        endpoint: String,
+        to destination: URL,
+        options: RequestOptions = RequestOptions(),
+        modifier: @escaping RequestModifier = { $0 }
+    ) -> Signal<DownloadEvent, any Error> {
+        send(method: .get, endpoint: endpoint, body: nil, modifier: modifier) { client, request, _ in
+            client.download(request, to: destination, options: options)
+        }
+    }
+
+    /// The cold signal behind every verb. On every subscription: the URL from ``baseURL`` and
+    /// `endpoint`, the method (checked), the body prepared, `modifier`; then `through` hands the
+    /// request, and the file its body streams from (if any), to the client.
     ///
     /// The request is handed on `consuming` from where it is built to the user's modifier and the
     /// client, so only one reference to it exists at each step and every change is made in place:
     /// on Linux a `URLRequest` that is not uniquely referenced copies its whole `NSURLRequest` on
-    /// every change (~7,000 instructions).
+    /// every change.
     private func send<Output>(
         method: HTTPMethod,
         endpoint: String,
-        prepare: @escaping @Sendable (consuming URLRequest) throws -> URLRequest,
-        through: @escaping @Sendable (HTTPClient, consuming URLRequest) -> Signal<Output, any Error>
+        body: (any RequestBodyConvertible)?,
+        modifier: @escaping RequestModifier,
+        through: @escaping @Sendable (HTTPClient, consuming URLRequest, URL?) -> Signal<Output, any Error>
     ) -> Signal<Output, any Error> {
         // `self` is read inside the subscription, so a computed `baseURL` or `client` is read
         // again on every attempt.
         let api = self
+        let body = body?.requestBody
         return Signal(tryDeferred: {
             var request = URLRequest(url: try BuiltURLs.url(base: api.baseURL, endpoint: endpoint))
             guard HTTPSyntax.isToken(method.rawValue) else { throw URLRequestError.invalidMethod(method.rawValue) }
             if method != .get { request.httpMethod = method.rawValue }  // GET is the default
-            return through(api.client, try prepare(consume request))
+            guard let body else { return through(api.client, try modifier(consume request), nil) }
+            return body.sending(try modifier(try body.prepared(consume request)), by: api.client, through: through)
         })
     }
 }

@@ -14,7 +14,8 @@ import Foundation
 /// byte (`%2B` for `+`, `%26` for `&`, `%3D` for `=`, `%25` for `%`, `%0D%0A` for a line break), so
 /// `URLEncodedForm(parsing: form.encodedString) == form` for every form.
 ///
-/// Send one with `URLRequest.sendingForm(_:)` or `RESTAPI.post(endpoint:form:options:modifier:)`.
+/// Send one as a request body: `api.post(endpoint: "oauth/token", body: .form(form))` (see
+/// `RequestBody.form(_:)`).
 public struct URLEncodedForm: Sendable, Hashable, ExpressibleByDictionaryLiteral, CustomStringConvertible {
     /// One name–value pair.
     public struct Field: Sendable, Hashable {
@@ -32,7 +33,7 @@ public struct URLEncodedForm: Sendable, Hashable, ExpressibleByDictionaryLiteral
 
     /// The media type of the serialised form: `application/x-www-form-urlencoded` (no `charset`
     /// parameter: the encoding is always UTF-8).
-    public static let contentType = "application/x-www-form-urlencoded"
+    static let contentType = "application/x-www-form-urlencoded"
 
     /// The fields, in the order they are sent.
     public var fields: [Field]
@@ -65,7 +66,7 @@ public struct URLEncodedForm: Sendable, Hashable, ExpressibleByDictionaryLiteral
     }
 
     /// ``encodedString`` as bytes (it is ASCII).
-    public var encodedData: Data {
+    var encodedData: Data {
         Data(encodedString.utf8)
     }
 
@@ -75,7 +76,7 @@ public struct URLEncodedForm: Sendable, Hashable, ExpressibleByDictionaryLiteral
 
     /// Encodes `text` with the WHATWG urlencoded byte serialiser: its UTF-8 bytes, a space as `+`,
     /// ASCII letters, digits and `*-._` kept, every other byte as `%XX` (upper-case hexadecimal).
-    public static func encode(_ text: String) -> String {
+    static func encode(_ text: String) -> String {
         let hex = Array("0123456789ABCDEF".utf8)
         var bytes: [UInt8] = []
         bytes.reserveCapacity(text.utf8.count)

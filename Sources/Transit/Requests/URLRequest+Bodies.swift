@@ -3,7 +3,7 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// Fluent body helpers beside `sendingJSON(_:encoder:)`.
+/// The form body a `RequestBody.form(_:)` sets.
 extension URLRequest {
     /// A copy whose body is `form`, serialised as `application/x-www-form-urlencoded`, with
     /// `Content-Type: application/x-www-form-urlencoded` (replacing any `Content-Type`).
@@ -11,13 +11,7 @@ extension URLRequest {
     /// It cannot fail: every form has a serialisation and the header value is fixed. A request
     /// without a URL is returned unchanged (``HTTPClient`` refuses it with
     /// ``URLRequestError/invalidURL``).
-    ///
-    /// ```swift
-    /// api.post(endpoint: "oauth/token") {
-    ///     $0.sendingForm(["grant_type": "refresh_token", "refresh_token": token])
-    /// }
-    /// ```
-    public func sendingForm(_ form: URLEncodedForm) -> URLRequest {
+    func sendingForm(_ form: URLEncodedForm) -> URLRequest {
         // Linux Foundation traps when a copy of a URL-less request is changed; like the other
         // helpers that cannot fail, this one returns it unchanged, and the client refuses it with
         // `URLRequestError.invalidURL`.

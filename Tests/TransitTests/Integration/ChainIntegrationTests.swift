@@ -38,9 +38,9 @@ import TransitTesting
             let signal: Signal<HTTPResponse, any Error>
             switch method {
             case "GET": signal = api.get(endpoint: "items/7?expand=true", modifier: modifier)
-            case "POST": signal = api.post(endpoint: "items", json: body, modifier: modifier)
-            case "PUT": signal = api.put(endpoint: "items/7", json: body, modifier: modifier)
-            case "PATCH": signal = api.patch(endpoint: "items/7", json: body, modifier: modifier)
+            case "POST": signal = api.post(endpoint: "items", body: .json(body), modifier: modifier)
+            case "PUT": signal = api.put(endpoint: "items/7", body: .json(body), modifier: modifier)
+            case "PATCH": signal = api.patch(endpoint: "items/7", body: .json(body), modifier: modifier)
             case "DELETE": signal = api.delete(endpoint: "items/7", modifier: modifier)
             default: signal = api.head(endpoint: "items/7", modifier: modifier)
             }

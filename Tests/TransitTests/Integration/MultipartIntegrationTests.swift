@@ -47,7 +47,7 @@ struct MultipartIntegrationTests {
         form.append(fileAt: source, name: "video", contentType: "video/mp4")
         form.append(Data([0, 1, 2]), name: "thumb", filename: "t.bin")
         try await withLoopbackServer(handler: { _ in .text("stored", status: 201) }) { server in
-            let probe = try await self.await(Service(server).post(endpoint: "uploads", multipart: form))
+            let probe = try await self.await(Service(server).post(endpoint: "uploads", body: .multipart(form)))
             #expect(probe.values.first?.statusCode == 201)
             // Removed before the response was delivered.
             #expect(bodies.contents.isEmpty)
@@ -84,7 +84,7 @@ struct MultipartIntegrationTests {
         // task waits for a thread. (With a minute for both, a suite run under the thread
         // sanitizer once resumed the task after the request had timed out.)
         try await withLoopbackServer(handler: { _ in LoopbackResponse.status(200).delayed(by: .seconds(3600)) }) { server in
-            let probe = RequestProbe(Service(server, patience: .seconds(3600)).post(endpoint: "docs", multipart: form))
+            let probe = RequestProbe(Service(server, patience: .seconds(3600)).post(endpoint: "docs", body: .multipart(form)))
             #expect(await server.waitUntil(timeout: .seconds(300)) { server.requests.count == 1 })
             #expect(bodies.contents.count == 1)
             probe.cancel()
@@ -102,7 +102,7 @@ struct MultipartIntegrationTests {
         form.append("x", name: "title")
         form.append(fileAt: folder.url.appendingPathComponent("missing.bin"), name: "file")
         try await withLoopbackServer(handler: { _ in .status(200) }) { server in
-            let probe = try await self.await(Service(server).post(endpoint: "uploads", multipart: form))
+            let probe = try await self.await(Service(server).post(endpoint: "uploads", body: .multipart(form)))
             let error = try #require(probe.failure as? MultipartFormDataError)
             #expect(error.description.contains("missing.bin"))
             #expect(server.connectionCount == 0)
@@ -114,7 +114,7 @@ struct MultipartIntegrationTests {
     @Test func aURLEncodedFormArrivesAsSent() async throws {
         let form: URLEncodedForm = ["user": "ann lee", "note": "a+b=c & d\r\n", "tag": "x", "tag": "ü"]
         try await withLoopbackServer(handler: { _ in .status(204) }) { server in
-            let probe = try await self.await(Service(server).post(endpoint: "login", form: form))
+            let probe = try await self.await(Service(server).post(endpoint: "login", body: .form(form)))
             #expect(probe.values.first?.statusCode == 204)
             let received = try #require(server.requests.first)
             #expect(received.headers.value(for: "Content-Type") == "application/x-www-form-urlencoded")
@@ -127,11 +127,44 @@ struct MultipartIntegrationTests {
         var form = MultipartFormData()
         form.append("v", name: "field")
         try await withLoopbackServer(handler: { _ in .status(200) }) { server in
-            let probe = try await self.await(Service(server).put(endpoint: "fields", multipart: form))
+            let probe = try await self.await(Service(server).put(endpoint: "fields", body: .multipart(form)))
             #expect(probe.isFinished)
             let received = try #require(server.requests.first)
             #expect(received.method == "PUT")
             #expect(received.body == (try form.encodedData()))
+        }
+    }
+
+    @Test func aFormPutAMultipartPatchAndAFilePutArriveWithTheirContentTypes() async throws {
+        let folder = try ScratchFolder()
+        defer { folder.remove() }
+        let payload = pseudoRandomBytes(300 << 10, seed: 7)
+        let source = try folder.file("clip.bin", payload)
+        let bodies = try ScratchFolder()
+        defer { bodies.remove() }
+        var multipart = MultipartFormData()
+        multipart.temporaryDirectory = bodies.url
+        multipart.append("Holiday", name: "title")
+        multipart.append(fileAt: source, name: "clip")
+        try await withLoopbackServer(handler: { _ in .status(204) }) { server in
+            let service = Service(server)
+            let form = try await self.await(service.put(endpoint: "settings", body: .form(["theme": "dark"])))
+            let patched = try await self.await(service.patch(endpoint: "media/1", body: .multipart(multipart)))
+            let filed = try await self.await(service.put(endpoint: "raw/1", body: .file(source, contentType: "application/x-clip")))
+            #expect([form, patched, filed].map { $0.values.first?.statusCode } == [204, 204, 204])
+            #expect(bodies.contents.isEmpty)
+
+            let received = server.requests
+            #expect(received.map(\.method) == ["PUT", "PATCH", "PUT"])
+            #expect(received[0].headers.value(for: "Content-Type") == "application/x-www-form-urlencoded")
+            #expect(received[0].body == Data("theme=dark".utf8))
+            let contentType = try #require(received[1].headers.value(for: "Content-Type"))
+            #expect(contentType == multipart.contentType)
+            let parts = try MultipartFormDataParser.parse(received[1].body, contentType: contentType)
+            #expect(parts.map(\.name) == ["title", "clip"])
+            #expect(parts[1].body == payload)
+            #expect(received[2].headers.value(for: "Content-Type") == "application/x-clip")
+            #expect(received[2].body == payload)
         }
     }
 }

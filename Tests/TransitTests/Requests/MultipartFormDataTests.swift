@@ -8,7 +8,7 @@ import Glibc
 import Darwin
 #endif
 import Testing
-import Transit
+@testable import Transit
 import TransitTesting
 
 /// A folder of its own under the system's temporary folder; `remove()` deletes it.

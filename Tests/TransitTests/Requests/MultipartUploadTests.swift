@@ -4,7 +4,7 @@ import FoundationNetworking
 #endif
 import Signals
 import Testing
-import Transit
+@testable import Transit
 import TransitTesting
 
 /// A transport that records every exchange with the bytes its body file held at that moment, and
@@ -281,7 +281,7 @@ struct MultipartUploadTests {
         let transport = BodyRecordingTransport([.status(201)])
         let api = MultipartService(client: client(transport))
         let form = try fileForm(folder)
-        let probe = RequestProbe(api.post(endpoint: "media?album=1", multipart: form) {
+        let probe = RequestProbe(api.post(endpoint: "media?album=1", body: .multipart(form)) {
             var request = $0
             request.setValue("abc", forHTTPHeaderField: "X-Upload-Key")
             return request
@@ -301,7 +301,7 @@ struct MultipartUploadTests {
         let api = MultipartService(client: client(transport))
         var form = MultipartFormData()
         form.append("v", name: "n")
-        let probe = RequestProbe(api.put(endpoint: "bad path", multipart: form))
+        let probe = RequestProbe(api.put(endpoint: "bad path", body: .multipart(form)))
         #expect(URLError.matches(probe.failure, .badURL))
         #expect(transport.exchanges.isEmpty)
     }
@@ -311,7 +311,7 @@ struct MultipartUploadTests {
         let api = MultipartService(client: client(transport))
         var form = MultipartFormData()
         form.append("v", name: "n")
-        let probe = RequestProbe(api.request(method: .patch, endpoint: "media/1", multipart: form))
+        let probe = RequestProbe(api.request(method: .patch, endpoint: "media/1", body: .multipart(form)))
         #expect(probe.isFinished)
         #expect(transport.exchanges.first?.request.httpMethod == "PATCH")
     }

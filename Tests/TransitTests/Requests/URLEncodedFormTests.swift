@@ -4,7 +4,7 @@ import FoundationNetworking
 #endif
 import Signals
 import Testing
-import Transit
+@testable import Transit
 import TransitTesting
 
 /// A small deterministic generator (SplitMix64), so "random" inputs are the same on every run.
@@ -142,7 +142,7 @@ struct URLEncodedFormTests {
         let transport = StubTransport()
         transport.stub(.post, path: "/v1/token").thenRespond(.text("ok"))
         let api = StubbedService(transport: transport)
-        let probe = RequestProbe(api.post(endpoint: "token", form: ["user": "ann lee", "pass": "p&ss"]) {
+        let probe = RequestProbe(api.post(endpoint: "token", body: .form(["user": "ann lee", "pass": "p&ss"])) {
             var request = $0
             request.setValue("1", forHTTPHeaderField: "X-Attempt")
             return request
@@ -159,7 +159,7 @@ struct URLEncodedFormTests {
         let transport = StubTransport()
         transport.stub().thenRespond(.status(204))
         let api = StubbedService(transport: transport)
-        let probe = RequestProbe(api.request(method: .put, endpoint: "settings", form: ["theme": "dark"]))
+        let probe = RequestProbe(api.request(method: .put, endpoint: "settings", body: .form(["theme": "dark"])))
         #expect(probe.isFinished)
         let sent = try #require(transport.requests.first)
         #expect(sent.httpMethod == "PUT")
