@@ -86,6 +86,7 @@ extension LoopbackServerCore {
             var bytes = head
             if sendsBody { bytes += data.prefix(limit) }
             guard POSIX.sendAll(fd, bytes) else { return failed }
+            if sendsBody { countBodyBytes(min(limit, data.count)) }
         case .scripted(let steps, let length):
             return runScript(steps, head: head, chunked: length == nil, sendsBody: sendsBody, closing: closing, fd: fd, wake: wake, buffer: &buffer)
         case .chunked(let chunks, let interval):
@@ -99,10 +100,11 @@ extension LoopbackServerCore {
                 }
                 let size = Array(String(chunk.count, radix: 16).utf8) + [13, 10]
                 if chunk.count > remaining {
-                    _ = POSIX.sendAll(fd, size + chunk.prefix(remaining))
+                    if POSIX.sendAll(fd, size + chunk.prefix(remaining)) { countBodyBytes(remaining) }
                     return .close
                 }
                 guard POSIX.sendAll(fd, size + chunk + [13, 10]) else { return isStopping ? .stopped : .clientClosed }
+                countBodyBytes(chunk.count)
                 remaining -= chunk.count
             }
             if limit != .max { return .close }
@@ -117,11 +119,18 @@ extension LoopbackServerCore {
                     if waited != .keepOpen { return waited }
                 }
                 guard POSIX.sendAll(fd, Array(piece.prefix(remaining))) else { return failed }
+                countBodyBytes(min(remaining, piece.count))
                 remaining -= min(remaining, piece.count)
                 if remaining == 0 { return .close }
             }
         }
         return closing ? .close : .keepOpen
+    }
+
+    /// Counts `count` body bytes handed to the socket (see ``LoopbackServer/sentBodyByteCount``).
+    private func countBodyBytes(_ count: Int) {
+        guard count > 0 else { return }
+        mutate { $0.sentBodyBytes += count }
     }
 
     private var isStopping: Bool {
