@@ -119,9 +119,10 @@ public final class LoopbackServer: Sendable {
     /// How many response body bytes the server has handed to its sockets so far, over every
     /// connection: the bytes of ``LoopbackResponse/Body/whole(_:)``,
     /// ``LoopbackResponse/Body/chunked(_:interval:)`` (chunk data, not the chunk framing) and
-    /// ``LoopbackResponse/Body/paced(_:interval:)`` bodies, counting only what was sent before a
-    /// ``LoopbackResponse/closingMidBody(afterBytes:)`` cut. Lets a test prove that a client
-    /// did not fetch bytes twice (a resumed download).
+    /// ``LoopbackResponse/Body/paced(_:interval:)`` bodies, up to a
+    /// ``LoopbackResponse/closingMidBody(afterBytes:)`` cut. Each write is counted just before it
+    /// is made, so bytes a client has received are always counted. Lets a test prove that a
+    /// client did not fetch bytes twice (a resumed download).
     public var sentBodyByteCount: Int {
         core.state.withLock { $0.sentBodyBytes }
     }
