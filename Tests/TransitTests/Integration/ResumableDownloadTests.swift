@@ -289,6 +289,47 @@ struct ResumableDownloadTests {
         }
     }
 
+    @Test func aFoldedEntityTagNeverBecomesAHeaderWithALineBreak() async throws {
+        let folder = try makeDownloadFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let destination = folder.appendingPathComponent("file")
+        // An obsolete line folding inside the ETag, and the connection lost after 1,000 of the
+        // announced 300,000 bytes.
+        var head = "HTTP/1.1 200 OK\r\nContent-Length: \(Self.body.count)\r\nAccept-Ranges: bytes\r\n"
+        head += "ETag: \"a\r\n b\"\r\nConnection: close\r\n\r\n"
+        let raw = Data(head.utf8) + Self.body.prefix(1000)
+        try await withLoopbackServer(handler: { _ in .raw(raw) }) { server in
+            let probe = AwaitedProbe(makeClient().download(URLRequest(url: server.url("/file")), to: destination))
+            try await self.await(probe)
+            let failure = try #require(probe.failure)
+            if let resume = DownloadResumeData(failure: failure) {
+                #expect(!resume.validator.contains("\r") && !resume.validator.contains("\n"))
+            }
+            #expect(try !contents(of: folder).contains("file"))
+        }
+    }
+
+    @Test func aTamperedSidecarStartsFromZero() async throws {
+        let folder = try makeDownloadFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let destination = folder.appendingPathComponent("file")
+        try await withLoopbackServer(handler: interruptedOnce()) { server in
+            let first = AwaitedProbe(makeClient().download(URLRequest(url: server.url("/file")), to: destination))
+            try await self.await(first)
+            let sidecar = try #require(try contents(of: folder).first { $0.hasSuffix(".transit-resume") })
+            let url = folder.appendingPathComponent(sidecar)
+            let json = try String(contentsOf: url, encoding: .utf8)
+            try json.replacingOccurrences(of: #"\"v1\""#, with: #"\"v1\r\nX-Injected: 1\""#).write(to: url, atomically: true, encoding: .utf8)
+            #expect(DownloadResumeData.kept(for: destination) == nil)
+            let second = AwaitedProbe(makeClient().download(URLRequest(url: server.url("/file")), to: destination))
+            try await self.await(second)
+            #expect(second.isFinished, "\(String(describing: second.failure))")
+            #expect(server.requests.last?.value(forHTTPHeaderField: "Range") == nil)
+            #expect(server.requests.last?.value(forHTTPHeaderField: "X-Injected") == nil)
+            #expect(try Data(contentsOf: destination) == Self.body)
+        }
+    }
+
     @Test func aKeptDownloadOfAnotherURLIsDiscarded() async throws {
         let folder = try makeDownloadFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
