@@ -271,7 +271,17 @@ enum KeptDownload {
         guard rename(sidecar.path, claimed.path) == 0 else { return nil }
         defer { try? FileManager.default.removeItem(at: claimed) }
         guard let json = try? Data(contentsOf: claimed) else { return nil }
-        return try? JSONDecoder().decode(DownloadResumeData.self, from: json)
+        if let data = try? JSONDecoder().decode(DownloadResumeData.self, from: json) { return data }
+        // A sidecar that does not decode (damaged, or changed by hand): its partial file, if it
+        // names one beside it, is removed too.
+        if let object = try? JSONSerialization.jsonObject(with: json) as? [String: Any],
+           let partial = (object["partialFile"] as? String).flatMap(URL.init(string:)) {
+            let name = partial.lastPathComponent
+            if isPartialFileName(name) {
+                try? FileManager.default.removeItem(at: sidecar.deletingLastPathComponent().appendingPathComponent(name))
+            }
+        }
+        return nil
     }
 
     /// Removes `partial` when it is a partial file beside `destination` (never anything else).

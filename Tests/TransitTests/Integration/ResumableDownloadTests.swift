@@ -327,6 +327,7 @@ struct ResumableDownloadTests {
             #expect(server.requests.last?.value(forHTTPHeaderField: "Range") == nil)
             #expect(server.requests.last?.value(forHTTPHeaderField: "X-Injected") == nil)
             #expect(try Data(contentsOf: destination) == Self.body)
+            #expect(try contents(of: folder) == ["file"], "the damaged sidecar's partial file is removed")
         }
     }
 
