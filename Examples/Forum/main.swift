@@ -193,6 +193,9 @@ if let baseURL = baseURLArgument {
     check(cdn.requestCount == 1 && cdn.credentialHeadersSeen.isEmpty,
           "the redirect to the CDN arrived without the bearer token (credentials stay with their origin)")
 
+    narrator.heading("6b. A download loses its connection half-way and resumes where it stopped")
+    await demonstrateResumedDownload(narrator: narrator, check: check)
+
     narrator.heading("7. An HTTP cache in front of the transport: a hit, a 304, a stale answer while the server is down")
     await demonstrateCaching(narrator: narrator, check: check)
 

@@ -7,7 +7,7 @@ import Transit
 ///
 /// Build one with a factory (``status(_:headers:body:)``, ``text(_:status:headers:)``,
 /// ``json(_:status:headers:)``, ``chunked(_:interval:status:headers:)``, ``raw(_:)``,
-/// ``dropConnection``) and
+/// ``dropConnection``, ``ranged(_:for:etag:lastModified:headers:)`` for byte ranges) and
 /// adjust it with the modifiers (``delayed(by:)``, ``closingMidBody(afterBytes:)``,
 /// ``closingConnection()``). Delays are real wall-clock time: the server is a real server.
 public struct LoopbackResponse: Sendable {
@@ -135,6 +135,58 @@ public struct LoopbackResponse: Sendable {
         headers: [String: String] = [:]
     ) -> LoopbackResponse {
         LoopbackResponse(status: status, headers: fields(headers), body: .paced(pieces, interval: interval))
+    }
+
+    /// The answer of a server that serves `representation` with byte ranges, to `request`: a
+    /// server a resumable download can continue against.
+    ///
+    /// Every answer carries `Accept-Ranges: bytes` and the validators given (`etag`, a quoted
+    /// entity tag such as `"\"v1\""`, and `lastModified`), plus `headers`. A request with a
+    /// single `Range: bytes=<first>-[<last>]` is answered `206 Partial Content` with those bytes
+    /// and `Content-Range: bytes <first>-<last>/<length>`, unless it has an `If-Range` that is
+    /// not the current `etag` (compared strongly) or `lastModified`: then the whole
+    /// representation is sent with `200`. A range that starts at or past the end is answered
+    /// `416` with `Content-Range: bytes */<length>`. Anything else (no `Range`, another unit,
+    /// several ranges, a malformed one) gets the whole representation with `200`.
+    public static func ranged(
+        _ representation: Data,
+        for request: LoopbackRequest,
+        etag: String? = nil,
+        lastModified: String? = nil,
+        headers: [String: String] = [:]
+    ) -> LoopbackResponse {
+        var fields = headers
+        fields["Accept-Ranges"] = "bytes"
+        if let etag { fields["ETag"] = etag }
+        if let lastModified { fields["Last-Modified"] = lastModified }
+        let whole = LoopbackResponse.status(200, headers: fields, body: representation)
+        guard let rangeValue = request.value(forHTTPHeaderField: "Range"),
+              let range = singleByteRange(rangeValue) else { return whole }
+        if let condition = request.value(forHTTPHeaderField: "If-Range") {
+            let matchesTag = etag.map { !$0.hasPrefix("W/") && !condition.hasPrefix("W/") && $0 == condition } ?? false
+            let matchesDate = lastModified == condition
+            guard matchesTag || matchesDate else { return whole }
+        }
+        let length = representation.count
+        guard range.first < length else {
+            fields["Content-Range"] = "bytes */\(length)"
+            return .status(416, headers: fields)
+        }
+        let last = min(range.last ?? (length - 1), length - 1)
+        guard range.first <= last else { return whole }
+        fields["Content-Range"] = "bytes \(range.first)-\(last)/\(length)"
+        return .status(206, headers: fields, body: representation.subdata(in: range.first..<(last + 1)))
+    }
+
+    /// `bytes=<first>-[<last>]`, one range only; `nil` for anything else.
+    private static func singleByteRange(_ value: String) -> (first: Int, last: Int?)? {
+        let trimmed = value.trimmingCharacters(in: .whitespaces)
+        guard trimmed.lowercased().hasPrefix("bytes="), !trimmed.contains(",") else { return nil }
+        let bounds = trimmed.dropFirst(6).split(separator: "-", omittingEmptySubsequences: false)
+        guard bounds.count == 2, bounds[0].count <= 18, let first = Int(bounds[0]), first >= 0 else { return nil }
+        if bounds[1].isEmpty { return (first, nil) }
+        guard bounds[1].count <= 18, let last = Int(bounds[1]), last >= first else { return nil }
+        return (first, last)
     }
 
     /// Sends exactly `bytes` (a malformed or hand-written response) and closes the connection.

@@ -85,6 +85,7 @@ extension LoopbackServerCore {
         case .whole(let data):
             var bytes = head
             if sendsBody { bytes += data.prefix(limit) }
+            if sendsBody { countBodyBytes(min(limit, data.count)) }
             guard POSIX.sendAll(fd, bytes) else { return failed }
         case .scripted(let steps, let length):
             return runScript(steps, head: head, chunked: length == nil, sendsBody: sendsBody, closing: closing, fd: fd, wake: wake, buffer: &buffer)
@@ -99,9 +100,11 @@ extension LoopbackServerCore {
                 }
                 let size = Array(String(chunk.count, radix: 16).utf8) + [13, 10]
                 if chunk.count > remaining {
+                    countBodyBytes(remaining)
                     _ = POSIX.sendAll(fd, size + chunk.prefix(remaining))
                     return .close
                 }
+                countBodyBytes(chunk.count)
                 guard POSIX.sendAll(fd, size + chunk + [13, 10]) else { return isStopping ? .stopped : .clientClosed }
                 remaining -= chunk.count
             }
@@ -116,12 +119,21 @@ extension LoopbackServerCore {
                     let waited = wait(interval, fd: fd, wake: wake, buffer: &buffer)
                     if waited != .keepOpen { return waited }
                 }
+                countBodyBytes(min(remaining, piece.count))
                 guard POSIX.sendAll(fd, Array(piece.prefix(remaining))) else { return failed }
                 remaining -= min(remaining, piece.count)
                 if remaining == 0 { return .close }
             }
         }
         return closing ? .close : .keepOpen
+    }
+
+    /// Counts `count` body bytes about to be handed to the socket (see
+    /// ``LoopbackServer/sentBodyByteCount``): counted before the send, so a client that has
+    /// received them sees them counted.
+    private func countBodyBytes(_ count: Int) {
+        guard count > 0 else { return }
+        mutate { $0.sentBodyBytes += count }
     }
 
     private var isStopping: Bool {

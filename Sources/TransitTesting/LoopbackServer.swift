@@ -116,6 +116,17 @@ public final class LoopbackServer: Sendable {
         URL(string: "http://127.0.0.1:\(port)\(pathAndQuery)") ?? baseURL
     }
 
+    /// How many response body bytes the server has handed to its sockets so far, over every
+    /// connection: the bytes of ``LoopbackResponse/Body/whole(_:)``,
+    /// ``LoopbackResponse/Body/chunked(_:interval:)`` (chunk data, not the chunk framing) and
+    /// ``LoopbackResponse/Body/paced(_:interval:)`` bodies, up to a
+    /// ``LoopbackResponse/closingMidBody(afterBytes:)`` cut. Each write is counted just before it
+    /// is made, so bytes a client has received are always counted. Lets a test prove that a
+    /// client did not fetch bytes twice (a resumed download).
+    public var sentBodyByteCount: Int {
+        core.state.withLock { $0.sentBodyBytes }
+    }
+
     /// `true` between ``start()`` and ``stop()``.
     public var isRunning: Bool {
         core.state.withLock { $0.phase == .running }
@@ -218,6 +229,7 @@ final class LoopbackServerCore: Sendable {
         var finished: [Int] = []
         var nextConnectionID = 1
         var acceptedCount = 0
+        var sentBodyBytes = 0
         var clientClosedCount = 0
         var requests: [LoopbackRequest] = []
         var script: [ScriptEntry] = []

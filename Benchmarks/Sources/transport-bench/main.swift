@@ -42,12 +42,13 @@ struct Options {
     var profileConcurrency = 1
     var skipRequests = false
     var skipBodies = false
+    var resumed = false
 }
 
 func usage() -> Never {
     print("""
     usage: transport-bench [--repetitions N] [--big-runs N] [--quick] [--requests N]
-                           [--url http://127.0.0.1:PORT] [--only requests|bodies]
+                           [--url http://127.0.0.1:PORT] [--only requests|bodies|resumed]
            transport-bench --profile raw|raw-plain|delegate|transport|client|chain|policies|ahc-raw|ahc-chain|ahc-policies|mem-chain|mem-policies|mem-signal|mem-urlrequest|mem-urlrequest-consume --url URL [--requests N] [--concurrency C]
     Without --url, nginx is started with nginx/nginx.sh and stopped at the end.
     """)
@@ -83,6 +84,7 @@ let options: Options = {
             switch arguments.popFirst() {
             case "requests": options.skipBodies = true
             case "bodies": options.skipRequests = true
+            case "resumed": (options.skipRequests, options.skipBodies, options.resumed) = (true, true, true)
             default: usage()
             }
         case "--case": options.caseName = text()
@@ -848,6 +850,7 @@ getloadavg(&loadAverage, 3)
 print("Load average at start: \(loadAverage.map { fmt($0, 2) }.joined(separator: " "))\n")
 if !options.skipRequests { requestsPerSecond(base: base, repetitions: options.repetitions, requestsPerRun: options.requestsPerRun) }
 if !options.skipBodies { largeBodies(base: base, folder: folder, repetitions: options.bigRuns ?? options.repetitions) }
+if options.resumed { resumedDownload(base: base, folder: folder) }
 getloadavg(&loadAverage, 3)
 print("\nLoad average at end: \(loadAverage.map { fmt($0, 2) }.joined(separator: " "))")
 server?.stop()

@@ -14,12 +14,16 @@ public enum DownloadEvent: Sendable {
 
 /// How far a download is.
 public struct DownloadProgress: Sendable, Hashable {
-    /// Body bytes received and written so far: decoded bytes, as they go into the file.
+    /// Body bytes received and written so far: decoded bytes, as they go into the file. A
+    /// download that continues a partial file (see ``DownloadResumeData``) starts at the bytes
+    /// already on disk; one that has to start again from zero (the server sent the whole
+    /// representation) reports from zero again.
     public let bytesReceived: Int64
     /// How many bytes ``bytesReceived`` counts up to, when known: the `Content-Length` of a body
     /// that is not content-encoded. `nil` when the server sent no length, and when the body is
     /// content-encoded (`gzip`, `deflate`, …): transports deliver it decoded, and the declared
-    /// length is that of the encoded bytes. Never less than ``bytesReceived``: a transport
+    /// length is that of the encoded bytes. For a continued download, the length of the whole
+    /// representation. Never less than ``bytesReceived``: a transport
     /// that reports a total before the head is known has it dropped once more bytes than that
     /// arrive.
     public let expectedBytes: Int64?
@@ -41,7 +45,8 @@ public struct DownloadProgress: Sendable, Hashable {
 public struct DownloadedFile: Sendable {
     /// Where the body is: the destination given to the download.
     public let url: URL
-    /// The response's status line and header fields.
+    /// The response's status line and header fields: `206 Partial Content` for a download that
+    /// continued a partial file.
     public let head: HTTPResponseHead
     /// The body's size in bytes.
     public let byteCount: Int64
@@ -51,12 +56,19 @@ public struct DownloadedFile: Sendable {
 }
 
 /// Writes one download: to a hidden temporary file beside the destination, renamed over the
-/// destination only once the body is complete, and removed on failure or cancellation.
+/// destination only once the body is complete.
 ///
 /// The body reaches the file one of two ways: as ``HTTPResponsePart/body(_:)`` chunks that the
 /// writer writes, or written by the transport itself (``HTTPTransport/writesResponseBodiesToFiles``)
-/// to ``temporary``, which then only reports how far it is (``written(_:)``). The writer accepts
-/// both, so a transport that delivers parts for some requests still works.
+/// to ``temporary``, which then only reports how far it is (``written(_:expected:)``). The writer
+/// accepts both, so a transport that delivers parts for some requests still works.
+///
+/// Resuming (see ``DownloadResumeData``): a writer made for a GET claims the partial file an
+/// interrupted download of the same URL kept for the destination; the request then carries
+/// ``rangeHeaders``, and ``begin(_:)`` checks the answer before a byte is appended. When the
+/// transfer fails after a resumable head, ``interrupt()`` keeps the bytes written (chunks the
+/// writer wrote, never a transport's file, whose bytes are not known to be a prefix); on any
+/// other failure, and on cancellation, the file is removed.
 ///
 /// Thread safety: every method runs under `state`'s lock.
 final class DownloadWriter: Sendable {
@@ -75,6 +87,20 @@ final class DownloadWriter: Sendable {
         /// Body bytes received but not yet written: chunks are gathered into writes of
         /// ``writeSize`` bytes.
         var pending = Data()
+        /// The partial download this exchange continues (its request asks for the rest).
+        var continuing: DownloadResumeData?
+        /// The validator and total length under which the bytes written can be continued later.
+        var resumable: (validator: String, total: Int64)?
+        /// The download finished, failed or was cancelled: nothing more is written or removed.
+        var ended = false
+    }
+
+    /// What to do with the head of a response.
+    enum Start {
+        /// Go on; report this progress, if any.
+        case proceed(DownloadProgress?)
+        /// The answer to a resume cannot be appended: start again without a range.
+        case restart
     }
 
     static let keptErrorBodyBytes = 64 * 1024
@@ -86,39 +112,114 @@ final class DownloadWriter: Sendable {
 
     let destination: URL
     let temporary: URL
+    /// The requested URL, when the download may keep and continue a partial file.
+    private let resumableURL: URL?
     private let maxBytes: Int?
     private let state = Locked(State())
 
-    init(destination: URL, maxBytes: Int?) {
+    /// A writer for `request`'s body. A GET without a body or a `Range` header of its own may
+    /// continue a partial download kept for `destination`, and keep its own if interrupted.
+    init(destination: URL, request: URLRequest, maxBytes: Int?) {
         self.destination = destination
-        let folder = destination.deletingLastPathComponent()
-        temporary = folder.appendingPathComponent(".\(destination.lastPathComponent).\(UUID().uuidString).transit-partial")
         self.maxBytes = maxBytes
+        let method = request.httpMethod?.uppercased() ?? "GET"
+        let resumable = method == "GET" && request.httpBody == nil && request.httpBodyStream == nil
+            && request.value(forHTTPHeaderField: "Range") == nil && request.value(forHTTPHeaderField: "If-Range") == nil
+        resumableURL = resumable ? request.url : nil
+        if let url = resumableURL, let kept = KeptDownload.claim(for: destination, url: url) {
+            temporary = kept.partialFile
+            state.withLock { state in
+                state.continuing = kept
+                state.resumable = (kept.validator, kept.totalBytes)
+            }
+        } else {
+            let folder = destination.deletingLastPathComponent()
+            temporary = folder.appendingPathComponent(".\(destination.lastPathComponent).\(UUID().uuidString)\(KeptDownload.partialSuffix)")
+        }
     }
 
-    /// The head arrived: a 2xx starts the download, another status an error body.
-    func begin(_ head: HTTPResponseHead) throws -> DownloadProgress? {
+    /// The headers that ask for the rest of the partial download this writer continues: empty
+    /// when it starts from zero.
+    var rangeHeaders: [String: String] {
+        state.withLock { state in
+            guard let continuing = state.continuing else { return [:] }
+            return ["Range": "bytes=\(continuing.bytesOnDisk)-", "If-Range": continuing.validator]
+        }
+    }
+
+    /// The head arrived: a 2xx starts the download, another status an error body. The answer to
+    /// a resume is checked first: a 206 that continues the partial file exactly appends to it;
+    /// another 2xx (the whole representation) replaces it; a 412, a 416 or a 206 that does not
+    /// fit asks for a restart from zero.
+    func begin(_ head: HTTPResponseHead) throws -> Start {
+        let encoded = head.isContentEncoded
+        let success = (200..<300).contains(head.statusCode)
+        if let continuing = state.withLock({ $0.continuing }) {
+            if KeptDownload.isContinuation(head, of: continuing) {
+                if let maxBytes, continuing.totalBytes > maxBytes {
+                    throw ResponseTooLargeError(limit: maxBytes, declaredLength: continuing.totalBytes)
+                }
+                let handle = try FileHandle(forWritingTo: temporary)
+                do {
+                    try handle.truncate(atOffset: UInt64(continuing.bytesOnDisk))
+                    try handle.seekToEnd()
+                } catch {
+                    try? handle.close()
+                    throw error
+                }
+                return state.withLock { state in
+                    state.head = head
+                    state.success = true
+                    state.handle = handle
+                    state.received = continuing.bytesOnDisk
+                    state.expected = continuing.totalBytes
+                    return .proceed(DownloadProgress(bytesReceived: continuing.bytesOnDisk, expectedBytes: continuing.totalBytes))
+                }
+            }
+            if head.statusCode == 206 || head.statusCode == 412 || head.statusCode == 416 { return .restart }
+            if success {
+                // The whole representation (the range was ignored, or it changed): the partial
+                // bytes go, the body is written from zero.
+                try? FileManager.default.removeItem(at: temporary)
+                state.withLock { state in
+                    state.continuing = nil
+                    state.resumable = nil
+                }
+            }
+        }
         // The body's length as written: unknown for a content-encoded body (decoded as it comes).
         let declared = head.declaredBodyLength
         if let maxBytes, let declared, declared > maxBytes {
             throw ResponseTooLargeError(limit: maxBytes, declaredLength: declared)
         }
-        let encoded = head.isContentEncoded
-        let success = (200..<300).contains(head.statusCode)
+        let resumable = resumableURL == nil ? nil : KeptDownload.resumability(of: head)
         return state.withLock { state in
             state.head = head
             state.expectedUnknown = state.expectedUnknown || encoded
             state.expected = state.expectedUnknown ? nil : declared
             state.success = success
+            if state.continuing == nil { state.resumable = resumable }
             // Progress the transport reported before the head (see ``written(_:expected:)``) is
             // not reported again.
-            return success && state.received == 0 ? DownloadProgress(bytesReceived: 0, expectedBytes: declared) : nil
+            return .proceed(success && state.received == 0 ? DownloadProgress(bytesReceived: 0, expectedBytes: declared) : nil)
         }
+    }
+
+    /// The answer to a resume could not be appended: forget the partial file and start again as a
+    /// download from zero.
+    func restart() {
+        let handle = state.withLock { state in
+            defer { state = State() }
+            return state.handle
+        }
+        try? handle?.close()
+        try? FileManager.default.removeItem(at: temporary)
     }
 
     /// A chunk arrived: write it (or keep the start of an error body).
     func write(_ chunk: Data) throws -> DownloadProgress? {
         try state.withLock { state in
+            guard !state.ended else { return nil }
             guard state.success else {
                 let room = Self.keptErrorBodyBytes - state.errorBody.count
                 if room > 0 { state.errorBody.append(chunk.prefix(room)) }
@@ -126,6 +227,10 @@ final class DownloadWriter: Sendable {
             }
             state.received += Int64(chunk.count)
             if let maxBytes, state.received > maxBytes { throw ResponseTooLargeError(limit: maxBytes) }
+            if let total = state.resumable?.total, state.received > total {
+                // More bytes than the representation has: never kept, never continued.
+                state.resumable = nil
+            }
             let handle = try state.handle ?? openTemporaryFile()
             state.handle = handle
             if state.pending.isEmpty, chunk.count >= Self.writeSize {
@@ -148,7 +253,7 @@ final class DownloadWriter: Sendable {
     /// reported, nothing is reported.
     func written(_ total: Int64, expected: Int64?) throws -> DownloadProgress? {
         try state.withLock { state in
-            guard state.head == nil || state.success, state.handle == nil, total > state.received else { return nil }
+            guard !state.ended, state.head == nil || state.success, state.handle == nil, total > state.received else { return nil }
             state.received = total
             if state.expected == nil, !state.expectedUnknown { state.expected = expected }
             if let known = state.expected, total > known {
@@ -179,39 +284,62 @@ final class DownloadWriter: Sendable {
 
     /// The body ended: move the file into place, or produce the error response's failure.
     func finish(request: URLRequest) throws -> DownloadedFile {
-        let (head, success, handle, errorBody, pending) = state.withLock { state in
+        let (head, success, handle, errorBody, pending, continuing, resumable) = state.withLock { state in
             defer {
                 state.handle = nil
                 state.pending = Data()
+                state.ended = true
             }
-            return (state.head, state.success, state.handle, state.errorBody, state.pending)
+            return (state.head, state.success, state.handle, state.errorBody, state.pending, state.continuing, state.resumable)
         }
-        guard let head else { throw URLError(.badServerResponse) }
+        guard let head else {
+            removeTemporary(keeping: continuing)
+            throw URLError(.badServerResponse)
+        }
         guard success else {
             // The error body: kept from its chunks, or the start of what the transport wrote.
             var body = errorBody
-            if body.isEmpty, let file = try? FileHandle(forReadingFrom: temporary) {
+            if continuing == nil, body.isEmpty, let file = try? FileHandle(forReadingFrom: temporary) {
                 body = (try? file.read(upToCount: Self.keptErrorBodyBytes)) ?? Data()
                 try? file.close()
             }
-            try? FileManager.default.removeItem(at: temporary)
+            // A resume answered with a passing failure (a 5xx, 408, 429) keeps the partial file.
+            let passing = head.statusCode >= 500 || head.statusCode == 408 || head.statusCode == 429
+            removeTemporary(keeping: passing ? continuing : nil)
             let response = HTTPResponse(data: body, head: head, request: request)
             if let error = makeHTTPError(for: response) { throw error }
             throw URLError(.badServerResponse, userInfo: [
                 NSLocalizedDescriptionKey: "The download was answered \(head.statusCode), not with a body to save.",
             ])
         }
-        if let handle {
-            if !pending.isEmpty { try handle.write(contentsOf: pending) }
-            try handle.close()
-        } else if !FileManager.default.fileExists(atPath: temporary.path) {
-            // An empty body, or a transport that wrote nothing.
-            _ = try openTemporaryFile().close()
+        do {
+            if let handle {
+                if !pending.isEmpty { try handle.write(contentsOf: pending) }
+                try handle.close()
+            } else if !FileManager.default.fileExists(atPath: temporary.path) {
+                // An empty body, or a transport that wrote nothing.
+                _ = try openTemporaryFile().close()
+            }
+        } catch {
+            try? FileManager.default.removeItem(at: temporary)
+            throw error
         }
-        let byteCount = try Self.size(of: temporary)
+        let byteCount: Int64
+        do {
+            byteCount = try Self.size(of: temporary)
+        } catch {
+            try? FileManager.default.removeItem(at: temporary)
+            throw error
+        }
         if let maxBytes, byteCount > maxBytes {
             try? FileManager.default.removeItem(at: temporary)
             throw ResponseTooLargeError(limit: maxBytes)
+        }
+        if continuing != nil, let total = resumable?.total, byteCount != total {
+            try? FileManager.default.removeItem(at: temporary)
+            throw URLError(.badServerResponse, userInfo: [
+                NSLocalizedDescriptionKey: "The continued download has \(byteCount) bytes, not the \(total) its server announced; it was discarded.",
+            ])
         }
         guard rename(temporary.path, destination.path) == 0 else {
             let code = errno
@@ -222,6 +350,15 @@ final class DownloadWriter: Sendable {
             ])
         }
         return DownloadedFile(url: destination, head: head, byteCount: byteCount)
+    }
+
+    /// Removes the temporary file, or, with `kept`, keeps it as that partial download again.
+    private func removeTemporary(keeping kept: DownloadResumeData?) {
+        if let kept {
+            KeptDownload.park(kept, for: destination)
+        } else {
+            try? FileManager.default.removeItem(at: temporary)
+        }
     }
 
     private static func size(of file: URL) throws -> Int64 {
@@ -236,65 +373,146 @@ final class DownloadWriter: Sendable {
         return Int64(status.st_size)
     }
 
-    /// The download failed or was cancelled: close and remove the temporary file.
-    func discard() {
-        let handle = state.withLock { state in
+    /// The transfer failed: keep the bytes written when the response can be continued (and
+    /// return what continues it), else remove the file.
+    func interrupt() -> DownloadResumeData? {
+        let (handle, pending, kept) = state.withLock { state -> (FileHandle?, Data, DownloadResumeData?) in
+            guard !state.ended else { return (nil, Data(), nil) }
+            state.ended = true
             defer {
                 state.handle = nil
                 state.pending = Data()
             }
-            return state.handle
+            guard let url = resumableURL, let resumable = state.resumable else { return (state.handle, Data(), nil) }
+            if let continuing = state.continuing, state.head == nil || !state.success {
+                // Failed before the rest began: the partial file is as it was.
+                return (nil, Data(), continuing)
+            }
+            guard state.success, state.handle != nil, state.received > 0, state.received < resumable.total else {
+                return (state.handle, Data(), nil)
+            }
+            let data = DownloadResumeData(url: url, validator: resumable.validator, bytesOnDisk: state.received, totalBytes: resumable.total, partialFile: temporary)
+            return (state.handle, state.pending, data)
         }
+        guard let kept else {
+            try? handle?.close()
+            try? FileManager.default.removeItem(at: temporary)
+            return nil
+        }
+        do {
+            if let handle {
+                if !pending.isEmpty { try handle.write(contentsOf: pending) }
+                try handle.close()
+            }
+        } catch {
+            try? handle?.close()
+            try? FileManager.default.removeItem(at: temporary)
+            return nil
+        }
+        KeptDownload.park(kept, for: destination)
+        return kept
+    }
+
+    /// The download was cancelled (or its signal released after it ended): close and remove
+    /// the temporary file, unless the download already ended.
+    func discard() {
+        let handle = state.withLock { state -> FileHandle?? in
+            guard !state.ended else { return nil }
+            state.ended = true
+            defer {
+                state.handle = nil
+                state.pending = Data()
+            }
+            return .some(state.handle)
+        }
+        guard let handle else { return }
         try? handle?.close()
         try? FileManager.default.removeItem(at: temporary)
     }
 
     /// The download of `request` to `destination`: progress values, then the completed file.
-    /// `parts` makes the exchange, given where the transport should write the body when
-    /// `transportWrites` (`nil` otherwise). See ``HTTPClient/download(_:to:options:)``.
+    /// `parts` makes an exchange of the request it is given (`request`, with ``rangeHeaders``
+    /// when continuing a partial file), given where the transport should write the body when
+    /// `transportWrites` (`nil` otherwise, and when continuing: the rest arrives as parts, to be
+    /// appended). See ``HTTPClient/download(_:to:options:)``.
     static func signal(
         to destination: URL,
         request: URLRequest,
         maxBytes: Int?,
         transportWrites: Bool,
-        parts: @escaping @Sendable (ResponseBodyFile?) -> Signal<HTTPResponsePart, any Error>
+        parts: @escaping @Sendable (URLRequest, ResponseBodyFile?) -> Signal<HTTPResponsePart, any Error>
     ) -> Signal<DownloadEvent, any Error> {
         Signal<DownloadEvent, any Error> { observer in
             let scope = CancellationToken()
-            let writer = DownloadWriter(destination: destination, maxBytes: maxBytes)
+            let writer = DownloadWriter(destination: destination, request: request, maxBytes: maxBytes)
             let fail: @Sendable (any Error) -> Void = { error in
                 scope.cancel()
                 writer.discard()
                 observer.fail(error)
             }
-            let file = transportWrites ? ResponseBodyFile(url: writer.temporary) { total, expected in
-                do {
-                    if let progress = try writer.written(total, expected: expected) { observer.send(.progress(progress)) }
-                } catch {
-                    fail(error)
-                }
-            } : nil
-            parts(file).observe(Observer { event in
-                do {
-                    switch event {
-                    case .value(.head(let head)):
-                        if let progress = try writer.begin(head) { observer.send(.progress(progress)) }
-                    case .value(.body(let chunk)):
-                        if let progress = try writer.write(chunk) { observer.send(.progress(progress)) }
-                    case .finished:
-                        observer.send(.completed(try writer.finish(request: request)))
-                        observer.finish()
-                    case .failed(let error):
-                        fail(error)
-                    }
-                } catch {
-                    fail(error)
-                }
-            }, in: scope)
+            let interrupted: @Sendable (any Error) -> Void = { error in
+                scope.cancel()
+                let kept = writer.interrupt()
+                observer.fail(kept?.attached(to: error) ?? error)
+            }
+            Self.exchange(writer: writer, request: request, transportWrites: transportWrites, parts: parts,
+                          observer: observer, scope: scope, fail: fail, interrupted: interrupted)
             return {
                 scope.cancel()
                 writer.discard()
             }
         }
+    }
+
+    /// One exchange of the download, in its own child of `scope`; a resume whose answer cannot
+    /// be appended is followed by one exchange from zero.
+    private static func exchange(
+        writer: DownloadWriter,
+        request: URLRequest,
+        transportWrites: Bool,
+        parts: @escaping @Sendable (URLRequest, ResponseBodyFile?) -> Signal<HTTPResponsePart, any Error>,
+        observer: Observer<DownloadEvent, any Error>,
+        scope: CancellationToken,
+        fail: @escaping @Sendable (any Error) -> Void,
+        interrupted: @escaping @Sendable (any Error) -> Void
+    ) {
+        let range = writer.rangeHeaders
+        var ranged = request
+        for (field, value) in range { ranged.setValue(value, forHTTPHeaderField: field) }
+        let sent = ranged
+        let file = transportWrites && range.isEmpty ? ResponseBodyFile(url: writer.temporary) { total, expected in
+            do {
+                if let progress = try writer.written(total, expected: expected) { observer.send(.progress(progress)) }
+            } catch {
+                fail(error)
+            }
+        } : nil
+        let attempt = scope.makeChild()
+        parts(sent, file).observe(Observer { event in
+            guard !attempt.isCancelled else { return }
+            do {
+                switch event {
+                case .value(.head(let head)):
+                    switch try writer.begin(head) {
+                    case .proceed(let progress?): observer.send(.progress(progress))
+                    case .proceed(nil): break
+                    case .restart:
+                        attempt.cancel()
+                        writer.restart()
+                        exchange(writer: writer, request: request, transportWrites: transportWrites, parts: parts,
+                                 observer: observer, scope: scope, fail: fail, interrupted: interrupted)
+                    }
+                case .value(.body(let chunk)):
+                    if let progress = try writer.write(chunk) { observer.send(.progress(progress)) }
+                case .finished:
+                    observer.send(.completed(try writer.finish(request: sent)))
+                    observer.finish()
+                case .failed(let error):
+                    interrupted(error)
+                }
+            } catch {
+                fail(error)
+            }
+        }, in: attempt)
     }
 }

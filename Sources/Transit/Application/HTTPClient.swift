@@ -226,8 +226,8 @@ public final class HTTPClient: Sendable {
         let transportWrites = transport.writesResponseBodiesToFiles
         return withCredentials(request) { request in
             self.prepared(request) { sent in
-                DownloadWriter.signal(to: destination, request: sent, maxBytes: options.maxResponseBytes, transportWrites: transportWrites) { file in
-                    self.parts(of: TransportRequest(sent, responseBodyFile: file), options: options, deadline: Self.timed(options.deadline), sent: sent)
+                DownloadWriter.signal(to: destination, request: sent, maxBytes: options.maxResponseBytes, transportWrites: transportWrites) { request, file in
+                    self.parts(of: TransportRequest(request, responseBodyFile: file), options: options, deadline: Self.timed(options.deadline), sent: request)
                 }
             }
         }

@@ -1,0 +1,328 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Signals
+
+/// What it takes to continue an interrupted download: the URL, the validator of the
+/// representation, how many of its bytes are on disk and where they are.
+///
+/// A download (``HTTPClient/download(_:to:options:)``) whose transfer fails mid-body keeps the
+/// bytes it wrote, in a hidden partial file beside the destination, when the response allowed a
+/// byte-range resume: status 200 (or 206 to a resume), `Accept-Ranges: bytes`, a strong `ETag`
+/// (else a `Last-Modified` date), a known length, and no `Content-Encoding` (a compressed
+/// representation is never resumed byte-wise). The value is then available three ways:
+/// - from the failure, with ``init(failure:)``;
+/// - from the disk, with ``kept(for:)`` (after a relaunch, for instance);
+/// - implicitly: the next download of the same URL to the same destination (a `retry` of the
+///   same signal, or a new one) continues it.
+///
+/// It is `Codable`: store it, and continue with ``HTTPClient/download(resuming:to:options:)``,
+/// also from a new process and a new client.
+///
+/// It holds no request header: no `Authorization`, no cookie. The request that continues the
+/// download is a GET of ``url`` that goes through the client like any other, so the client's
+/// default headers and authoriser add the credentials again.
+public struct DownloadResumeData: Codable, Sendable, Hashable {
+    /// The URL that was requested.
+    public let url: URL
+    /// The strong `ETag` of the representation, or its `Last-Modified` date when it had no strong
+    /// `ETag`: sent as `If-Range`, so a changed representation is fetched whole again.
+    public let validator: String
+    /// How many bytes of the representation are in the partial file. More than zero and fewer
+    /// than ``totalBytes``.
+    public let bytesOnDisk: Int64
+    /// The length of the whole representation.
+    public let totalBytes: Int64
+    /// The hidden partial file, beside the destination the download was writing to.
+    public let partialFile: URL
+
+    init(url: URL, validator: String, bytesOnDisk: Int64, totalBytes: Int64, partialFile: URL) {
+        self.url = url
+        self.validator = validator
+        self.bytesOnDisk = bytesOnDisk
+        self.totalBytes = totalBytes
+        self.partialFile = partialFile
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case url, validator, bytesOnDisk, totalBytes, partialFile
+    }
+
+    /// Decodes a value and checks it: an `http`/`https` URL, a validator that can be sent as a
+    /// header, a byte count between the two bounds and a partial file named as Transit names
+    /// them. Anything else throws `DecodingError.dataCorrupted`.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        url = try container.decode(URL.self, forKey: .url)
+        validator = try container.decode(String.self, forKey: .validator)
+        bytesOnDisk = try container.decode(Int64.self, forKey: .bytesOnDisk)
+        totalBytes = try container.decode(Int64.self, forKey: .totalBytes)
+        partialFile = try container.decode(URL.self, forKey: .partialFile)
+        guard isWellFormed else {
+            throw DecodingError.dataCorrupted(DecodingError.Context(
+                codingPath: decoder.codingPath,
+                debugDescription: "Not the resume data of a download: the URL, the validator, the byte counts or the partial file's name is invalid."
+            ))
+        }
+    }
+
+    /// The resume data an interrupted download's failure carries, or `nil` when the download
+    /// could not be resumed (the failure came before a resumable head, or the response did not
+    /// allow it). Reads a ``TransportError`` or a bare `URLError`.
+    public init?(failure error: any Error) {
+        let urlError = (error as? TransportError)?.urlError ?? (error as? URLError)
+        guard let data = urlError?.userInfo[Self.userInfoKey] as? DownloadResumeData else { return nil }
+        self = data
+    }
+
+    /// The resume data kept on disk for a download to `destination`, if an interrupted one left
+    /// its bytes there. Reading it changes nothing.
+    public static func kept(for destination: URL) -> DownloadResumeData? {
+        guard let json = try? Data(contentsOf: KeptDownload.sidecar(for: destination)),
+              let data = try? JSONDecoder().decode(DownloadResumeData.self, from: json) else { return nil }
+        return data
+    }
+
+    /// The key under which an interrupted download's `URLError` carries its resume data.
+    static let userInfoKey = "TransitDownloadResumeData"
+
+    var isWellFormed: Bool {
+        guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" else { return false }
+        return KeptDownload.isValidValidator(validator)
+            && bytesOnDisk > 0 && bytesOnDisk < totalBytes
+            && KeptDownload.isPartialFileName(partialFile.lastPathComponent)
+    }
+
+    /// `error` carrying this resume data: a ``TransportError`` or a `URLError` gets it in the
+    /// `URLError`'s `userInfo` (its code unchanged, so retry policies read it as before); another
+    /// error is returned as it is.
+    func attached(to error: any Error) -> any Error {
+        func carrying(_ urlError: URLError) -> URLError {
+            var userInfo = urlError.userInfo
+            userInfo[Self.userInfoKey] = self
+            return URLError(urlError.code, userInfo: userInfo)
+        }
+        if let transportError = error as? TransportError, let urlError = transportError.urlError {
+            var attached = TransportError(request: transportError.request, underlying: carrying(urlError))
+            attached.eventSink = transportError.eventSink
+            return attached
+        }
+        if let urlError = error as? URLError { return carrying(urlError) }
+        return error
+    }
+}
+
+extension HTTPClient {
+    /// A signal that continues the download `resumeData` describes into `destination`: a GET of
+    /// its URL with `Range: bytes=<bytesOnDisk>-` and `If-Range: <validator>`.
+    ///
+    /// It behaves as ``download(_:to:options:)`` of that URL: progress starts at the bytes
+    /// already on disk (``DownloadProgress/expectedBytes`` is the whole length), the file
+    /// appears under `destination` only when complete, and a server that ignores the range or
+    /// whose representation changed sends the whole body, which replaces the partial bytes
+    /// (nothing is ever mixed). When the partial file is gone, is not beside `destination` and
+    /// cannot be moved there, or is shorter than ``DownloadResumeData/bytesOnDisk``, the
+    /// download starts from zero.
+    ///
+    /// The request carries no header of the interrupted one: the client's default headers and
+    /// its authoriser add them again. To send headers of your own, use
+    /// ``download(_:to:options:)`` with a GET of the same URL to the same destination: it
+    /// continues a partial file kept there by itself.
+    public func download(
+        resuming resumeData: DownloadResumeData,
+        to destination: URL,
+        options: RequestOptions = RequestOptions()
+    ) -> Signal<DownloadEvent, any Error> {
+        Signal(deferred: {
+            KeptDownload.stage(resumeData, beside: destination)
+            return self.download(URLRequest(url: resumeData.url), to: destination, options: options)
+        })
+    }
+}
+
+/// The partial files an interrupted download keeps, and the rules for continuing one.
+///
+/// A kept download is a hidden partial file `.<name>.<uuid>.transit-partial` and a sidecar
+/// `.<name>.transit-resume` (the ``DownloadResumeData`` as JSON) beside the destination
+/// `<name>`. A download claims the sidecar by renaming it (atomic: two downloads to the same
+/// destination never continue the same partial file), then reads it and removes it.
+enum KeptDownload {
+    static let partialSuffix = ".transit-partial"
+
+    static func sidecar(for destination: URL) -> URL {
+        destination.deletingLastPathComponent().appendingPathComponent(".\(destination.lastPathComponent).transit-resume")
+    }
+
+    /// `true` for a name Transit gives partial files: hidden, one path component, ending in
+    /// `.transit-partial`.
+    static func isPartialFileName(_ name: String) -> Bool {
+        name.hasPrefix(".") && name.hasSuffix(partialSuffix) && !name.contains("/") && name != "." && name != ".."
+            && name.count > partialSuffix.count + 1
+    }
+
+    /// `true` for a validator that can be sent as `If-Range`: a strong entity tag (`"…"`, no
+    /// `W/`) or a date of visible ASCII; never a line break or a control character.
+    static func isValidValidator(_ value: String) -> Bool {
+        guard !value.isEmpty, value.utf8.count <= 256 else { return false }
+        if value.hasPrefix("\"") {
+            let bytes = Array(value.utf8)
+            guard bytes.count >= 2, bytes.last == 0x22 else { return false }
+            // etagc: %x21 / %x23-7E (obs-text excluded: kept to ASCII).
+            return bytes.dropFirst().dropLast().allSatisfy { $0 == 0x21 || (0x23...0x7E).contains($0) }
+        }
+        if value.hasPrefix("W/") { return false }
+        // An HTTP date: visible ASCII and spaces.
+        return value.utf8.allSatisfy { (0x20...0x7E).contains($0) } && value.first != " " && value.last != " "
+    }
+
+    /// How a response lets a download be continued later: its validator and total length, or
+    /// `nil`. Status 200, `Accept-Ranges: bytes`, a strong `ETag` (else `Last-Modified`), a known
+    /// length, no content coding.
+    static func resumability(of head: HTTPResponseHead) -> (validator: String, total: Int64)? {
+        guard head.statusCode == 200, !head.isContentEncoded, let total = head.declaredBodyLength, total > 0,
+              acceptsByteRanges(head), let validator = validator(of: head) else { return nil }
+        return (validator, total)
+    }
+
+    static func acceptsByteRanges(_ head: HTTPResponseHead) -> Bool {
+        guard let value = head.value(forHTTPHeaderField: "Accept-Ranges") else { return false }
+        return value.split(separator: ",").contains { $0.trimmingCharacters(in: .whitespaces).lowercased() == "bytes" }
+    }
+
+    static func validator(of head: HTTPResponseHead) -> String? {
+        if let etag = head.value(forHTTPHeaderField: "ETag")?.trimmingCharacters(in: .whitespaces),
+           etag.hasPrefix("\""), isValidValidator(etag) {
+            return etag
+        }
+        if head.value(forHTTPHeaderField: "ETag") != nil { return nil } // a weak or malformed tag: no date stands in
+        if let date = head.value(forHTTPHeaderField: "Last-Modified")?.trimmingCharacters(in: .whitespaces),
+           isValidValidator(date), !date.hasPrefix("\"") {
+            return date
+        }
+        return nil
+    }
+
+    /// A `Content-Range: bytes <first>-<last>/<total>` header, strictly parsed; `nil` for anything
+    /// else (another unit, `*`, a missing part, a number too long).
+    static func contentRange(_ value: String) -> (first: Int64, last: Int64, total: Int64)? {
+        let trimmed = value.trimmingCharacters(in: .whitespaces)
+        guard trimmed.lowercased().hasPrefix("bytes ") else { return nil }
+        let spec = trimmed.dropFirst(6).trimmingCharacters(in: .whitespaces)
+        let slash = spec.split(separator: "/", omittingEmptySubsequences: false)
+        guard slash.count == 2 else { return nil }
+        let bounds = slash[0].split(separator: "-", omittingEmptySubsequences: false)
+        guard bounds.count == 2, let first = number(bounds[0]), let last = number(bounds[1]),
+              let total = number(slash[1]), first <= last, last < total else { return nil }
+        return (first, last, total)
+    }
+
+    private static func number(_ text: Substring) -> Int64? {
+        guard !text.isEmpty, text.count <= 18, text.utf8.allSatisfy({ (0x30...0x39).contains($0) }) else { return nil }
+        return Int64(text)
+    }
+
+    /// `true` if the 206 `head` answers a request for the bytes from `offset` of the
+    /// representation `kept` describes, with exactly those bytes: one range (not
+    /// `multipart/byteranges`), starting at `offset`, ending at the last byte, of the same total
+    /// length, not content-encoded, with a length (when declared) that matches and an entity tag
+    /// (when sent) equal to the validator.
+    static func isContinuation(_ head: HTTPResponseHead, of kept: DownloadResumeData) -> Bool {
+        guard head.statusCode == 206, !head.isContentEncoded,
+              let rangeValue = head.value(forHTTPHeaderField: "Content-Range"),
+              let range = contentRange(rangeValue),
+              range.first == kept.bytesOnDisk, range.total == kept.totalBytes, range.last == kept.totalBytes - 1
+        else { return false }
+        if let type = head.value(forHTTPHeaderField: "Content-Type"), type.lowercased().contains("multipart/byteranges") { return false }
+        if let length = head.value(forHTTPHeaderField: "Content-Length") {
+            guard let declared = number(Substring(length.trimmingCharacters(in: .whitespaces))),
+                  declared == kept.totalBytes - kept.bytesOnDisk else { return false }
+        }
+        if kept.validator.hasPrefix("\""), let etag = head.value(forHTTPHeaderField: "ETag")?.trimmingCharacters(in: .whitespaces),
+           etag != kept.validator {
+            return false
+        }
+        return true
+    }
+
+    /// Writes the sidecar of `data` for `destination` (atomically: a temporary file renamed over
+    /// it). A sidecar that named another partial file is replaced and that file removed.
+    static func park(_ data: DownloadResumeData, for destination: URL) {
+        let sidecar = sidecar(for: destination)
+        if let previous = claimSidecar(sidecar), previous.partialFile.lastPathComponent != data.partialFile.lastPathComponent {
+            removePartial(previous.partialFile, beside: destination)
+        }
+        guard let json = try? JSONEncoder().encode(data) else { return }
+        let staging = sidecar.deletingLastPathComponent().appendingPathComponent(".\(destination.lastPathComponent).\(UUID().uuidString).transit-resume")
+        do {
+            try json.write(to: staging)
+            guard rename(staging.path, sidecar.path) == 0 else {
+                try? FileManager.default.removeItem(at: staging)
+                return
+            }
+        } catch {
+            try? FileManager.default.removeItem(at: staging)
+        }
+    }
+
+    /// Takes the sidecar at `sidecar` for this caller alone (renamed away, read, removed).
+    private static func claimSidecar(_ sidecar: URL) -> DownloadResumeData? {
+        let claimed = sidecar.deletingLastPathComponent().appendingPathComponent(".\(UUID().uuidString).transit-claimed")
+        guard rename(sidecar.path, claimed.path) == 0 else { return nil }
+        defer { try? FileManager.default.removeItem(at: claimed) }
+        guard let json = try? Data(contentsOf: claimed) else { return nil }
+        if let data = try? JSONDecoder().decode(DownloadResumeData.self, from: json) { return data }
+        // A sidecar that does not decode (damaged, or changed by hand): its partial file, if it
+        // names one beside it, is removed too.
+        if let object = try? JSONSerialization.jsonObject(with: json) as? [String: Any],
+           let partial = (object["partialFile"] as? String).flatMap(URL.init(string:)) {
+            let name = partial.lastPathComponent
+            if isPartialFileName(name) {
+                try? FileManager.default.removeItem(at: sidecar.deletingLastPathComponent().appendingPathComponent(name))
+            }
+        }
+        return nil
+    }
+
+    /// Removes `partial` when it is a partial file beside `destination` (never anything else).
+    static func removePartial(_ partial: URL, beside destination: URL) {
+        let name = partial.lastPathComponent
+        guard isPartialFileName(name) else { return }
+        try? FileManager.default.removeItem(at: destination.deletingLastPathComponent().appendingPathComponent(name))
+    }
+
+    /// The partial download a request for `url` to `destination` continues, claimed for it: its
+    /// partial file holds exactly ``DownloadResumeData/bytesOnDisk`` bytes (a longer one is cut
+    /// back). `nil` when there is none; a kept download of another URL, or one whose file is
+    /// missing or short, is removed.
+    static func claim(for destination: URL, url: URL) -> DownloadResumeData? {
+        guard let kept = claimSidecar(sidecar(for: destination)) else { return nil }
+        let file = destination.deletingLastPathComponent().appendingPathComponent(kept.partialFile.lastPathComponent)
+        guard kept.url.absoluteString == url.absoluteString, kept.isWellFormed else {
+            removePartial(file, beside: destination)
+            return nil
+        }
+        var status = stat()
+        guard stat(file.path, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG, Int64(status.st_size) >= kept.bytesOnDisk,
+              truncate(file.path, off_t(kept.bytesOnDisk)) == 0 else {
+            removePartial(file, beside: destination)
+            return nil
+        }
+        return DownloadResumeData(url: kept.url, validator: kept.validator, bytesOnDisk: kept.bytesOnDisk, totalBytes: kept.totalBytes, partialFile: file)
+    }
+
+    /// Makes `data` the kept download of `destination`, unless one is kept already for the same
+    /// partial file (a later interruption of the same download, which has more bytes). A partial
+    /// file elsewhere is moved beside `destination`; when that fails nothing is staged.
+    static func stage(_ data: DownloadResumeData, beside destination: URL) {
+        guard data.isWellFormed else { return }
+        let name = data.partialFile.lastPathComponent
+        if DownloadResumeData.kept(for: destination)?.partialFile.lastPathComponent == name { return }
+        let beside = destination.deletingLastPathComponent().appendingPathComponent(name)
+        if !FileManager.default.fileExists(atPath: beside.path) {
+            guard FileManager.default.fileExists(atPath: data.partialFile.path),
+                  rename(data.partialFile.path, beside.path) == 0 else { return }
+        }
+        park(DownloadResumeData(url: data.url, validator: data.validator, bytesOnDisk: data.bytesOnDisk, totalBytes: data.totalBytes, partialFile: beside), for: destination)
+    }
+}
