@@ -212,8 +212,12 @@ public final class HTTPClient: Sendable {
     /// The body is written to a hidden temporary file in the destination's folder as it arrives;
     /// each write is reported as ``DownloadEvent/progress(_:)``. Once the body is complete the
     /// file is renamed to `destination` (replacing any file there) and
-    /// ``DownloadEvent/completed(_:)`` is the last value. On failure or cancellation the
-    /// temporary file is removed: a partial body never appears under the destination's name.
+    /// ``DownloadEvent/completed(_:)`` is the last value. A partial body never appears under the
+    /// destination's name. On cancellation, and on a failure that cannot be resumed, the temporary
+    /// file is removed; an interrupted resumable transfer (`Accept-Ranges: bytes`, a strong `ETag`
+    /// or a `Last-Modified`, a known length, no content coding) keeps it, and the next download of
+    /// the same URL to the same destination — a retry, a new signal, a new process — continues it
+    /// with `Range` and `If-Range` (see ``DownloadResumeData``).
     ///
     /// A response of 400 or more fails with its ``HTTPError`` (with the first 64 KiB of its
     /// body); another non-2xx status fails with `URLError(.badServerResponse)`. There is no size
