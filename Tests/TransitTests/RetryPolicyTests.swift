@@ -308,13 +308,67 @@ private func policy(
     @Test(arguments: [408, 500, 502, 503, 504])
     func transientStatuses(status: Int) throws {
         let error = try #require(HTTPClientError(statusCode: status) as (any HTTPError)? ?? HTTPServerError(statusCode: status))
-        #expect(RetryPolicy.isTransient(error))
+        #expect(RetryPolicy.default.isTransient(error))
     }
 
     @Test(arguments: [400, 401, 404, 429, 501, 505, 599])
     func nonTransientStatuses(status: Int) throws {
         let error = try #require(HTTPClientError(statusCode: status) as (any HTTPError)? ?? HTTPServerError(statusCode: status))
-        #expect(!RetryPolicy.isTransient(error))
+        #expect(!RetryPolicy.default.isTransient(error))
+    }
+
+    @Test func theDefaultSetsHoldTheDocumentedEntries() {
+        #expect(RetryPolicy.defaultRetryableStatusCodes == [408, 500, 502, 503, 504])
+        #expect(RetryPolicy.defaultRetryableMethods == [.get, .head, .options, .trace, .put, .delete])
+        #expect(RetryPolicy.defaultRetryableURLErrorCodes == [
+            .timedOut, .networkConnectionLost, .cannotConnectToHost, .notConnectedToInternet, .dnsLookupFailed, .cannotFindHost,
+        ])
+        #expect(RetryPolicy.defaultRetryableMethods.allSatisfy { $0.isIdempotent })
+    }
+
+    @Test func aCustomStatusSetChangesWhatIsRetried() {
+        var custom = policy(maxAttempts: 2)
+        custom.retryableStatusCodes = [429, 500]
+        let added = RetryFixture(answers: [.status(429), .text("done")], policy: custom)
+        added.scheduler.run()
+        #expect(added.times.current == [.seconds(0), .seconds(1)])
+        #expect(added.log.values == ["done"])
+
+        var narrowed = policy(maxAttempts: 2)
+        narrowed.retryableStatusCodes = [500]
+        let removed = RetryFixture(answers: [.status(503), .text("done")], policy: narrowed)
+        removed.scheduler.run()
+        #expect(removed.requestCount == 1)
+        #expect(statusCode(of: removed.log.failure) == 503)
+    }
+
+    @Test func aCustomMethodSetChangesWhatIsRetried() {
+        var custom = policy(maxAttempts: 2)
+        custom.retryableMethods = [.get, .post]
+        let post = RetryFixture(.post, answers: [.status(500), .text("done")], policy: custom)
+        post.scheduler.run()
+        #expect(post.times.current == [.seconds(0), .seconds(1)])
+        #expect(post.log.values == ["done"])
+
+        custom.retryableMethods = [.post]
+        let get = RetryFixture(.get, answers: [.status(500), .text("done")], policy: custom)
+        get.scheduler.run()
+        #expect(get.requestCount == 1)
+        #expect(statusCode(of: get.log.failure) == 500)
+    }
+
+    @Test func aCustomURLErrorSetChangesWhatIsRetried() {
+        var custom = policy(maxAttempts: 2)
+        custom.retryableURLErrorCodes = [.secureConnectionFailed]
+        let added = RetryFixture(.get, answers: [.failure(URLError(.secureConnectionFailed)), .text("done")], policy: custom, passMethod: .get)
+        added.scheduler.run()
+        #expect(added.times.current == [.seconds(0), .seconds(1)])
+        #expect(added.log.values == ["done"])
+
+        let removed = RetryFixture(.get, answers: [.failure(URLError(.timedOut)), .text("done")], policy: custom, passMethod: .get)
+        removed.scheduler.run()
+        #expect(removed.requestCount == 1)
+        #expect((removed.log.failure as? TransportError)?.code == .timedOut)
     }
 
     @Test func anHTTPErrorWithoutAResponseUsesTheGivenMethod() {
