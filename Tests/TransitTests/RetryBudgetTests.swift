@@ -51,7 +51,7 @@ struct RetryBudgetTests {
         transport.stub(.get).thenRespond(.status(503))
         let client = HTTPClient(transport: transport, scheduler: scheduler)
         let budget = RetryBudget(ratio: 0.2, minRetriesPerSecond: 0, window: .seconds(60), scheduler: scheduler)
-        let policy = RetryPolicy(maxAttempts: 3, baseDelay: 0.1, jitter: .none, budget: budget)
+        let policy = RetryPolicy(maxAttempts: 3, baseDelay: .milliseconds(100), jitter: .none, budget: budget)
         let probes = (0..<50).map { index in
             RequestProbe(client.send(URLRequest(url: URL(string: "https://api.example.com/v1/\(index)")!))
                 .catchHTTPErrors()
@@ -76,7 +76,7 @@ struct RetryBudgetTests {
         let probes = (0..<10).map { _ in
             RequestProbe(client.send(URLRequest(url: URL(string: "https://api.example.com/x")!))
                 .catchHTTPErrors()
-                .retry(RetryPolicy(maxAttempts: 3, baseDelay: 0.1, jitter: .none), scheduler: scheduler))
+                .retry(RetryPolicy(maxAttempts: 3, baseDelay: .milliseconds(100), jitter: .none), scheduler: scheduler))
         }
         scheduler.advance(by: .seconds(5))
         #expect(transport.requests.count == 30)

@@ -63,8 +63,8 @@ private func policy(
     random: [Double] = [0.5]
 ) -> RetryPolicy {
     RetryPolicy(
-        maxAttempts: maxAttempts, baseDelay: base, multiplier: multiplier, maxDelay: maxDelay,
-        jitter: jitter, maxRetryAfter: maxRetryAfter, retryNonIdempotent: retryNonIdempotent,
+        maxAttempts: maxAttempts, baseDelay: .seconds(base), multiplier: multiplier, maxDelay: .seconds(maxDelay),
+        jitter: jitter, maxRetryAfter: .seconds(maxRetryAfter), retryNonIdempotent: retryNonIdempotent,
         random: sequence(random)
     )
 }
@@ -74,31 +74,31 @@ private func policy(
 
     @Test func theCeilingGrowsExponentiallyUpToTheMaximum() {
         let p = policy(base: 1, multiplier: 2, maxDelay: 10)
-        #expect((1...6).map { p.ceiling(beforeRetry: $0) } == [1, 2, 4, 8, 10, 10])
-        #expect(p.ceiling(beforeRetry: 5000) == 10, "no overflow")
-        #expect(p.ceiling(beforeRetry: 0) == 1)
+        #expect((1...6).map { p.ceiling(beforeRetry: $0) } == [1, 2, 4, 8, 10, 10].map { Duration.seconds($0) })
+        #expect(p.ceiling(beforeRetry: 5000) == .seconds(10), "no overflow")
+        #expect(p.ceiling(beforeRetry: 0) == .seconds(1))
     }
 
     @Test func jitterFollowsTheDocumentedFormulas() {
         let none = policy(base: 1, maxDelay: 10, jitter: .none, random: [0.5])
         let full = policy(base: 1, maxDelay: 10, jitter: .full, random: [0.5])
         let equal = policy(base: 1, maxDelay: 10, jitter: .equal, random: [0.5])
-        #expect((1...5).map { none.backoff(beforeRetry: $0) } == [1, 2, 4, 8, 10])
-        #expect((1...5).map { full.backoff(beforeRetry: $0) } == [0.5, 1, 2, 4, 5])
-        #expect((1...5).map { equal.backoff(beforeRetry: $0) } == [0.75, 1.5, 3, 6, 7.5])
-        #expect(policy(jitter: .full, random: [0]).backoff(beforeRetry: 3) == 0)
-        #expect(policy(jitter: .equal, random: [0]).backoff(beforeRetry: 3) == 2)
+        #expect((1...5).map { none.backoff(beforeRetry: $0) } == [1, 2, 4, 8, 10].map { Duration.seconds($0) })
+        #expect((1...5).map { full.backoff(beforeRetry: $0) } == [0.5, 1, 2, 4, 5].map { Duration.seconds($0) })
+        #expect((1...5).map { equal.backoff(beforeRetry: $0) } == [0.75, 1.5, 3, 6, 7.5].map { Duration.seconds($0) })
+        #expect(policy(jitter: .full, random: [0]).backoff(beforeRetry: 3) == .zero)
+        #expect(policy(jitter: .equal, random: [0]).backoff(beforeRetry: 3) == .seconds(2))
     }
 
     @Test(arguments: [(1.5, 4.0), (-1, 0), (.nan, 0), (0.999, 3.996)] as [(Double, Double)])
     func randomValuesOutsideTheUnitIntervalAreClamped(random: Double, expected: Double) {
-        #expect(policy(base: 4, jitter: .full, random: [random]).backoff(beforeRetry: 1) == expected)
+        #expect(policy(base: 4, jitter: .full, random: [random]).backoff(beforeRetry: 1) == .seconds(expected))
     }
 
     @Test func theDefaultPolicyIsDocumented() {
         let p = RetryPolicy.default
-        #expect(p.maxAttempts == 3 && p.baseDelay == 0.5 && p.multiplier == 2 && p.maxDelay == 30)
-        #expect(p.jitter == .full && p.maxRetryAfter == 60 && !p.retryNonIdempotent)
+        #expect(p.maxAttempts == 3 && p.baseDelay == .milliseconds(500) && p.multiplier == 2 && p.maxDelay == .seconds(30))
+        #expect(p.jitter == .full && p.maxRetryAfter == .seconds(60) && !p.retryNonIdempotent)
         let r = p.random()
         #expect(r >= 0 && r < 1)
     }
@@ -278,7 +278,7 @@ private func policy(
             Issue.record("expected a 503, got \(String(describing: f.log.failure))")
             return
         }
-        #expect(retryAfter == 120)
+        #expect(retryAfter == .seconds(120))
         #expect(f.scheduler.pendingCount == 0)
         f.scheduler.run()
         #expect(f.requestCount == 1)
@@ -375,7 +375,7 @@ private func policy(
         let p = policy()
         let error = HTTPServerError.internalServerError()
         #expect(p.retryDelay(after: error, attempt: 1) == nil, "unknown method: not retried")
-        #expect(p.retryDelay(after: error, attempt: 1, method: .get) == 1)
+        #expect(p.retryDelay(after: error, attempt: 1, method: .get) == .seconds(1))
         #expect(p.retryDelay(after: error, attempt: 1, method: .post) == nil)
         #expect(p.retryDelay(after: error, attempt: 4, method: .get) == nil, "no attempts left")
     }

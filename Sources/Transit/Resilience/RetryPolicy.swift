@@ -2,6 +2,7 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
+import Signals
 
 /// When and how long to wait before sending a failed request again: jittered exponential
 /// back-off, transient failures only, idempotent methods only unless the caller opts in.
@@ -46,16 +47,16 @@ public struct RetryPolicy: Sendable {
 
     /// The most attempts in all, the first one included; at least 1 (1 means no retry).
     public var maxAttempts: Int
-    /// The back-off ceiling before the first retry, in seconds.
-    public var baseDelay: TimeInterval
+    /// The back-off ceiling before the first retry.
+    public var baseDelay: Duration
     /// How much the ceiling grows with each retry.
     public var multiplier: Double
-    /// The largest back-off ceiling, in seconds.
-    public var maxDelay: TimeInterval
+    /// The largest back-off ceiling.
+    public var maxDelay: Duration
     /// How the back-off is randomised.
     public var jitter: Jitter
-    /// The longest Retry-After of a 503 that is honoured, in seconds; a longer one fails at once.
-    public var maxRetryAfter: TimeInterval
+    /// The longest Retry-After of a 503 that is honoured; a longer one fails at once.
+    public var maxRetryAfter: Duration
     /// Retry requests whose method is not idempotent (POST, PATCH) or unknown. Off by default:
     /// a POST that timed out may have been processed, and sending it again may do it twice.
     public var retryNonIdempotent: Bool
@@ -81,11 +82,11 @@ public struct RetryPolicy: Sendable {
     /// Retry-After honoured up to 60 s, idempotent methods only, system randomness.
     public init(
         maxAttempts: Int = 3,
-        baseDelay: TimeInterval = 0.5,
+        baseDelay: Duration = .milliseconds(500),
         multiplier: Double = 2,
-        maxDelay: TimeInterval = 30,
+        maxDelay: Duration = .seconds(30),
         jitter: Jitter = .full,
-        maxRetryAfter: TimeInterval = 60,
+        maxRetryAfter: Duration = .seconds(60),
         retryNonIdempotent: Bool = false,
         random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
         budget: RetryBudget? = nil,
@@ -144,22 +145,33 @@ public struct RetryPolicy: Sendable {
         .cannotConnectToHost, .notConnectedToInternet, .dnsLookupFailed, .cannotFindHost,
     ]
 
-    /// The default policy: see ``init(maxAttempts:baseDelay:multiplier:maxDelay:jitter:maxRetryAfter:retryNonIdempotent:random:budget:)``.
+    /// The default policy: see ``init(maxAttempts:baseDelay:multiplier:maxDelay:jitter:maxRetryAfter:retryNonIdempotent:random:budget:retryableMethods:retryableStatusCodes:retryableURLErrorCodes:)``.
     public static var `default`: RetryPolicy { RetryPolicy() }
 
-    /// The back-off ceiling before retry number `retry` (1 for the first retry), in seconds:
-    /// `min(maxDelay, baseDelay × multiplier^(retry−1))`, never negative.
-    public func ceiling(beforeRetry retry: Int) -> TimeInterval {
+    /// The back-off ceiling before retry number `retry` (1 for the first retry):
+    /// `min(maxDelay, baseDelay × multiplier^(retry−1))`, never negative, never longer than
+    /// about 285 years (however large the delays or the multiplier).
+    public func ceiling(beforeRetry retry: Int) -> Duration {
+        ScheduledSubscription.duration(seconds: ceilingSeconds(beforeRetry: retry))
+    }
+
+    /// The jittered back-off before retry number `retry` (1 for the first retry). Calls
+    /// ``random`` once (unless the jitter is ``Jitter/none``).
+    public func backoff(beforeRetry retry: Int) -> Duration {
+        ScheduledSubscription.duration(seconds: backoffSeconds(beforeRetry: retry))
+    }
+
+    /// ``ceiling(beforeRetry:)`` in seconds: the arithmetic is done on `Double`, which saturates
+    /// instead of overflowing.
+    private func ceilingSeconds(beforeRetry retry: Int) -> Double {
         let exponent = Double(max(0, retry - 1))
-        let raw = max(0, baseDelay.isNaN ? 0 : baseDelay) * pow(multiplier.isNaN ? 1 : max(0, multiplier), exponent)
-        let cap = maxDelay.isNaN ? 0 : max(0, maxDelay)
+        let raw = ScheduledSubscription.seconds(baseDelay) * pow(multiplier.isNaN ? 1 : max(0, multiplier), exponent)
+        let cap = ScheduledSubscription.seconds(maxDelay)
         return raw.isNaN ? cap : min(cap, raw)
     }
 
-    /// The jittered back-off before retry number `retry` (1 for the first retry), in seconds.
-    /// Calls ``random`` once (unless the jitter is ``Jitter/none``).
-    public func backoff(beforeRetry retry: Int) -> TimeInterval {
-        let ceiling = ceiling(beforeRetry: retry)
+    private func backoffSeconds(beforeRetry retry: Int) -> Double {
+        let ceiling = ceilingSeconds(beforeRetry: retry)
         switch jitter {
         case .none: return ceiling
         case .full: return unitRandom() * ceiling
@@ -180,7 +192,7 @@ public struct RetryPolicy: Sendable {
     ///   - attempt: the number of the attempt that failed, 1 for the first.
     ///   - method: the request's method, when the caller knows it. The method of the request in
     ///     an HTTP error's response takes precedence.
-    public func retryDelay(after error: any Error, attempt: Int, method: HTTPMethod? = nil) -> TimeInterval? {
+    public func retryDelay(after error: any Error, attempt: Int, method: HTTPMethod? = nil) -> Duration? {
         guard attempt < maxAttempts, isTransient(error) else { return nil }
         if !Self.neverReachedServer(error) && !retryNonIdempotent {
             guard let method = Self.method(of: error) ?? method, retryableMethods.contains(method) else { return nil }
@@ -188,7 +200,7 @@ public struct RetryPolicy: Sendable {
         let backoff = backoff(beforeRetry: attempt)
         if let serverError = error as? HTTPServerError, case .serviceUnavailable(let retryAfter?, _) = serverError {
             guard retryAfter <= maxRetryAfter else { return nil }
-            return max(backoff, retryAfter)
+            return max(backoff, ScheduledSubscription.clamped(retryAfter))
         }
         return backoff
     }

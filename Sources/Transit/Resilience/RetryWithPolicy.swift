@@ -174,7 +174,7 @@ private final class PolicyRetrier<Output: Sendable>: @unchecked Sendable {
                 return
             }
             HTTPEventSink.report(
-                .retryScheduled(attempt: number, delay: ScheduledSubscription.duration(seconds: delay), failure: error),
+                .retryScheduled(attempt: number, delay: delay, failure: error),
                 about: error
             )
             scheduleAttempt(after: delay, following: number)
@@ -199,8 +199,8 @@ private final class PolicyRetrier<Output: Sendable>: @unchecked Sendable {
     }
 
     /// Ends attempt `number` (its subscription is released) and schedules attempt `number + 1`
-    /// after `delay` seconds.
-    private func scheduleAttempt(after delay: Double, following number: Int) {
+    /// after `delay`.
+    private func scheduleAttempt(after delay: Duration, following number: Int) {
         var finished: CancellationToken?
         let id = withState { state -> UInt64? in
             guard !state.ended, state.attempt == number else { return nil }
@@ -213,7 +213,7 @@ private final class PolicyRetrier<Output: Sendable>: @unchecked Sendable {
         }
         guard let id else { return }
         finished?.cancel()
-        let wait = scheduler.schedule(after: ScheduledSubscription.duration(seconds: delay)) { [self] in
+        let wait = scheduler.schedule(after: ScheduledSubscription.clamped(delay)) { [self] in
             fire(id)
         }
         // Keep the wait for cancellation, unless it already ran (a scheduler that runs it at

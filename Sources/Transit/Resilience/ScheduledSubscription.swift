@@ -13,6 +13,19 @@ enum ScheduledSubscription {
         return .seconds(min(seconds, longestWait))
     }
 
+    /// `duration` clamped to `0...longestWait`.
+    static func clamped(_ duration: Duration) -> Duration {
+        min(max(duration, .zero), longest)
+    }
+
+    /// ``longestWait`` as a `Duration`.
+    static let longest: Duration = .seconds(longestWait)
+
+    /// `duration` in seconds, clamped to `0...longestWait`: safe to multiply, never a trap.
+    static func seconds(_ duration: Duration) -> TimeInterval {
+        clamped(duration).timeInterval
+    }
+
     /// A signal that subscribes to `next` once `seconds` have passed on `scheduler`.
     ///
     /// Cancelling before then cancels the scheduled action (nothing stays pending on the

@@ -57,8 +57,8 @@ public enum HTTPClientError: HTTPError, Hashable {
     case upgradeRequired(response: HTTPResponse? = nil)
     /// 428 Precondition Required.
     case preconditionRequired(response: HTTPResponse? = nil)
-    /// 429 Too Many Requests. `retryAfter` is the parsed Retry-After header, in seconds, if the server sent a valid one.
-    case tooManyRequests(retryAfter: TimeInterval? = nil, response: HTTPResponse? = nil)
+    /// 429 Too Many Requests. `retryAfter` is the parsed Retry-After header, if the server sent a valid one.
+    case tooManyRequests(retryAfter: Duration? = nil, response: HTTPResponse? = nil)
     /// 431 Request Header Fields Too Large.
     case requestHeaderFieldsTooLarge(response: HTTPResponse? = nil)
     /// 451 Unavailable For Legal Reasons.
@@ -93,7 +93,7 @@ public enum HTTPClientError: HTTPError, Hashable {
         case 424: self = .failedDependency(response: response)
         case 426: self = .upgradeRequired(response: response)
         case 428: self = .preconditionRequired(response: response)
-        case 429: self = .tooManyRequests(retryAfter: RetryAfter.seconds(in: response), response: response)
+        case 429: self = .tooManyRequests(retryAfter: RetryAfter.delay(in: response), response: response)
         case 431: self = .requestHeaderFieldsTooLarge(response: response)
         case 451: self = .unavailableForLegalReasons(response: response)
         case 400...499: self = .other(statusCode: statusCode, response: response)
@@ -201,9 +201,15 @@ public enum HTTPClientError: HTTPError, Hashable {
     }
 
     /// The parsed `Retry-After` of a 429; `nil` for every other case.
-    public var retryAfter: TimeInterval? {
+    public var retryAfter: Duration? {
         if case .tooManyRequests(let retryAfter, _) = self { return retryAfter }
         return nil
+    }
+
+    /// The error for a 429 whose Retry-After is given in seconds (NaN and negative values are
+    /// zero, values too large are ``RetryAfter/longest``).
+    static func tooManyRequests(retryAfter seconds: TimeInterval?, response: HTTPResponse? = nil) -> Self {
+        .tooManyRequests(retryAfter: seconds.map(RetryAfter.duration(seconds:)), response: response)
     }
 
     public static func == (lhs: HTTPClientError, rhs: HTTPClientError) -> Bool {

@@ -15,8 +15,8 @@ public enum HTTPServerError: HTTPError, Hashable {
     case notImplemented(response: HTTPResponse? = nil)
     /// 502 Bad Gateway.
     case badGateway(response: HTTPResponse? = nil)
-    /// 503 Service Unavailable. `retryAfter` is the parsed Retry-After header, in seconds, if the server sent a valid one.
-    case serviceUnavailable(retryAfter: TimeInterval? = nil, response: HTTPResponse? = nil)
+    /// 503 Service Unavailable. `retryAfter` is the parsed Retry-After header, if the server sent a valid one.
+    case serviceUnavailable(retryAfter: Duration? = nil, response: HTTPResponse? = nil)
     /// 504 Gateway Timeout.
     case gatewayTimeout(response: HTTPResponse? = nil)
     /// 505 HTTP Version Not Supported.
@@ -40,7 +40,7 @@ public enum HTTPServerError: HTTPError, Hashable {
         case 500: self = .internalServerError(response: response)
         case 501: self = .notImplemented(response: response)
         case 502: self = .badGateway(response: response)
-        case 503: self = .serviceUnavailable(retryAfter: RetryAfter.seconds(in: response), response: response)
+        case 503: self = .serviceUnavailable(retryAfter: RetryAfter.delay(in: response), response: response)
         case 504: self = .gatewayTimeout(response: response)
         case 505: self = .httpVersionNotSupported(response: response)
         case 506: self = .variantAlsoNegotiates(response: response)
@@ -105,9 +105,15 @@ public enum HTTPServerError: HTTPError, Hashable {
     }
 
     /// The parsed `Retry-After` of a 503; `nil` for every other case.
-    public var retryAfter: TimeInterval? {
+    public var retryAfter: Duration? {
         if case .serviceUnavailable(let retryAfter, _) = self { return retryAfter }
         return nil
+    }
+
+    /// The error for a 503 whose Retry-After is given in seconds (NaN and negative values are
+    /// zero, values too large are ``RetryAfter/longest``).
+    static func serviceUnavailable(retryAfter seconds: TimeInterval?, response: HTTPResponse? = nil) -> Self {
+        .serviceUnavailable(retryAfter: seconds.map(RetryAfter.duration(seconds:)), response: response)
     }
 
     public static func == (lhs: HTTPServerError, rhs: HTTPServerError) -> Bool {
