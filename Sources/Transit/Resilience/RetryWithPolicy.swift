@@ -39,7 +39,8 @@ extension Signal where Failure == any Error {
     /// - Parameters:
     ///   - policy: the back-off and what to retry.
     ///   - method: the method of the request this signal sends, if known.
-    ///   - scheduler: where waits are timed; a `TestScheduler` in tests.
+    ///   - scheduler: where waits are timed, and the clock of the policy's ``RetryBudget``; a
+    ///     `TestScheduler` in tests.
     public func retry(
         _ policy: RetryPolicy,
         method: HTTPMethod? = nil,
@@ -132,7 +133,7 @@ private final class PolicyRetrier<Output: Sendable>: @unchecked Sendable {
             return true
         }
         guard proceed else { return }
-        policy.budget?.recordRequest()
+        policy.budget?.recordRequest(at: scheduler.now)
         run(1, scope)
     }
 
@@ -168,7 +169,7 @@ private final class PolicyRetrier<Output: Sendable>: @unchecked Sendable {
                 finish(with: event, from: number)
                 return
             }
-            if let budget = policy.budget, !budget.withdrawRetry() {
+            if let budget = policy.budget, !budget.withdrawRetry(at: scheduler.now) {
                 HTTPEventSink.report(.retryRefusedByBudget(attempt: number, failure: error), about: error)
                 finish(with: .failed(RetryBudgetExhausted(failure: error)), from: number)
                 return

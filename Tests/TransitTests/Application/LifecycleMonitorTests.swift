@@ -272,7 +272,7 @@ struct LifecycleMonitorTests {
         let log = EventLog()
         let client = HTTPClient(transport: transport, monitors: [log], scheduler: scheduler)
         // One retry per 10 s window, whatever the traffic.
-        let budget = RetryBudget(ratio: 0, minRetriesPerSecond: 0.1, window: .seconds(10), scheduler: scheduler)
+        let budget = RetryBudget(ratio: 0, minRetriesPerSecond: 0.1, window: .seconds(10))
         let policy = RetryPolicy(maxAttempts: 2, baseDelay: .milliseconds(500), jitter: .none, budget: budget)
         let first = RequestProbe(client.send(get("https://api.example.test/a")).catchHTTPErrors().retry(policy, scheduler: scheduler))
         let second = RequestProbe(client.send(get("https://api.example.test/b")).catchHTTPErrors().retry(policy, scheduler: scheduler))
