@@ -121,7 +121,7 @@ public struct RetryBudgetExhausted: Error, Sendable, CustomStringConvertible, Lo
     public let failure: any Error
 
     /// Creates the error.
-    public init(failure: any Error) {
+    package init(failure: any Error) {
         self.failure = failure
     }
 

@@ -141,7 +141,7 @@ public struct RetryPolicy: Sendable {
 
     /// The `URLError` codes that mean no connection was made, so the request never reached the
     /// server and sending it again is safe whatever its method.
-    public static let neverReachedServerCodes: Set<URLError.Code> = [
+    static let neverReachedServerCodes: Set<URLError.Code> = [
         .cannotConnectToHost, .notConnectedToInternet, .dnsLookupFailed, .cannotFindHost,
     ]
 
@@ -151,13 +151,13 @@ public struct RetryPolicy: Sendable {
     /// The back-off ceiling before retry number `retry` (1 for the first retry):
     /// `min(maxDelay, baseDelay × multiplier^(retry−1))`, never negative, never longer than
     /// about 285 years (however large the delays or the multiplier).
-    public func ceiling(beforeRetry retry: Int) -> Duration {
+    package func ceiling(beforeRetry retry: Int) -> Duration {
         ScheduledSubscription.duration(seconds: ceilingSeconds(beforeRetry: retry))
     }
 
     /// The jittered back-off before retry number `retry` (1 for the first retry). Calls
     /// ``random`` once (unless the jitter is ``Jitter/none``).
-    public func backoff(beforeRetry retry: Int) -> Duration {
+    package func backoff(beforeRetry retry: Int) -> Duration {
         ScheduledSubscription.duration(seconds: backoffSeconds(beforeRetry: retry))
     }
 
@@ -236,8 +236,9 @@ public struct RetryPolicy: Sendable {
     }
 
     /// `true` for transport errors that mean the request never reached the server — no
-    /// connection was made (``neverReachedServerCodes``; bare or wrapped in a ``TransportError``)
-    /// — so sending it again is safe for every method.
+    /// connection was made (`URLError.cannotConnectToHost`, `.notConnectedToInternet`,
+    /// `.dnsLookupFailed`, `.cannotFindHost`; bare or wrapped in a ``TransportError``) — so
+    /// sending it again is safe for every method.
     public static func neverReachedServer(_ error: any Error) -> Bool {
         guard let code = urlErrorCode(of: error) else { return false }
         return neverReachedServerCodes.contains(code)

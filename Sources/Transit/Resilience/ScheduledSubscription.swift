@@ -56,5 +56,5 @@ extension DispatchQueue {
     ///
     /// The same queue as `DispatchQueue.global()`, but that call makes a new wrapper object on
     /// every call on Linux: as an operator's default argument, one allocation per request.
-    public static let transitGlobal = DispatchQueue.global()
+    @usableFromInline static let transitGlobal = DispatchQueue.global()
 }

@@ -63,7 +63,7 @@ extension HTTPError {
 }
 
 /// Turns a status code of 400 or above into the matching ``HTTPError``; `nil` below 400.
-public func makeHTTPError(for response: HTTPResponse) -> (any HTTPError)? {
+package func makeHTTPError(for response: HTTPResponse) -> (any HTTPError)? {
     HTTPClientError(statusCode: response.statusCode, response: response)
         ?? HTTPServerError(statusCode: response.statusCode, response: response)
         ?? (response.statusCode >= 600 ? HTTPServerError.other(statusCode: response.statusCode, response: response) : nil)

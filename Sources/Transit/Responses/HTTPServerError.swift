@@ -31,8 +31,8 @@ public enum HTTPServerError: HTTPError, Hashable {
     case notExtended(response: HTTPResponse? = nil)
     /// 511 Network Authentication Required.
     case networkAuthenticationRequired(response: HTTPResponse? = nil)
-    /// Any other status code from 500 to 599 (and, from ``makeHTTPError(for:)``, any code of 600
-    /// or above).
+    /// Any other status code from 500 to 599 (and, from `catchHTTPErrors()`, any code
+    /// of 600 or above).
     case other(statusCode: Int, response: HTTPResponse? = nil)
 
     /// Creates the error for `statusCode`, or `nil` if the code is not from 500 to 599.

@@ -5,7 +5,7 @@ import Foundation
 extension RetryAfter {
     /// How long the response's `Retry-After` header asks to wait, or `nil` if it is absent or
     /// unreadable.
-    public static func delay(in response: HTTPResponse?, now: Date = Date()) -> Duration? {
+    package static func delay(in response: HTTPResponse?, now: Date = Date()) -> Duration? {
         delay(from: response?.value(forHTTPHeaderField: "Retry-After"), now: now)
     }
 }
