@@ -5,7 +5,8 @@ import FoundationNetworking
 import Signals
 
 /// When and how long to wait before sending a failed request again: jittered exponential
-/// back-off, transient failures only, idempotent methods only unless the caller opts in.
+/// back-off, transient failures only, and only methods it is safe to send twice (the idempotent
+/// ones by default) unless the caller opts in.
 ///
 /// Used by `Signal.retry(_:method:scheduler:)`.
 ///
