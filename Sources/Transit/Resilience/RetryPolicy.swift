@@ -240,7 +240,7 @@ public struct RetryPolicy: Sendable {
     /// connection was made (`URLError.cannotConnectToHost`, `.notConnectedToInternet`,
     /// `.dnsLookupFailed`, `.cannotFindHost`; bare or wrapped in a ``TransportError``) — so
     /// sending it again is safe for every method.
-    public static func neverReachedServer(_ error: any Error) -> Bool {
+    package static func neverReachedServer(_ error: any Error) -> Bool {
         guard let code = urlErrorCode(of: error) else { return false }
         return neverReachedServerCodes.contains(code)
     }
