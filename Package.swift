@@ -10,6 +10,7 @@ let package = Package(
     products: [
         .library(name: "Signals", targets: ["Signals"]),
         .library(name: "Transit", targets: ["Transit"]),
+        .library(name: "SignalsTesting", targets: ["SignalsTesting"]),
         .library(name: "TransitTesting", targets: ["TransitTesting"]),
         .library(name: "TransitCache", targets: ["TransitCache"]),
         .executable(name: "forum", targets: ["Forum"]),
@@ -17,14 +18,18 @@ let package = Package(
     targets: [
         .target(name: "Signals"),
         .target(name: "Transit", dependencies: ["Signals"]),
-        .target(name: "TransitTesting", dependencies: ["Transit", "Signals"]),
+        // The recorder and marble diagrams for any Signal: no HTTP.
+        .target(name: "SignalsTesting", dependencies: ["Signals"]),
+        // Stub transports, the loopback server, transport conformance; re-exports SignalsTesting.
+        .target(name: "TransitTesting", dependencies: ["Transit", "Signals", "SignalsTesting"]),
         .target(name: "TransitCache", dependencies: ["Transit", "Signals"]),
         .executableTarget(
             name: "Forum",
             dependencies: ["Transit", "TransitTesting", "Signals", "TransitCache"],
             path: "Examples/Forum"
         ),
-        .testTarget(name: "SignalsTests", dependencies: ["Signals", "TransitTesting"]),
+        .testTarget(name: "SignalsTests", dependencies: ["Signals", "SignalsTesting"]),
+        .testTarget(name: "SignalsTestingTests", dependencies: ["SignalsTesting", "Signals"]),
         .testTarget(name: "TransitTests", dependencies: ["Transit", "TransitTesting", "Signals"]),
         .testTarget(name: "TransitTestingTests", dependencies: ["TransitTesting", "Transit", "Signals"]),
         .testTarget(name: "TransitCacheTests", dependencies: ["TransitCache", "Transit", "TransitTesting", "Signals"]),

@@ -34,7 +34,7 @@ struct ForumV2Service: RESTAPI {
     /// Retries transient failures twice, quickly — within a budget shared by every chain: at most
     /// a tenth of the requests (plus one per ten seconds) may be retries.
     static let retryPolicy = RetryPolicy(
-        maxAttempts: 3, baseDelay: 0.05, jitter: .none,
+        maxAttempts: 3, baseDelay: .milliseconds(50), jitter: .none,
         budget: RetryBudget(ratio: 0.1, minRetriesPerSecond: 0.1, window: .seconds(10))
     )
 

@@ -154,7 +154,7 @@ if let baseURL = baseURLArgument {
     let refused = await posts(service.posts)
     narrator.say(describe(refused))
     if case .failure(let error) = refused, let limit = error as? HTTPClientError, case .tooManyRequests(let retryAfter, _) = limit {
-        check(retryAfter == 30 && Date().timeIntervalSince(failFastStarted) < 2, "failed at once with .tooManyRequests(retryAfter: 30) instead of retrying early")
+        check(retryAfter == .seconds(30) && Date().timeIntervalSince(failFastStarted) < 2, "failed at once with .tooManyRequests(retryAfter: 30) instead of retrying early")
     } else {
         check(false, "failed at once with .tooManyRequests(retryAfter: 30)")
     }

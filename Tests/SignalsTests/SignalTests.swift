@@ -3,7 +3,7 @@ import Foundation
 import Signals
 import Synchronization
 import Testing
-import TransitTesting
+import SignalsTesting
 
 /// The generator initializer and subscribing: cold, one terminal event, teardown once.
 @Suite

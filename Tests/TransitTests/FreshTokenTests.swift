@@ -283,7 +283,7 @@ import TransitTesting
             .catchHTTPErrors()
             .retryWithFreshToken(from: store)
             .respondToRateLimiting(maxSecondsToWait: 5, scheduler: scheduler)
-            .retry(RetryPolicy(baseDelay: 1, jitter: .none), method: .get, scheduler: scheduler))
+            .retry(RetryPolicy(baseDelay: .seconds(1), jitter: .none), method: .get, scheduler: scheduler))
         scheduler.run()
         #expect(log.values.map(\.text) == ["done"])
         #expect(times.current == [.seconds(0), .seconds(0), .seconds(2), .seconds(3)])

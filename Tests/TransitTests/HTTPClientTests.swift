@@ -56,7 +56,7 @@ import TransitTesting
             .thenRespond(.failure(URLError(.timedOut)))
             .thenRespond(.text("ok"))
         let api = API(client: HTTPClient(transport: transport))
-        let policy = RetryPolicy(maxAttempts: 2, baseDelay: 1, jitter: .none)
+        let policy = RetryPolicy(maxAttempts: 2, baseDelay: .seconds(1), jitter: .none)
         let result = Locked<String?>(nil)
         let token = api.get(endpoint: "posts").catchHTTPErrors().retry(policy, scheduler: scheduler)
             .sink(receiveCompletion: { _ in }, receiveValue: { response in result.withLock { $0 = response.text } })

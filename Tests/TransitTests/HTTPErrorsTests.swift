@@ -110,15 +110,15 @@ struct HTTPErrorsTests {
     @Test("errors compare equal by status code, whatever their Retry-After and response")
     func equalityByStatusCode() throws {
         let response = makeResponse(status: 429, headers: ["Retry-After": "5"])
-        #expect(HTTPClientError.tooManyRequests() == .tooManyRequests(retryAfter: 5, response: response))
+        #expect(HTTPClientError.tooManyRequests() == .tooManyRequests(retryAfter: .seconds(5), response: response))
         #expect(HTTPClientError.notFound() == .notFound(response: makeResponse(status: 404)))
         #expect(HTTPClientError.notFound() != .tooManyRequests())
         #expect(HTTPClientError.other(statusCode: 418) != .other(statusCode: 420))
         #expect(HTTPClientError.other(statusCode: 418) == .other(statusCode: 418, response: makeResponse(status: 418)))
-        #expect(HTTPServerError.serviceUnavailable() == .serviceUnavailable(retryAfter: 30))
+        #expect(HTTPServerError.serviceUnavailable() == .serviceUnavailable(retryAfter: .seconds(30)))
         #expect(HTTPServerError.badGateway() != .gatewayTimeout())
-        #expect(Set([HTTPClientError.tooManyRequests(), .tooManyRequests(retryAfter: 1)]).count == 1)
-        #expect(HTTPClientError.tooManyRequests().hashValue == HTTPClientError.tooManyRequests(retryAfter: 9, response: response).hashValue)
+        #expect(Set([HTTPClientError.tooManyRequests(), .tooManyRequests(retryAfter: .seconds(1))]).count == 1)
+        #expect(HTTPClientError.tooManyRequests().hashValue == HTTPClientError.tooManyRequests(retryAfter: .seconds(9), response: response).hashValue)
     }
 
     @Test("tryCatch(HTTPClientError.tooManyRequests()) matches any 429 and nothing else")
@@ -133,7 +133,7 @@ struct HTTPErrorsTests {
                     .catchHTTPErrors()
                     .map { $0.text ?? "" }
                     .tryCatch(HTTPClientError.tooManyRequests()) { error in
-                        Signal(value: "fallback after \(error.retryAfter ?? -1) s")
+                        Signal(value: "fallback after \(error.retryAfter?.timeInterval ?? -1) s")
                     }
             )
         }
@@ -200,12 +200,12 @@ struct HTTPErrorsTests {
     func descriptionWithRetryAfter() throws {
         let limited = HTTPClientError(statusCode: 429, response: makeResponse(status: 429, headers: ["Retry-After": "5"]))
         #expect(limited?.description == "HTTP 429 Too Many Requests for GET https://api.example.com/v1/things (retry after 5 s)")
-        let unavailable = HTTPServerError.serviceUnavailable(retryAfter: 1.5)
+        let unavailable = HTTPServerError.serviceUnavailable(retryAfter: .seconds(1.5))
         #expect(unavailable.description == "HTTP 503 Service Unavailable (retry after 1.5 s)")
         // Values a parser never produces still describe without trapping.
-        #expect(HTTPServerError.serviceUnavailable(retryAfter: -1e20).description.hasPrefix("HTTP 503"))
-        #expect(HTTPClientError.tooManyRequests(retryAfter: .infinity).description.hasPrefix("HTTP 429"))
-        #expect(HTTPClientError.tooManyRequests(retryAfter: .nan).description.hasPrefix("HTTP 429"))
+        #expect(HTTPServerError.serviceUnavailable(retryAfter: .seconds(-1e20)).description.hasPrefix("HTTP 503"))
+        #expect(HTTPClientError.tooManyRequests(retryAfter: Duration(attoseconds: .max)).description.hasPrefix("HTTP 429"))
+        #expect(HTTPClientError.tooManyRequests(retryAfter: Duration(attoseconds: .min)).description.hasPrefix("HTTP 429"))
     }
 
     // MARK: Retry-After on the error
@@ -219,7 +219,7 @@ struct HTTPErrorsTests {
         transport.stub(path: "/v1/d").thenRespond(.status(429, headers: ["Retry-After": "soon"]))
         transport.stub(path: "/v1/e").thenRespond(.status(429, headers: ["Retry-After": "Sun, 06 Nov 1994 08:49:37 GMT"]))
         let api = StubbedService(transport: transport)
-        func retryAfter(_ endpoint: String) throws -> TimeInterval? {
+        func retryAfter(_ endpoint: String) throws -> Duration? {
             let error = try #require(RequestProbe(api.get(endpoint: endpoint).catchHTTPErrors()).failure as? HTTPClientError)
             guard case .tooManyRequests(let retryAfter, let response) = error else {
                 Issue.record("expected .tooManyRequests, got \(error)")
@@ -229,11 +229,11 @@ struct HTTPErrorsTests {
             #expect(error.retryAfter == retryAfter)
             return retryAfter
         }
-        #expect(try retryAfter("a") == 5)
-        #expect(try retryAfter("b") == 2.5)
+        #expect(try retryAfter("a") == .seconds(5))
+        #expect(try retryAfter("b") == .seconds(2.5))
         #expect(try retryAfter("c") == nil)
         #expect(try retryAfter("d") == nil)
-        #expect(try retryAfter("e") == 0, "a date in the past means now")
+        #expect(try retryAfter("e") == .zero, "a date in the past means now")
     }
 
     @Test("a 503 carries its Retry-After in .serviceUnavailable(retryAfter:)")
@@ -247,8 +247,8 @@ struct HTTPErrorsTests {
             Issue.record("expected .serviceUnavailable, got \(withHeader)")
             return
         }
-        #expect(retryAfter == 120)
-        #expect(withHeader.retryAfter == 120)
+        #expect(retryAfter == .seconds(120))
+        #expect(withHeader.retryAfter == .seconds(120))
         let without = try #require(RequestProbe(api.get(endpoint: "b").catchHTTPErrors()).failure as? HTTPServerError)
         #expect(without.retryAfter == nil)
     }

@@ -26,7 +26,7 @@ private struct RateLimitFixture {
             .handleEvents(receiveCompletion: { completion in
                 if case .failure(let error) = completion,
                    case .tooManyRequests(let retryAfter, _)? = error as? HTTPClientError {
-                    parsed.mutate { $0.append(retryAfter) }
+                    parsed.mutate { $0.append(retryAfter?.timeInterval) }
                 }
             })
             .respondToRateLimiting(maxSecondsToWait: maxSecondsToWait, scheduler: scheduler)
@@ -117,7 +117,7 @@ private func httpDate(_ date: Date, form: String) -> String {
             Issue.record("expected a 429 with its Retry-After, got \(error)")
             return
         }
-        #expect(retryAfter > 60)
+        #expect(retryAfter > .seconds(60))
         #expect(response.value(forHTTPHeaderField: "Retry-After") == value)
         #expect(f.scheduler.pendingCount == 0)
         f.scheduler.run()
@@ -144,7 +144,7 @@ private func httpDate(_ date: Date, form: String) -> String {
             Issue.record("expected a 429, got \(String(describing: f.log.failure))")
             return
         }
-        #expect(retryAfter == 2, "the second 429's own Retry-After")
+        #expect(retryAfter == .seconds(2), "the second 429's own Retry-After")
         f.scheduler.run()
         #expect(f.requestCount == 2)
         #expect(f.log.terminalCount == 1)

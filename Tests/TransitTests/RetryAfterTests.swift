@@ -17,12 +17,12 @@ struct RetryAfterTests {
         (" 30 ", 30), ("\t7", 7), ("007", 7), ("99999999999", 99_999_999_999),
     ])
     func delaySeconds(value: String, expected: Double) {
-        #expect(RetryAfter.seconds(from: value, now: rfcExampleDate) == expected)
+        #expect(RetryAfter.delay(from: value, now: rfcExampleDate) == .seconds(expected))
     }
 
     @Test("a negative delay means now", arguments: ["-5", "-1.5", "-0", "-86400"])
     func negativeDelay(value: String) {
-        #expect(RetryAfter.seconds(from: value, now: rfcExampleDate) == 0)
+        #expect(RetryAfter.delay(from: value, now: rfcExampleDate) == .seconds(0))
     }
 
     @Test("HTTP-date in all three RFC 9110 forms, measured from now", arguments: [
@@ -34,28 +34,28 @@ struct RetryAfterTests {
         "sun, 06 nov 1994 08:50:37 gmt",      // names in lower case
     ])
     func httpDates(value: String) {
-        #expect(RetryAfter.seconds(from: value, now: rfcExampleDate) == 60)
+        #expect(RetryAfter.delay(from: value, now: rfcExampleDate) == .seconds(60))
     }
 
     @Test("HTTP-dates over month, year and leap-day boundaries")
     func dateArithmetic() {
         let newYear2025 = Date(timeIntervalSince1970: 1_735_689_600) // Wed, 01 Jan 2025 00:00:00 GMT
-        #expect(RetryAfter.seconds(from: "Wed, 01 Jan 2025 01:00:00 GMT", now: newYear2025) == 3600)
-        #expect(RetryAfter.seconds(from: "Thu, 02 Jan 2025 00:00:00 GMT", now: newYear2025) == 86_400)
-        #expect(RetryAfter.seconds(from: "Thu, 29 Feb 2024 00:00:00 GMT", now: newYear2025) == 0)
+        #expect(RetryAfter.delay(from: "Wed, 01 Jan 2025 01:00:00 GMT", now: newYear2025) == .seconds(3600))
+        #expect(RetryAfter.delay(from: "Thu, 02 Jan 2025 00:00:00 GMT", now: newYear2025) == .seconds(86_400))
+        #expect(RetryAfter.delay(from: "Thu, 29 Feb 2024 00:00:00 GMT", now: newYear2025) == .seconds(0))
         let leapDay = Date(timeIntervalSince1970: 951_782_400) // Tue, 29 Feb 2000 00:00:00 GMT
-        #expect(RetryAfter.seconds(from: "Wed, 01 Mar 2000 00:00:00 GMT", now: leapDay) == 86_400)
-        #expect(RetryAfter.seconds(from: "Tue Feb 29 00:00:10 2000", now: leapDay) == 10)
+        #expect(RetryAfter.delay(from: "Wed, 01 Mar 2000 00:00:00 GMT", now: leapDay) == .seconds(86_400))
+        #expect(RetryAfter.delay(from: "Tue Feb 29 00:00:10 2000", now: leapDay) == .seconds(10))
     }
 
     @Test("RFC 850 two-digit years: more than 50 years ahead means the previous century")
     func twoDigitYears() {
         let newYear2025 = Date(timeIntervalSince1970: 1_735_689_600)
-        #expect(RetryAfter.seconds(from: "Wednesday, 01-Jan-25 00:01:00 GMT", now: newYear2025) == 60)
+        #expect(RetryAfter.delay(from: "Wednesday, 01-Jan-25 00:01:00 GMT", now: newYear2025) == .seconds(60))
         // 2074 is within 50 years: a future date.
-        #expect((RetryAfter.seconds(from: "Monday, 01-Jan-74 00:00:00 GMT", now: newYear2025) ?? 0) > 0)
+        #expect((RetryAfter.delay(from: "Monday, 01-Jan-74 00:00:00 GMT", now: newYear2025) ?? .zero) > .zero)
         // 2080 would be more than 50 years ahead: it is 1980, in the past.
-        #expect(RetryAfter.seconds(from: "Tuesday, 01-Jan-80 00:00:00 GMT", now: newYear2025) == 0)
+        #expect(RetryAfter.delay(from: "Tuesday, 01-Jan-80 00:00:00 GMT", now: newYear2025) == .seconds(0))
     }
 
     @Test("a date in the past means now", arguments: [
@@ -63,7 +63,7 @@ struct RetryAfterTests {
         "Saturday, 05-Nov-94 08:49:37 GMT", "Sat Nov  5 08:49:37 1994",
     ])
     func pastDates(value: String) {
-        #expect(RetryAfter.seconds(from: value, now: rfcExampleDate) == 0)
+        #expect(RetryAfter.delay(from: value, now: rfcExampleDate) == .seconds(0))
     }
 
     @Test("garbage means absent", arguments: [
@@ -87,29 +87,29 @@ struct RetryAfterTests {
         "Sun Nov 123 08:49:37 1994", "1994-11-06T08:49:37Z",
     ])
     func garbage(value: String) {
-        #expect(RetryAfter.seconds(from: value, now: rfcExampleDate) == nil)
+        #expect(RetryAfter.delay(from: value, now: rfcExampleDate) == nil)
     }
 
     @Test("a missing header means absent")
     func missing() {
-        #expect(RetryAfter.seconds(from: nil) == nil)
-        #expect(RetryAfter.seconds(in: nil) == nil)
-        #expect(RetryAfter.seconds(in: makeResponse(status: 429)) == nil)
+        #expect(RetryAfter.delay(from: nil) == nil)
+        #expect(RetryAfter.delay(in: nil) == nil)
+        #expect(RetryAfter.delay(in: makeResponse(status: 429)) == nil)
     }
 
     @Test("the response's Retry-After header is found case-insensitively")
     func fromResponse() {
-        #expect(RetryAfter.seconds(in: makeResponse(status: 429, headers: ["retry-after": "42"])) == 42)
-        #expect(RetryAfter.seconds(in: makeResponse(status: 503, headers: ["RETRY-AFTER": "1.5"])) == 1.5)
+        #expect(RetryAfter.delay(in: makeResponse(status: 429, headers: ["retry-after": "42"])) == .seconds(42))
+        #expect(RetryAfter.delay(in: makeResponse(status: 503, headers: ["RETRY-AFTER": "1.5"])) == .seconds(1.5))
         let dated = makeResponse(status: 503, headers: ["Retry-After": "Sun, 06 Nov 1994 08:51:37 GMT"])
-        #expect(RetryAfter.seconds(in: dated, now: rfcExampleDate) == 120)
+        #expect(RetryAfter.delay(in: dated, now: rfcExampleDate) == .seconds(120))
     }
 
     @Test("an absurd clock does not crash the RFC 850 century rule")
     func absurdNow() {
-        #expect(RetryAfter.seconds(from: "Sunday, 06-Nov-94 08:49:37 GMT", now: Date(timeIntervalSince1970: .infinity)) == nil)
-        #expect(RetryAfter.seconds(from: "Sunday, 06-Nov-94 08:49:37 GMT", now: Date(timeIntervalSince1970: .nan)) == nil)
-        #expect(RetryAfter.seconds(from: "5", now: Date(timeIntervalSince1970: .nan)) == 5)
+        #expect(RetryAfter.delay(from: "Sunday, 06-Nov-94 08:49:37 GMT", now: Date(timeIntervalSince1970: .infinity)) == nil)
+        #expect(RetryAfter.delay(from: "Sunday, 06-Nov-94 08:49:37 GMT", now: Date(timeIntervalSince1970: .nan)) == nil)
+        #expect(RetryAfter.delay(from: "5", now: Date(timeIntervalSince1970: .nan)) == .seconds(5))
     }
 }
 
@@ -123,14 +123,14 @@ struct HugeRetryAfterTests {
         huge, "1" + String(repeating: "0", count: 309), huge + ".5", "+" + huge, " \(huge) ",
     ])
     func parsesAsTheLargestFiniteDelay(value: String) {
-        let seconds = RetryAfter.seconds(from: value, now: rfcExampleDate)
-        #expect(seconds == .greatestFiniteMagnitude)
-        #expect(seconds?.isFinite == true)
+        let seconds = RetryAfter.delay(from: value, now: rfcExampleDate)
+        #expect(seconds == RetryAfter.longest)
+        #expect(seconds.map { $0 < Duration(attoseconds: .max) } == true)
     }
 
     @Test("a negative value too large for a Double still means now")
     func hugeNegativeMeansNow() {
-        #expect(RetryAfter.seconds(from: "-" + Self.huge, now: rfcExampleDate) == 0)
+        #expect(RetryAfter.delay(from: "-" + Self.huge, now: rfcExampleDate) == .seconds(0))
     }
 
     @Test("respondToRateLimiting fails at once on a 429 with a huge Retry-After")
@@ -146,7 +146,7 @@ struct HugeRetryAfterTests {
             Issue.record("expected a 429 at once, got \(String(describing: log.failure))")
             return
         }
-        #expect(retryAfter == .greatestFiniteMagnitude)
+        #expect(retryAfter == RetryAfter.longest)
         #expect(scheduler.pendingCount == 0)
         scheduler.run()
         #expect(transport.requests.count == 1)
@@ -163,8 +163,8 @@ struct HugeRetryAfterTests {
         let log = AuthRetryLog<HTTPResponse>()
         let token = log.subscribe(to: AuthRetryAPI(transport: transport).get(endpoint: "items")
             .catchHTTPErrors()
-            .retry(RetryPolicy(maxAttempts: 3, maxRetryAfter: 60), scheduler: scheduler))
-        #expect((log.failure as? HTTPServerError)?.retryAfter == .greatestFiniteMagnitude)
+            .retry(RetryPolicy(maxAttempts: 3, maxRetryAfter: .seconds(60)), scheduler: scheduler))
+        #expect((log.failure as? HTTPServerError)?.retryAfter == RetryAfter.longest)
         #expect(scheduler.pendingCount == 0)
         scheduler.run()
         #expect(transport.requests.count == 1)

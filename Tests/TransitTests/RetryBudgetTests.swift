@@ -12,46 +12,46 @@ struct RetryBudgetTests {
     let scheduler = TestScheduler()
 
     @Test func retriesStayUnderTheRatioPlusTheFloor() {
-        let budget = RetryBudget(ratio: 0.2, minRetriesPerSecond: 0.5, window: .seconds(10), scheduler: scheduler)
-        for _ in 0..<100 { budget.recordRequest() }
+        let budget = RetryBudget(ratio: 0.2, minRetriesPerSecond: 0.5, window: .seconds(10))
+        for _ in 0..<100 { budget.recordRequest(at: scheduler.now) }
         // 0.2 × 100 + 0.5 × 10 = 25 retries.
-        let allowed = (0..<40).filter { _ in budget.withdrawRetry() }.count
+        let allowed = (0..<40).filter { _ in budget.withdrawRetry(at: scheduler.now) }.count
         #expect(allowed == 25)
         // The window moves on: old requests and retries stop counting; the floor remains.
         scheduler.advance(by: .seconds(11))
-        let later = (0..<40).filter { _ in budget.withdrawRetry() }.count
+        let later = (0..<40).filter { _ in budget.withdrawRetry(at: scheduler.now) }.count
         #expect(later == 5)
     }
 
     @Test func slicesLeaveTheWindowOneByOne() {
-        let budget = RetryBudget(ratio: 0.2, minRetriesPerSecond: 0, window: .seconds(10), scheduler: scheduler)
-        for _ in 0..<100 { budget.recordRequest() }  // slice 0
+        let budget = RetryBudget(ratio: 0.2, minRetriesPerSecond: 0, window: .seconds(10))
+        for _ in 0..<100 { budget.recordRequest(at: scheduler.now) }  // slice 0
         scheduler.advance(by: .milliseconds(9_500))  // slice 9: slice 0 still counts
-        #expect((0..<15).filter { _ in budget.withdrawRetry() }.count == 15)
+        #expect((0..<15).filter { _ in budget.withdrawRetry(at: scheduler.now) }.count == 15)
         scheduler.advance(by: .seconds(1))  // slice 10: slice 0 has left, slice 9's 15 retries count
-        for _ in 0..<100 { budget.recordRequest() }
-        #expect((0..<10).filter { _ in budget.withdrawRetry() }.count == 5)
+        for _ in 0..<100 { budget.recordRequest(at: scheduler.now) }
+        #expect((0..<10).filter { _ in budget.withdrawRetry(at: scheduler.now) }.count == 5)
         scheduler.advance(by: .milliseconds(300))  // still slice 10
-        #expect(!budget.withdrawRetry())
+        #expect(!budget.withdrawRetry(at: scheduler.now))
         scheduler.advance(by: .seconds(9))  // slice 19: slice 9 has left, slice 10 counts
-        #expect((0..<20).filter { _ in budget.withdrawRetry() }.count == 15)
+        #expect((0..<20).filter { _ in budget.withdrawRetry(at: scheduler.now) }.count == 15)
     }
 
     /// A scheduler's time has an arbitrary origin: before or far after zero, the slice number was
     /// a negative array index or overflowed `Int64`, and either trapped.
     @Test(arguments: [Duration.seconds(-123), .seconds(-1), .milliseconds(-1), .seconds(Int64.max), .seconds(Int64.min)])
     func aClockAtAnyTimeWorks(now: Duration) {
-        let budget = RetryBudget(ratio: 0.5, minRetriesPerSecond: 0, window: .seconds(10), scheduler: FixedClock(now: now))
-        for _ in 0..<4 { budget.recordRequest() }
-        #expect((0..<5).filter { _ in budget.withdrawRetry() }.count == 2)
+        let budget = RetryBudget(ratio: 0.5, minRetriesPerSecond: 0, window: .seconds(10))
+        for _ in 0..<4 { budget.recordRequest(at: now) }
+        #expect((0..<5).filter { _ in budget.withdrawRetry(at: now) }.count == 2)
     }
 
     @Test func aServerErrorStormCannotMultiplyTheLoad() {
         let transport = StubTransport(scheduler: scheduler)
         transport.stub(.get).thenRespond(.status(503))
         let client = HTTPClient(transport: transport) { $0.scheduler = scheduler }
-        let budget = RetryBudget(ratio: 0.2, minRetriesPerSecond: 0, window: .seconds(60), scheduler: scheduler)
-        let policy = RetryPolicy(maxAttempts: 3, baseDelay: 0.1, jitter: .none, budget: budget)
+        let budget = RetryBudget(ratio: 0.2, minRetriesPerSecond: 0, window: .seconds(60))
+        let policy = RetryPolicy(maxAttempts: 3, baseDelay: .milliseconds(100), jitter: .none, budget: budget)
         let probes = (0..<50).map { index in
             RequestProbe(client.send(URLRequest(url: URL(string: "https://api.example.com/v1/\(index)")!))
                 .catchHTTPErrors()
@@ -76,7 +76,7 @@ struct RetryBudgetTests {
         let probes = (0..<10).map { _ in
             RequestProbe(client.send(URLRequest(url: URL(string: "https://api.example.com/x")!))
                 .catchHTTPErrors()
-                .retry(RetryPolicy(maxAttempts: 3, baseDelay: 0.1, jitter: .none), scheduler: scheduler))
+                .retry(RetryPolicy(maxAttempts: 3, baseDelay: .milliseconds(100), jitter: .none), scheduler: scheduler))
         }
         scheduler.advance(by: .seconds(5))
         #expect(transport.requests.count == 30)

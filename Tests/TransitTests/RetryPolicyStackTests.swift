@@ -66,7 +66,7 @@ private struct FlakyUpstream {
 @Suite("retry(_ policy:) in constant stack and memory")
 struct RetryPolicyStackTests {
     private static let policy = RetryPolicy(
-        maxAttempts: .max, baseDelay: 0.001, multiplier: 1, maxDelay: 0.001, jitter: .none
+        maxAttempts: .max, baseDelay: .milliseconds(1), multiplier: 1, maxDelay: .milliseconds(1), jitter: .none
     )
 
     /// Runs `failures` failed attempts and the successful one; returns how far below the
@@ -183,7 +183,7 @@ struct RetryPolicyStackTests {
     @Test("concurrent failures, waits on a real queue and cancellation: at most one terminal event, none after cancel")
     func concurrentCancellation() async {
         let queue = DispatchQueue(label: "retry-policy-stress", attributes: .concurrent)
-        let policy = RetryPolicy(maxAttempts: 50, baseDelay: 0, jitter: .none)
+        let policy = RetryPolicy(maxAttempts: 50, baseDelay: .seconds(0), jitter: .none)
         for round in 0..<200 {
             let log = AuthRetryLog<Int>()
             let cancelled = AuthRetryBox(false)

@@ -63,8 +63,8 @@ private func policy(
     random: [Double] = [0.5]
 ) -> RetryPolicy {
     RetryPolicy(
-        maxAttempts: maxAttempts, baseDelay: base, multiplier: multiplier, maxDelay: maxDelay,
-        jitter: jitter, maxRetryAfter: maxRetryAfter, retryNonIdempotent: retryNonIdempotent,
+        maxAttempts: maxAttempts, baseDelay: .seconds(base), multiplier: multiplier, maxDelay: .seconds(maxDelay),
+        jitter: jitter, maxRetryAfter: .seconds(maxRetryAfter), retryNonIdempotent: retryNonIdempotent,
         random: sequence(random)
     )
 }
@@ -74,31 +74,31 @@ private func policy(
 
     @Test func theCeilingGrowsExponentiallyUpToTheMaximum() {
         let p = policy(base: 1, multiplier: 2, maxDelay: 10)
-        #expect((1...6).map { p.ceiling(beforeRetry: $0) } == [1, 2, 4, 8, 10, 10])
-        #expect(p.ceiling(beforeRetry: 5000) == 10, "no overflow")
-        #expect(p.ceiling(beforeRetry: 0) == 1)
+        #expect((1...6).map { p.ceiling(beforeRetry: $0) } == [1, 2, 4, 8, 10, 10].map { Duration.seconds($0) })
+        #expect(p.ceiling(beforeRetry: 5000) == .seconds(10), "no overflow")
+        #expect(p.ceiling(beforeRetry: 0) == .seconds(1))
     }
 
     @Test func jitterFollowsTheDocumentedFormulas() {
         let none = policy(base: 1, maxDelay: 10, jitter: .none, random: [0.5])
         let full = policy(base: 1, maxDelay: 10, jitter: .full, random: [0.5])
         let equal = policy(base: 1, maxDelay: 10, jitter: .equal, random: [0.5])
-        #expect((1...5).map { none.backoff(beforeRetry: $0) } == [1, 2, 4, 8, 10])
-        #expect((1...5).map { full.backoff(beforeRetry: $0) } == [0.5, 1, 2, 4, 5])
-        #expect((1...5).map { equal.backoff(beforeRetry: $0) } == [0.75, 1.5, 3, 6, 7.5])
-        #expect(policy(jitter: .full, random: [0]).backoff(beforeRetry: 3) == 0)
-        #expect(policy(jitter: .equal, random: [0]).backoff(beforeRetry: 3) == 2)
+        #expect((1...5).map { none.backoff(beforeRetry: $0) } == [1, 2, 4, 8, 10].map { Duration.seconds($0) })
+        #expect((1...5).map { full.backoff(beforeRetry: $0) } == [0.5, 1, 2, 4, 5].map { Duration.seconds($0) })
+        #expect((1...5).map { equal.backoff(beforeRetry: $0) } == [0.75, 1.5, 3, 6, 7.5].map { Duration.seconds($0) })
+        #expect(policy(jitter: .full, random: [0]).backoff(beforeRetry: 3) == .zero)
+        #expect(policy(jitter: .equal, random: [0]).backoff(beforeRetry: 3) == .seconds(2))
     }
 
     @Test(arguments: [(1.5, 4.0), (-1, 0), (.nan, 0), (0.999, 3.996)] as [(Double, Double)])
     func randomValuesOutsideTheUnitIntervalAreClamped(random: Double, expected: Double) {
-        #expect(policy(base: 4, jitter: .full, random: [random]).backoff(beforeRetry: 1) == expected)
+        #expect(policy(base: 4, jitter: .full, random: [random]).backoff(beforeRetry: 1) == .seconds(expected))
     }
 
     @Test func theDefaultPolicyIsDocumented() {
         let p = RetryPolicy.default
-        #expect(p.maxAttempts == 3 && p.baseDelay == 0.5 && p.multiplier == 2 && p.maxDelay == 30)
-        #expect(p.jitter == .full && p.maxRetryAfter == 60 && !p.retryNonIdempotent)
+        #expect(p.maxAttempts == 3 && p.baseDelay == .milliseconds(500) && p.multiplier == 2 && p.maxDelay == .seconds(30))
+        #expect(p.jitter == .full && p.maxRetryAfter == .seconds(60) && !p.retryNonIdempotent)
         let r = p.random()
         #expect(r >= 0 && r < 1)
     }
@@ -278,7 +278,7 @@ private func policy(
             Issue.record("expected a 503, got \(String(describing: f.log.failure))")
             return
         }
-        #expect(retryAfter == 120)
+        #expect(retryAfter == .seconds(120))
         #expect(f.scheduler.pendingCount == 0)
         f.scheduler.run()
         #expect(f.requestCount == 1)
@@ -308,20 +308,74 @@ private func policy(
     @Test(arguments: [408, 500, 502, 503, 504])
     func transientStatuses(status: Int) throws {
         let error = try #require(HTTPClientError(statusCode: status) as (any HTTPError)? ?? HTTPServerError(statusCode: status))
-        #expect(RetryPolicy.isTransient(error))
+        #expect(RetryPolicy.default.isTransient(error))
     }
 
     @Test(arguments: [400, 401, 404, 429, 501, 505, 599])
     func nonTransientStatuses(status: Int) throws {
         let error = try #require(HTTPClientError(statusCode: status) as (any HTTPError)? ?? HTTPServerError(statusCode: status))
-        #expect(!RetryPolicy.isTransient(error))
+        #expect(!RetryPolicy.default.isTransient(error))
+    }
+
+    @Test func theDefaultSetsHoldTheDocumentedEntries() {
+        #expect(RetryPolicy.defaultRetryableStatusCodes == [408, 500, 502, 503, 504])
+        #expect(RetryPolicy.defaultRetryableMethods == [.get, .head, .options, .trace, .put, .delete])
+        #expect(RetryPolicy.defaultRetryableURLErrorCodes == [
+            .timedOut, .networkConnectionLost, .cannotConnectToHost, .notConnectedToInternet, .dnsLookupFailed, .cannotFindHost,
+        ])
+        #expect(RetryPolicy.defaultRetryableMethods.allSatisfy { $0.isIdempotent })
+    }
+
+    @Test func aCustomStatusSetChangesWhatIsRetried() {
+        var custom = policy(maxAttempts: 2)
+        custom.retryableStatusCodes = [429, 500]
+        let added = RetryFixture(answers: [.status(429), .text("done")], policy: custom)
+        added.scheduler.run()
+        #expect(added.times.current == [.seconds(0), .seconds(1)])
+        #expect(added.log.values == ["done"])
+
+        var narrowed = policy(maxAttempts: 2)
+        narrowed.retryableStatusCodes = [500]
+        let removed = RetryFixture(answers: [.status(503), .text("done")], policy: narrowed)
+        removed.scheduler.run()
+        #expect(removed.requestCount == 1)
+        #expect(statusCode(of: removed.log.failure) == 503)
+    }
+
+    @Test func aCustomMethodSetChangesWhatIsRetried() {
+        var custom = policy(maxAttempts: 2)
+        custom.retryableMethods = [.get, .post]
+        let post = RetryFixture(.post, answers: [.status(500), .text("done")], policy: custom)
+        post.scheduler.run()
+        #expect(post.times.current == [.seconds(0), .seconds(1)])
+        #expect(post.log.values == ["done"])
+
+        custom.retryableMethods = [.post]
+        let get = RetryFixture(.get, answers: [.status(500), .text("done")], policy: custom)
+        get.scheduler.run()
+        #expect(get.requestCount == 1)
+        #expect(statusCode(of: get.log.failure) == 500)
+    }
+
+    @Test func aCustomURLErrorSetChangesWhatIsRetried() {
+        var custom = policy(maxAttempts: 2)
+        custom.retryableURLErrorCodes = [.secureConnectionFailed]
+        let added = RetryFixture(.get, answers: [.failure(URLError(.secureConnectionFailed)), .text("done")], policy: custom, passMethod: .get)
+        added.scheduler.run()
+        #expect(added.times.current == [.seconds(0), .seconds(1)])
+        #expect(added.log.values == ["done"])
+
+        let removed = RetryFixture(.get, answers: [.failure(URLError(.timedOut)), .text("done")], policy: custom, passMethod: .get)
+        removed.scheduler.run()
+        #expect(removed.requestCount == 1)
+        #expect((removed.log.failure as? TransportError)?.code == .timedOut)
     }
 
     @Test func anHTTPErrorWithoutAResponseUsesTheGivenMethod() {
         let p = policy()
         let error = HTTPServerError.internalServerError()
         #expect(p.retryDelay(after: error, attempt: 1) == nil, "unknown method: not retried")
-        #expect(p.retryDelay(after: error, attempt: 1, method: .get) == 1)
+        #expect(p.retryDelay(after: error, attempt: 1, method: .get) == .seconds(1))
         #expect(p.retryDelay(after: error, attempt: 1, method: .post) == nil)
         #expect(p.retryDelay(after: error, attempt: 4, method: .get) == nil, "no attempts left")
     }

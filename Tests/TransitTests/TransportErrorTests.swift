@@ -108,7 +108,7 @@ struct TransportErrorTests {
         #expect(error.urlError == nil)
         #expect(error.code == nil)
         #expect(error.method == .get)
-        #expect(!RetryPolicy.isTransient(error))
+        #expect(!RetryPolicy.default.isTransient(error))
     }
 
     @Test("an HTTP error status is not a transport error: it arrives as a response")
@@ -142,22 +142,22 @@ struct TransportErrorTests {
 
     @Test("RetryPolicy reads the method and the code from a TransportError, and still from a bare URLError")
     func retryPolicyReadsTransportErrors() throws {
-        let policy = RetryPolicy(maxAttempts: 3, baseDelay: 1, jitter: .none)
+        let policy = RetryPolicy(maxAttempts: 3, baseDelay: .seconds(1), jitter: .none)
         let get = TransportError(request: URLRequest(url: URL(string: "https://h.test/a")!), underlying: URLError(.timedOut))
         var postRequest = URLRequest(url: URL(string: "https://h.test/a")!)
         postRequest.httpMethod = "POST"
         let post = TransportError(request: postRequest, underlying: URLError(.timedOut))
         let refusedPost = TransportError(request: postRequest, underlying: URLError(.cannotConnectToHost))
-        #expect(policy.retryDelay(after: get, attempt: 1) == 1)
+        #expect(policy.retryDelay(after: get, attempt: 1) == .seconds(1))
         #expect(policy.retryDelay(after: post, attempt: 1) == nil, "a timed-out POST may have been processed")
         #expect(policy.retryDelay(after: post, attempt: 1, method: .get) == nil, "the error's own method wins")
-        #expect(policy.retryDelay(after: refusedPost, attempt: 1) == 1, "never reached the server: safe for any method")
-        #expect(RetryPolicy.isTransient(get) && RetryPolicy.neverReachedServer(refusedPost))
+        #expect(policy.retryDelay(after: refusedPost, attempt: 1) == .seconds(1), "never reached the server: safe for any method")
+        #expect(RetryPolicy.default.isTransient(get) && RetryPolicy.neverReachedServer(refusedPost))
         #expect(!RetryPolicy.neverReachedServer(get))
         // A bare URLError (a transport used without a client) says no method.
         #expect(policy.retryDelay(after: URLError(.timedOut), attempt: 1) == nil)
-        #expect(policy.retryDelay(after: URLError(.timedOut), attempt: 1, method: .get) == 1)
-        #expect(RetryPolicy.isTransient(URLError(.networkConnectionLost)))
+        #expect(policy.retryDelay(after: URLError(.timedOut), attempt: 1, method: .get) == .seconds(1))
+        #expect(RetryPolicy.default.isTransient(URLError(.networkConnectionLost)))
     }
 
     @Test("the description names the method, the redacted URL and the failure; never a credential")

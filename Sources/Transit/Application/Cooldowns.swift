@@ -134,7 +134,7 @@ public final class Cooldowns: Sendable {
         guard left <= maxWait else {
             events?.emit(.cooldownRefused(key: name, remaining: left), request: request)
             let response = entry.response
-            let retryAfter = left.timeInterval
+            let retryAfter: Duration? = left
             let error: any Error = response.statusCode == 429
                 ? HTTPClientError.tooManyRequests(retryAfter: retryAfter, response: response)
                 : HTTPServerError.serviceUnavailable(retryAfter: retryAfter, response: response)

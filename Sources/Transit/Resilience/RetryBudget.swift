@@ -21,7 +21,10 @@ import Signals
 /// ``HTTPEvent/Kind/retryRefusedByBudget(attempt:failure:)``: the failure carries its client's
 /// monitors, so the budget needs no reference to them.
 ///
-/// Thread safety: state behind one lock. Time comes from the scheduler.
+/// The budget has no clock of its own: it is timed by the scheduler of the `retry(_ policy:)`
+/// that uses it (a `TestScheduler` in tests), which passes its `now` in.
+///
+/// Thread safety: state behind one lock.
 public final class RetryBudget: Sendable {
     /// The share of requests that may be retried.
     public let ratio: Double
@@ -29,7 +32,6 @@ public final class RetryBudget: Sendable {
     public let minRetriesPerSecond: Double
     /// How far back requests and retries are counted.
     public let window: Duration
-    private let scheduler: any Scheduler
     private let slices = 10
     /// The length of a slice in seconds: `window / slices`, computed once.
     private let sliceSeconds: Double
@@ -51,36 +53,34 @@ public final class RetryBudget: Sendable {
     /// - Parameters:
     ///   - ratio: the share of requests that may be retried (0.2: one retry per five requests).
     ///   - minRetriesPerSecond: a floor of retries per second, whatever the traffic.
-    ///   - window: how far back requests and retries count (10 s by default).
-    ///   - scheduler: the clock.
+    ///   - window: how far back requests and retries count (10 s by default); zero or negative
+    ///     means the default.
     public init(
         ratio: Double = 0.2,
         minRetriesPerSecond: Double = 1,
-        window: Duration = .seconds(10),
-        scheduler: any Scheduler = DispatchQueue.global()
+        window: Duration = .seconds(10)
     ) {
         self.ratio = ratio.isFinite ? max(0, ratio) : 0
         self.minRetriesPerSecond = minRetriesPerSecond.isFinite ? max(0, minRetriesPerSecond) : 0
         self.window = window > .zero ? window : .seconds(10)
-        self.scheduler = scheduler
         sliceSeconds = self.window.timeInterval / Double(slices)
         counts = Locked(Counts(requests: Array(repeating: 0, count: slices), retries: Array(repeating: 0, count: slices),
                               sliceNumbers: Array(repeating: -1, count: slices)))
     }
 
-    /// Counts a request.
-    public func recordRequest() {
+    /// Counts a request started at `now` (the time of the retrying operator's scheduler).
+    package func recordRequest(at now: Duration) {
         counts.withLock { counts in
-            let index = currentSlice(&counts)
+            let index = currentSlice(&counts, now: now)
             counts.requests[index] += 1
         }
     }
 
-    /// Takes one retry from the budget: `true` if the retry may go (and is counted), `false` if
-    /// the budget is spent.
-    public func withdrawRetry() -> Bool {
+    /// Takes one retry from the budget at `now` (the time of the retrying operator's scheduler):
+    /// `true` if the retry may go (and is counted), `false` if the budget is spent.
+    package func withdrawRetry(at now: Duration) -> Bool {
         counts.withLock { counts in
-            let index = currentSlice(&counts)
+            let index = currentSlice(&counts, now: now)
             let requests = counts.requests.reduce(0, +)
             let retries = counts.retries.reduce(0, +)
             let allowance = ratio * Double(requests) + minRetriesPerSecond * window.timeInterval
@@ -90,11 +90,11 @@ public final class RetryBudget: Sendable {
         }
     }
 
-    /// The slice of now, emptied if it held an older time.
-    private func currentSlice(_ counts: inout Counts) -> Int {
+    /// The slice of `now`, emptied if it held an older time.
+    private func currentSlice(_ counts: inout Counts, now: Duration) -> Int {
         // A scheduler's time has an arbitrary origin: it may be negative, or far enough from zero
         // that the slice number would overflow. Clamped to ±2⁶², differences stay in range.
-        let raw = (scheduler.now.timeInterval / sliceSeconds).rounded(.down)
+        let raw = (now.timeInterval / sliceSeconds).rounded(.down)
         let number = raw.isNaN ? 0 : Int64(max(-0x1p62, min(0x1p62, raw)))
         let index = Int((number % Int64(slices) + Int64(slices)) % Int64(slices))
         // The common case, every request within one slice: nothing to clear.
@@ -121,7 +121,7 @@ public struct RetryBudgetExhausted: Error, Sendable, CustomStringConvertible, Lo
     public let failure: any Error
 
     /// Creates the error.
-    public init(failure: any Error) {
+    package init(failure: any Error) {
         self.failure = failure
     }
 

@@ -2,9 +2,11 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
+import Signals
 
 /// When and how long to wait before sending a failed request again: jittered exponential
-/// back-off, transient failures only, idempotent methods only unless the caller opts in.
+/// back-off, transient failures only, and only methods it is safe to send twice (the idempotent
+/// ones by default) unless the caller opts in.
 ///
 /// Used by `Signal.retry(_:method:scheduler:)`.
 ///
@@ -15,16 +17,17 @@ import FoundationNetworking
 /// - ``Jitter/equal``: `ceiling / 2 + r × ceiling / 2`, which keeps at least half the ceiling;
 /// - ``Jitter/none``: `ceiling`.
 ///
-/// **What is retried.** A failure is retried only if it is transient (see
-/// ``isTransient(_:)``), attempts remain, and sending the request again is safe:
-/// - the error says the request never reached the server (``neverReachedServer(_:)``:
-///   connection refused, no route, DNS failure): safe for every method;
-/// - otherwise the method must be idempotent (``HTTPMethod/isIdempotent``), or
-///   ``retryNonIdempotent`` must be `true`. The method is read from the request in an HTTP
-///   error's response, or from the request of a ``TransportError`` (what ``HTTPClient`` fails
-///   with when the transport fails); otherwise — a bare `URLError` from a transport used
-///   without a client — the method passed to the operator is used, and when none is known the
-///   request is treated as non-idempotent and not retried.
+/// **What is retried.** Three public sets say it, as data: ``retryableStatusCodes`` (HTTP
+/// errors), ``retryableURLErrorCodes`` (transport failures) and ``retryableMethods``. A failure
+/// is retried only if its status or `URLError` code is in its set, attempts remain, and sending
+/// the request again is safe:
+/// - the error says the request never reached the server (connection refused, no route, DNS
+///   failure): safe for every method;
+/// - otherwise the method must be in ``retryableMethods``, or ``retryNonIdempotent`` must be
+///   `true`. The method is read from the request in an HTTP error's response, or from the
+///   request of a ``TransportError`` (what ``HTTPClient`` fails with when the transport fails);
+///   otherwise — a bare `URLError` from a transport used without a client — the method passed
+///   to the operator is used, and when none is known the request is not retried.
 ///
 /// Transport failures are classified by their `URLError` code, read from a ``TransportError``
 /// or from a bare `URLError`.
@@ -45,22 +48,31 @@ public struct RetryPolicy: Sendable {
 
     /// The most attempts in all, the first one included; at least 1 (1 means no retry).
     public var maxAttempts: Int
-    /// The back-off ceiling before the first retry, in seconds.
-    public var baseDelay: TimeInterval
+    /// The back-off ceiling before the first retry.
+    public var baseDelay: Duration
     /// How much the ceiling grows with each retry.
     public var multiplier: Double
-    /// The largest back-off ceiling, in seconds.
-    public var maxDelay: TimeInterval
+    /// The largest back-off ceiling.
+    public var maxDelay: Duration
     /// How the back-off is randomised.
     public var jitter: Jitter
-    /// The longest Retry-After of a 503 that is honoured, in seconds; a longer one fails at once.
-    public var maxRetryAfter: TimeInterval
+    /// The longest Retry-After of a 503 that is honoured; a longer one fails at once.
+    public var maxRetryAfter: Duration
     /// Retry requests whose method is not idempotent (POST, PATCH) or unknown. Off by default:
     /// a POST that timed out may have been processed, and sending it again may do it twice.
     public var retryNonIdempotent: Bool
     /// The source of randomness for the jitter: a number in `0..<1` (values outside are clamped).
     /// Inject a fixed one in tests.
     public var random: @Sendable () -> Double
+    /// The methods that are sent again after a failure that may have reached the server. By
+    /// default ``defaultRetryableMethods``: the idempotent methods of RFC 9110.
+    public var retryableMethods: Set<HTTPMethod>
+    /// The HTTP status codes worth trying again (read from an ``HTTPError``). By default
+    /// ``defaultRetryableStatusCodes``.
+    public var retryableStatusCodes: Set<Int>
+    /// The `URLError` codes worth trying again (read from a ``TransportError`` or a bare
+    /// `URLError`). By default ``defaultRetryableURLErrorCodes``.
+    public var retryableURLErrorCodes: Set<URLError.Code>
     /// A budget shared with other policies (one per client): a retry it refuses fails with
     /// ``RetryBudgetExhausted``. `nil`: no budget. Retries and refusals are reported to the
     /// monitors of the client the failure came from (see ``HTTPEvent/Kind/retryScheduled(attempt:delay:failure:)``):
@@ -71,14 +83,17 @@ public struct RetryPolicy: Sendable {
     /// Retry-After honoured up to 60 s, idempotent methods only, system randomness.
     public init(
         maxAttempts: Int = 3,
-        baseDelay: TimeInterval = 0.5,
+        baseDelay: Duration = .milliseconds(500),
         multiplier: Double = 2,
-        maxDelay: TimeInterval = 30,
+        maxDelay: Duration = .seconds(30),
         jitter: Jitter = .full,
-        maxRetryAfter: TimeInterval = 60,
+        maxRetryAfter: Duration = .seconds(60),
         retryNonIdempotent: Bool = false,
         random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
-        budget: RetryBudget? = nil
+        budget: RetryBudget? = nil,
+        retryableMethods: Set<HTTPMethod> = RetryPolicy.defaultRetryableMethods,
+        retryableStatusCodes: Set<Int> = RetryPolicy.defaultRetryableStatusCodes,
+        retryableURLErrorCodes: Set<URLError.Code> = RetryPolicy.defaultRetryableURLErrorCodes
     ) {
         self.maxAttempts = maxAttempts
         self.baseDelay = baseDelay
@@ -89,24 +104,75 @@ public struct RetryPolicy: Sendable {
         self.retryNonIdempotent = retryNonIdempotent
         self.random = random
         self.budget = budget
+        self.retryableMethods = retryableMethods
+        self.retryableStatusCodes = retryableStatusCodes
+        self.retryableURLErrorCodes = retryableURLErrorCodes
     }
 
-    /// The default policy: see ``init(maxAttempts:baseDelay:multiplier:maxDelay:jitter:maxRetryAfter:retryNonIdempotent:random:budget:)``.
+    /// The methods retried by default: those RFC 9110 §9.2.2 calls idempotent, for which sending
+    /// the request twice has the effect of sending it once.
+    public static let defaultRetryableMethods: Set<HTTPMethod> = [
+        .get,  // safe: reads only
+        .head,  // safe: reads only the head
+        .options,  // safe: asks what the server supports
+        .trace,  // safe: echoes the request
+        .put,  // idempotent: replaces the resource with the same representation each time
+        .delete,  // idempotent: the resource is gone after the first and after the second
+    ]
+
+    /// The HTTP status codes retried by default: the ones that say the failure is temporary.
+    public static let defaultRetryableStatusCodes: Set<Int> = [
+        408,  // Request Timeout: the server gave up waiting for the request; a new one may arrive in time
+        500,  // Internal Server Error: often a passing fault on one server of many
+        502,  // Bad Gateway: a proxy could not reach the server, which may be back in a moment
+        503,  // Service Unavailable: overloaded or in maintenance; its Retry-After says when to come back
+        504,  // Gateway Timeout: a proxy gave up waiting for the server
+    ]
+
+    /// The `URLError` codes retried by default: the transport failures that are usually gone on
+    /// the next attempt.
+    public static let defaultRetryableURLErrorCodes: Set<URLError.Code> = [
+        .timedOut,  // no answer in time: the network or the server was slow
+        .networkConnectionLost,  // the connection dropped mid-exchange (a Wi-Fi or cellular hand-over)
+        .cannotConnectToHost,  // refused: the server may be restarting; the request never reached it
+        .notConnectedToInternet,  // offline for now; the request never left the device
+        .dnsLookupFailed,  // the name did not resolve this time; the request never left the device
+        .cannotFindHost,  // the host name was not found this time; the request never left the device
+    ]
+
+    /// The `URLError` codes that mean no connection was made, so the request never reached the
+    /// server and sending it again is safe whatever its method.
+    static let neverReachedServerCodes: Set<URLError.Code> = [
+        .cannotConnectToHost, .notConnectedToInternet, .dnsLookupFailed, .cannotFindHost,
+    ]
+
+    /// The default policy: see ``init(maxAttempts:baseDelay:multiplier:maxDelay:jitter:maxRetryAfter:retryNonIdempotent:random:budget:retryableMethods:retryableStatusCodes:retryableURLErrorCodes:)``.
     public static var `default`: RetryPolicy { RetryPolicy() }
 
-    /// The back-off ceiling before retry number `retry` (1 for the first retry), in seconds:
-    /// `min(maxDelay, baseDelay × multiplier^(retry−1))`, never negative.
-    public func ceiling(beforeRetry retry: Int) -> TimeInterval {
+    /// The back-off ceiling before retry number `retry` (1 for the first retry):
+    /// `min(maxDelay, baseDelay × multiplier^(retry−1))`, never negative, never longer than
+    /// about 285 years (however large the delays or the multiplier).
+    package func ceiling(beforeRetry retry: Int) -> Duration {
+        ScheduledSubscription.duration(seconds: ceilingSeconds(beforeRetry: retry))
+    }
+
+    /// The jittered back-off before retry number `retry` (1 for the first retry). Calls
+    /// ``random`` once (unless the jitter is ``Jitter/none``).
+    package func backoff(beforeRetry retry: Int) -> Duration {
+        ScheduledSubscription.duration(seconds: backoffSeconds(beforeRetry: retry))
+    }
+
+    /// ``ceiling(beforeRetry:)`` in seconds: the arithmetic is done on `Double`, which saturates
+    /// instead of overflowing.
+    private func ceilingSeconds(beforeRetry retry: Int) -> Double {
         let exponent = Double(max(0, retry - 1))
-        let raw = max(0, baseDelay.isNaN ? 0 : baseDelay) * pow(multiplier.isNaN ? 1 : max(0, multiplier), exponent)
-        let cap = maxDelay.isNaN ? 0 : max(0, maxDelay)
+        let raw = ScheduledSubscription.seconds(baseDelay) * pow(multiplier.isNaN ? 1 : max(0, multiplier), exponent)
+        let cap = ScheduledSubscription.seconds(maxDelay)
         return raw.isNaN ? cap : min(cap, raw)
     }
 
-    /// The jittered back-off before retry number `retry` (1 for the first retry), in seconds.
-    /// Calls ``random`` once (unless the jitter is ``Jitter/none``).
-    public func backoff(beforeRetry retry: Int) -> TimeInterval {
-        let ceiling = ceiling(beforeRetry: retry)
+    private func backoffSeconds(beforeRetry retry: Int) -> Double {
+        let ceiling = ceilingSeconds(beforeRetry: retry)
         switch jitter {
         case .none: return ceiling
         case .full: return unitRandom() * ceiling
@@ -127,15 +193,15 @@ public struct RetryPolicy: Sendable {
     ///   - attempt: the number of the attempt that failed, 1 for the first.
     ///   - method: the request's method, when the caller knows it. The method of the request in
     ///     an HTTP error's response takes precedence.
-    public func retryDelay(after error: any Error, attempt: Int, method: HTTPMethod? = nil) -> TimeInterval? {
-        guard attempt < maxAttempts, Self.isTransient(error) else { return nil }
+    public func retryDelay(after error: any Error, attempt: Int, method: HTTPMethod? = nil) -> Duration? {
+        guard attempt < maxAttempts, isTransient(error) else { return nil }
         if !Self.neverReachedServer(error) && !retryNonIdempotent {
-            guard (Self.method(of: error) ?? method)?.isIdempotent == true else { return nil }
+            guard let method = Self.method(of: error) ?? method, retryableMethods.contains(method) else { return nil }
         }
         let backoff = backoff(beforeRetry: attempt)
         if let serverError = error as? HTTPServerError, case .serviceUnavailable(let retryAfter?, _) = serverError {
             guard retryAfter <= maxRetryAfter else { return nil }
-            return max(backoff, retryAfter)
+            return max(backoff, ScheduledSubscription.clamped(retryAfter))
         }
         return backoff
     }
@@ -159,34 +225,23 @@ public struct RetryPolicy: Sendable {
         return (error as? URLError)?.code
     }
 
-    /// `true` for the failures worth trying again: HTTP 408, 500, 502, 503, 504, and the
-    /// transport errors `URLError.timedOut`, `.networkConnectionLost`, `.cannotConnectToHost`,
-    /// `.notConnectedToInternet`, `.dnsLookupFailed` and `.cannotFindHost` (bare or wrapped in a
-    /// ``TransportError``).
-    public static func isTransient(_ error: any Error) -> Bool {
+    /// `true` for the failures worth trying again: an ``HTTPError`` whose status is in
+    /// ``retryableStatusCodes``, or a transport failure (a ``TransportError`` or a bare
+    /// `URLError`) whose code is in ``retryableURLErrorCodes``.
+    public func isTransient(_ error: any Error) -> Bool {
         if let httpError = error as? any HTTPError {
-            return [408, 500, 502, 503, 504].contains(httpError.statusCode)
+            return retryableStatusCodes.contains(httpError.statusCode)
         }
-        guard let code = urlErrorCode(of: error) else { return false }
-        switch code {
-        case .timedOut, .networkConnectionLost:
-            return true
-        default:
-            return neverReachedServer(error)
-        }
+        guard let code = Self.urlErrorCode(of: error) else { return false }
+        return retryableURLErrorCodes.contains(code)
     }
 
     /// `true` for transport errors that mean the request never reached the server — no
     /// connection was made (`URLError.cannotConnectToHost`, `.notConnectedToInternet`,
     /// `.dnsLookupFailed`, `.cannotFindHost`; bare or wrapped in a ``TransportError``) — so
     /// sending it again is safe for every method.
-    public static func neverReachedServer(_ error: any Error) -> Bool {
+    package static func neverReachedServer(_ error: any Error) -> Bool {
         guard let code = urlErrorCode(of: error) else { return false }
-        switch code {
-        case .cannotConnectToHost, .notConnectedToInternet, .dnsLookupFailed, .cannotFindHost:
-            return true
-        default:
-            return false
-        }
+        return neverReachedServerCodes.contains(code)
     }
 }

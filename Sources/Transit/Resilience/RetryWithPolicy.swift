@@ -39,7 +39,8 @@ extension Signal where Failure == any Error {
     /// - Parameters:
     ///   - policy: the back-off and what to retry.
     ///   - method: the method of the request this signal sends, if known.
-    ///   - scheduler: where waits are timed; a `TestScheduler` in tests.
+    ///   - scheduler: where waits are timed, and the clock of the policy's ``RetryBudget``; a
+    ///     `TestScheduler` in tests.
     public func retry(
         _ policy: RetryPolicy,
         method: HTTPMethod? = nil,
@@ -132,7 +133,7 @@ private final class PolicyRetrier<Output: Sendable>: @unchecked Sendable {
             return true
         }
         guard proceed else { return }
-        policy.budget?.recordRequest()
+        policy.budget?.recordRequest(at: scheduler.now)
         run(1, scope)
     }
 
@@ -168,13 +169,13 @@ private final class PolicyRetrier<Output: Sendable>: @unchecked Sendable {
                 finish(with: event, from: number)
                 return
             }
-            if let budget = policy.budget, !budget.withdrawRetry() {
+            if let budget = policy.budget, !budget.withdrawRetry(at: scheduler.now) {
                 HTTPEventSink.report(.retryRefusedByBudget(attempt: number, failure: error), about: error)
                 finish(with: .failed(RetryBudgetExhausted(failure: error)), from: number)
                 return
             }
             HTTPEventSink.report(
-                .retryScheduled(attempt: number, delay: ScheduledSubscription.duration(seconds: delay), failure: error),
+                .retryScheduled(attempt: number, delay: delay, failure: error),
                 about: error
             )
             scheduleAttempt(after: delay, following: number)
@@ -199,8 +200,8 @@ private final class PolicyRetrier<Output: Sendable>: @unchecked Sendable {
     }
 
     /// Ends attempt `number` (its subscription is released) and schedules attempt `number + 1`
-    /// after `delay` seconds.
-    private func scheduleAttempt(after delay: Double, following number: Int) {
+    /// after `delay`.
+    private func scheduleAttempt(after delay: Duration, following number: Int) {
         var finished: CancellationToken?
         let id = withState { state -> UInt64? in
             guard !state.ended, state.attempt == number else { return nil }
@@ -213,7 +214,7 @@ private final class PolicyRetrier<Output: Sendable>: @unchecked Sendable {
         }
         guard let id else { return }
         finished?.cancel()
-        let wait = scheduler.schedule(after: ScheduledSubscription.duration(seconds: delay)) { [self] in
+        let wait = scheduler.schedule(after: ScheduledSubscription.clamped(delay)) { [self] in
             fire(id)
         }
         // Keep the wait for cancellation, unless it already ran (a scheduler that runs it at

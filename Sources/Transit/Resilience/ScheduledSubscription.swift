@@ -13,6 +13,19 @@ enum ScheduledSubscription {
         return .seconds(min(seconds, longestWait))
     }
 
+    /// `duration` clamped to `0...longestWait`.
+    static func clamped(_ duration: Duration) -> Duration {
+        min(max(duration, .zero), longest)
+    }
+
+    /// ``longestWait`` as a `Duration`.
+    static let longest: Duration = .seconds(longestWait)
+
+    /// `duration` in seconds, clamped to `0...longestWait`: safe to multiply, never a trap.
+    static func seconds(_ duration: Duration) -> TimeInterval {
+        clamped(duration).timeInterval
+    }
+
     /// A signal that subscribes to `next` once `seconds` have passed on `scheduler`.
     ///
     /// Cancelling before then cancels the scheduled action (nothing stays pending on the
@@ -43,5 +56,5 @@ extension DispatchQueue {
     ///
     /// The same queue as `DispatchQueue.global()`, but that call makes a new wrapper object on
     /// every call on Linux: as an operator's default argument, one allocation per request.
-    public static let transitGlobal = DispatchQueue.global()
+    @usableFromInline static let transitGlobal = DispatchQueue.global()
 }

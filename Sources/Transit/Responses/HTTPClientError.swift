@@ -5,7 +5,7 @@ import FoundationNetworking
 
 /// An HTTP client error: a response with a status code from 400 to 499.
 ///
-/// Every code has a case; codes without a name in RFC 9110 (418, 425, …) use ``other(statusCode:response:)``.
+/// Every code has a case; codes without a case of their own (418, 425, …) use ``other(statusCode:response:)``.
 /// Errors compare equal by status code alone, so `tryCatch(HTTPClientError.badRequest())` matches
 /// any 400, whatever its headers or body. The response, when known, gives access to headers and body.
 public enum HTTPClientError: HTTPError, Hashable {
@@ -57,8 +57,8 @@ public enum HTTPClientError: HTTPError, Hashable {
     case upgradeRequired(response: HTTPResponse? = nil)
     /// 428 Precondition Required.
     case preconditionRequired(response: HTTPResponse? = nil)
-    /// 429 Too Many Requests. `retryAfter` is the parsed Retry-After header, in seconds, if the server sent a valid one.
-    case tooManyRequests(retryAfter: TimeInterval? = nil, response: HTTPResponse? = nil)
+    /// 429 Too Many Requests. `retryAfter` is the parsed Retry-After header, if the server sent a valid one.
+    case tooManyRequests(retryAfter: Duration? = nil, response: HTTPResponse? = nil)
     /// 431 Request Header Fields Too Large.
     case requestHeaderFieldsTooLarge(response: HTTPResponse? = nil)
     /// 451 Unavailable For Legal Reasons.
@@ -68,140 +68,86 @@ public enum HTTPClientError: HTTPError, Hashable {
 
     /// Creates the error for `statusCode`, or `nil` if the code is not from 400 to 499.
     public init?(statusCode: Int, response: HTTPResponse? = nil) {
-        switch statusCode {
-        case 400: self = .badRequest(response: response)
-        case 401: self = .unauthorized(response: response)
-        case 402: self = .paymentRequired(response: response)
-        case 403: self = .forbidden(response: response)
-        case 404: self = .notFound(response: response)
-        case 405: self = .methodNotAllowed(response: response)
-        case 406: self = .notAcceptable(response: response)
-        case 407: self = .proxyAuthenticationRequired(response: response)
-        case 408: self = .requestTimeout(response: response)
-        case 409: self = .conflict(response: response)
-        case 410: self = .gone(response: response)
-        case 411: self = .lengthRequired(response: response)
-        case 412: self = .preconditionFailed(response: response)
-        case 413: self = .contentTooLarge(response: response)
-        case 414: self = .uriTooLong(response: response)
-        case 415: self = .unsupportedMediaType(response: response)
-        case 416: self = .rangeNotSatisfiable(response: response)
-        case 417: self = .expectationFailed(response: response)
-        case 421: self = .misdirectedRequest(response: response)
-        case 422: self = .unprocessableContent(response: response)
-        case 423: self = .locked(response: response)
-        case 424: self = .failedDependency(response: response)
-        case 426: self = .upgradeRequired(response: response)
-        case 428: self = .preconditionRequired(response: response)
-        case 429: self = .tooManyRequests(retryAfter: RetryAfter.seconds(in: response), response: response)
-        case 431: self = .requestHeaderFieldsTooLarge(response: response)
-        case 451: self = .unavailableForLegalReasons(response: response)
-        case 400...499: self = .other(statusCode: statusCode, response: response)
-        default: return nil
+        guard (400...499).contains(statusCode) else { return nil }
+        self = Self.named[statusCode]?(response) ?? .other(statusCode: statusCode, response: response)
+    }
+
+    /// The case of each named code: the one place that maps codes to cases. (The way back,
+    /// case to code, is ``parts``: reading an enum's case takes a `switch`.)
+    private static let named: [Int: @Sendable (HTTPResponse?) -> HTTPClientError] = [
+        400: { .badRequest(response: $0) },
+        401: { .unauthorized(response: $0) },
+        402: { .paymentRequired(response: $0) },
+        403: { .forbidden(response: $0) },
+        404: { .notFound(response: $0) },
+        405: { .methodNotAllowed(response: $0) },
+        406: { .notAcceptable(response: $0) },
+        407: { .proxyAuthenticationRequired(response: $0) },
+        408: { .requestTimeout(response: $0) },
+        409: { .conflict(response: $0) },
+        410: { .gone(response: $0) },
+        411: { .lengthRequired(response: $0) },
+        412: { .preconditionFailed(response: $0) },
+        413: { .contentTooLarge(response: $0) },
+        414: { .uriTooLong(response: $0) },
+        415: { .unsupportedMediaType(response: $0) },
+        416: { .rangeNotSatisfiable(response: $0) },
+        417: { .expectationFailed(response: $0) },
+        421: { .misdirectedRequest(response: $0) },
+        422: { .unprocessableContent(response: $0) },
+        423: { .locked(response: $0) },
+        424: { .failedDependency(response: $0) },
+        426: { .upgradeRequired(response: $0) },
+        428: { .preconditionRequired(response: $0) },
+        429: { .tooManyRequests(retryAfter: RetryAfter.delay(in: $0), response: $0) },
+        431: { .requestHeaderFieldsTooLarge(response: $0) },
+        451: { .unavailableForLegalReasons(response: $0) },
+    ]
+
+    /// The status code and the response of the case.
+    private var parts: (statusCode: Int, response: HTTPResponse?) {
+        switch self {
+        case .badRequest(let response): (400, response)
+        case .unauthorized(let response): (401, response)
+        case .paymentRequired(let response): (402, response)
+        case .forbidden(let response): (403, response)
+        case .notFound(let response): (404, response)
+        case .methodNotAllowed(let response): (405, response)
+        case .notAcceptable(let response): (406, response)
+        case .proxyAuthenticationRequired(let response): (407, response)
+        case .requestTimeout(let response): (408, response)
+        case .conflict(let response): (409, response)
+        case .gone(let response): (410, response)
+        case .lengthRequired(let response): (411, response)
+        case .preconditionFailed(let response): (412, response)
+        case .contentTooLarge(let response): (413, response)
+        case .uriTooLong(let response): (414, response)
+        case .unsupportedMediaType(let response): (415, response)
+        case .rangeNotSatisfiable(let response): (416, response)
+        case .expectationFailed(let response): (417, response)
+        case .misdirectedRequest(let response): (421, response)
+        case .unprocessableContent(let response): (422, response)
+        case .locked(let response): (423, response)
+        case .failedDependency(let response): (424, response)
+        case .upgradeRequired(let response): (426, response)
+        case .preconditionRequired(let response): (428, response)
+        case .tooManyRequests(_, let response): (429, response)
+        case .requestHeaderFieldsTooLarge(let response): (431, response)
+        case .unavailableForLegalReasons(let response): (451, response)
+        case .other(let statusCode, let response): (statusCode, response)
         }
     }
 
-    public var statusCode: Int {
-        switch self {
-        case .badRequest: return 400
-        case .unauthorized: return 401
-        case .paymentRequired: return 402
-        case .forbidden: return 403
-        case .notFound: return 404
-        case .methodNotAllowed: return 405
-        case .notAcceptable: return 406
-        case .proxyAuthenticationRequired: return 407
-        case .requestTimeout: return 408
-        case .conflict: return 409
-        case .gone: return 410
-        case .lengthRequired: return 411
-        case .preconditionFailed: return 412
-        case .contentTooLarge: return 413
-        case .uriTooLong: return 414
-        case .unsupportedMediaType: return 415
-        case .rangeNotSatisfiable: return 416
-        case .expectationFailed: return 417
-        case .misdirectedRequest: return 421
-        case .unprocessableContent: return 422
-        case .locked: return 423
-        case .failedDependency: return 424
-        case .upgradeRequired: return 426
-        case .preconditionRequired: return 428
-        case .tooManyRequests: return 429
-        case .requestHeaderFieldsTooLarge: return 431
-        case .unavailableForLegalReasons: return 451
-        case .other(let statusCode, _): return statusCode
-        }
-    }
+    public var statusCode: Int { parts.statusCode }
 
-    public var response: HTTPResponse? {
-        switch self {
-        case .badRequest(let response): return response
-        case .unauthorized(let response): return response
-        case .paymentRequired(let response): return response
-        case .forbidden(let response): return response
-        case .notFound(let response): return response
-        case .methodNotAllowed(let response): return response
-        case .notAcceptable(let response): return response
-        case .proxyAuthenticationRequired(let response): return response
-        case .requestTimeout(let response): return response
-        case .conflict(let response): return response
-        case .gone(let response): return response
-        case .lengthRequired(let response): return response
-        case .preconditionFailed(let response): return response
-        case .contentTooLarge(let response): return response
-        case .uriTooLong(let response): return response
-        case .unsupportedMediaType(let response): return response
-        case .rangeNotSatisfiable(let response): return response
-        case .expectationFailed(let response): return response
-        case .misdirectedRequest(let response): return response
-        case .unprocessableContent(let response): return response
-        case .locked(let response): return response
-        case .failedDependency(let response): return response
-        case .upgradeRequired(let response): return response
-        case .preconditionRequired(let response): return response
-        case .tooManyRequests(_, let response): return response
-        case .requestHeaderFieldsTooLarge(let response): return response
-        case .unavailableForLegalReasons(let response): return response
-        case .other(_, let response): return response
-        }
-    }
+    public var response: HTTPResponse? { parts.response }
 
-    public var reasonPhrase: String {
-        switch self {
-        case .badRequest: return "Bad Request"
-        case .unauthorized: return "Unauthorized"
-        case .paymentRequired: return "Payment Required"
-        case .forbidden: return "Forbidden"
-        case .notFound: return "Not Found"
-        case .methodNotAllowed: return "Method Not Allowed"
-        case .notAcceptable: return "Not Acceptable"
-        case .proxyAuthenticationRequired: return "Proxy Authentication Required"
-        case .requestTimeout: return "Request Timeout"
-        case .conflict: return "Conflict"
-        case .gone: return "Gone"
-        case .lengthRequired: return "Length Required"
-        case .preconditionFailed: return "Precondition Failed"
-        case .contentTooLarge: return "Content Too Large"
-        case .uriTooLong: return "URI Too Long"
-        case .unsupportedMediaType: return "Unsupported Media Type"
-        case .rangeNotSatisfiable: return "Range Not Satisfiable"
-        case .expectationFailed: return "Expectation Failed"
-        case .misdirectedRequest: return "Misdirected Request"
-        case .unprocessableContent: return "Unprocessable Content"
-        case .locked: return "Locked"
-        case .failedDependency: return "Failed Dependency"
-        case .upgradeRequired: return "Upgrade Required"
-        case .preconditionRequired: return "Precondition Required"
-        case .tooManyRequests: return "Too Many Requests"
-        case .requestHeaderFieldsTooLarge: return "Request Header Fields Too Large"
-        case .unavailableForLegalReasons: return "Unavailable For Legal Reasons"
-        case .other(let statusCode, _): return HTTPURLResponse.localizedString(forStatusCode: statusCode)
-        }
-    }
+    /// The standard reason phrase of the code ("Not Found"); for a code without one, Foundation's
+    /// name for it.
+    public var reasonPhrase: String { HTTPStatus.reasonPhrase(statusCode) }
 
     /// The parsed `Retry-After` of a 429; `nil` for every other case.
-    public var retryAfter: TimeInterval? {
+    public var retryAfter: Duration? {
         if case .tooManyRequests(let retryAfter, _) = self { return retryAfter }
         return nil
     }

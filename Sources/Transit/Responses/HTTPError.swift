@@ -15,14 +15,14 @@ public protocol HTTPError: Error, Sendable, CustomStringConvertible, LocalizedEr
     var response: HTTPResponse? { get }
     /// The standard name of the status code ("Not Found").
     var reasonPhrase: String { get }
-    /// The seconds the server asked the client to wait before retrying (its `Retry-After`
+    /// How long the server asked the client to wait before retrying (its `Retry-After`
     /// header), carried by 429 Too Many Requests and 503 Service Unavailable; `nil` for other
     /// codes or when the header is absent or unreadable.
-    var retryAfter: TimeInterval? { get }
+    var retryAfter: Duration? { get }
 }
 
 extension HTTPError {
-    public var retryAfter: TimeInterval? { nil }
+    public var retryAfter: Duration? { nil }
 
     /// The response body, if the response is known.
     public var body: Data? { response?.data }
@@ -44,10 +44,11 @@ extension HTTPError {
             text += " for \(request.httpMethod ?? "GET") \(url.redactedForLogging)"
         }
         if let retryAfter {
-            if retryAfter == .greatestFiniteMagnitude {
+            if retryAfter >= RetryAfter.longest {
                 text += " (retry after: longer than any wait)"
             } else {
-                let seconds = retryAfter.rounded() == retryAfter && abs(retryAfter) < 1e15 ? "\(Int(retryAfter))" : "\(retryAfter)"
+                let (whole, attoseconds) = max(retryAfter, .zero).components
+                let seconds = attoseconds == 0 ? "\(whole)" : "\(Double(whole) + Double(attoseconds) / 1e18)"
                 text += " (retry after \(seconds) s)"
             }
         }
@@ -62,7 +63,7 @@ extension HTTPError {
 }
 
 /// Turns a status code of 400 or above into the matching ``HTTPError``; `nil` below 400.
-public func makeHTTPError(for response: HTTPResponse) -> (any HTTPError)? {
+package func makeHTTPError(for response: HTTPResponse) -> (any HTTPError)? {
     HTTPClientError(statusCode: response.statusCode, response: response)
         ?? HTTPServerError(statusCode: response.statusCode, response: response)
         ?? (response.statusCode >= 600 ? HTTPServerError.other(statusCode: response.statusCode, response: response) : nil)

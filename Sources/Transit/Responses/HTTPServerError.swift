@@ -5,7 +5,7 @@ import FoundationNetworking
 
 /// An HTTP server error: a response with a status code from 500 to 599.
 ///
-/// Every code has a case; codes without a name in RFC 9110 (418, 425, …) use ``other(statusCode:response:)``.
+/// Every code has a case; codes without a case of their own (509, 520, …) use ``other(statusCode:response:)``.
 /// Errors compare equal by status code alone, so `tryCatch(HTTPServerError.internalServerError())` matches
 /// any 500, whatever its headers or body. The response, when known, gives access to headers and body.
 public enum HTTPServerError: HTTPError, Hashable {
@@ -15,8 +15,8 @@ public enum HTTPServerError: HTTPError, Hashable {
     case notImplemented(response: HTTPResponse? = nil)
     /// 502 Bad Gateway.
     case badGateway(response: HTTPResponse? = nil)
-    /// 503 Service Unavailable. `retryAfter` is the parsed Retry-After header, in seconds, if the server sent a valid one.
-    case serviceUnavailable(retryAfter: TimeInterval? = nil, response: HTTPResponse? = nil)
+    /// 503 Service Unavailable. `retryAfter` is the parsed Retry-After header, if the server sent a valid one.
+    case serviceUnavailable(retryAfter: Duration? = nil, response: HTTPResponse? = nil)
     /// 504 Gateway Timeout.
     case gatewayTimeout(response: HTTPResponse? = nil)
     /// 505 HTTP Version Not Supported.
@@ -31,81 +31,60 @@ public enum HTTPServerError: HTTPError, Hashable {
     case notExtended(response: HTTPResponse? = nil)
     /// 511 Network Authentication Required.
     case networkAuthenticationRequired(response: HTTPResponse? = nil)
-    /// Any other status code from 500 to 599.
+    /// Any other status code from 500 to 599 (and, from `catchHTTPErrors()`, any code
+    /// of 600 or above).
     case other(statusCode: Int, response: HTTPResponse? = nil)
 
     /// Creates the error for `statusCode`, or `nil` if the code is not from 500 to 599.
     public init?(statusCode: Int, response: HTTPResponse? = nil) {
-        switch statusCode {
-        case 500: self = .internalServerError(response: response)
-        case 501: self = .notImplemented(response: response)
-        case 502: self = .badGateway(response: response)
-        case 503: self = .serviceUnavailable(retryAfter: RetryAfter.seconds(in: response), response: response)
-        case 504: self = .gatewayTimeout(response: response)
-        case 505: self = .httpVersionNotSupported(response: response)
-        case 506: self = .variantAlsoNegotiates(response: response)
-        case 507: self = .insufficientStorage(response: response)
-        case 508: self = .loopDetected(response: response)
-        case 510: self = .notExtended(response: response)
-        case 511: self = .networkAuthenticationRequired(response: response)
-        case 500...599: self = .other(statusCode: statusCode, response: response)
-        default: return nil
+        guard (500...599).contains(statusCode) else { return nil }
+        self = Self.named[statusCode]?(response) ?? .other(statusCode: statusCode, response: response)
+    }
+
+    /// The case of each named code: the one place that maps codes to cases. (The way back,
+    /// case to code, is ``parts``: reading an enum's case takes a `switch`.)
+    private static let named: [Int: @Sendable (HTTPResponse?) -> HTTPServerError] = [
+        500: { .internalServerError(response: $0) },
+        501: { .notImplemented(response: $0) },
+        502: { .badGateway(response: $0) },
+        503: { .serviceUnavailable(retryAfter: RetryAfter.delay(in: $0), response: $0) },
+        504: { .gatewayTimeout(response: $0) },
+        505: { .httpVersionNotSupported(response: $0) },
+        506: { .variantAlsoNegotiates(response: $0) },
+        507: { .insufficientStorage(response: $0) },
+        508: { .loopDetected(response: $0) },
+        510: { .notExtended(response: $0) },
+        511: { .networkAuthenticationRequired(response: $0) },
+    ]
+
+    /// The status code and the response of the case.
+    private var parts: (statusCode: Int, response: HTTPResponse?) {
+        switch self {
+        case .internalServerError(let response): (500, response)
+        case .notImplemented(let response): (501, response)
+        case .badGateway(let response): (502, response)
+        case .serviceUnavailable(_, let response): (503, response)
+        case .gatewayTimeout(let response): (504, response)
+        case .httpVersionNotSupported(let response): (505, response)
+        case .variantAlsoNegotiates(let response): (506, response)
+        case .insufficientStorage(let response): (507, response)
+        case .loopDetected(let response): (508, response)
+        case .notExtended(let response): (510, response)
+        case .networkAuthenticationRequired(let response): (511, response)
+        case .other(let statusCode, let response): (statusCode, response)
         }
     }
 
-    public var statusCode: Int {
-        switch self {
-        case .internalServerError: return 500
-        case .notImplemented: return 501
-        case .badGateway: return 502
-        case .serviceUnavailable: return 503
-        case .gatewayTimeout: return 504
-        case .httpVersionNotSupported: return 505
-        case .variantAlsoNegotiates: return 506
-        case .insufficientStorage: return 507
-        case .loopDetected: return 508
-        case .notExtended: return 510
-        case .networkAuthenticationRequired: return 511
-        case .other(let statusCode, _): return statusCode
-        }
-    }
+    public var statusCode: Int { parts.statusCode }
 
-    public var response: HTTPResponse? {
-        switch self {
-        case .internalServerError(let response): return response
-        case .notImplemented(let response): return response
-        case .badGateway(let response): return response
-        case .serviceUnavailable(_, let response): return response
-        case .gatewayTimeout(let response): return response
-        case .httpVersionNotSupported(let response): return response
-        case .variantAlsoNegotiates(let response): return response
-        case .insufficientStorage(let response): return response
-        case .loopDetected(let response): return response
-        case .notExtended(let response): return response
-        case .networkAuthenticationRequired(let response): return response
-        case .other(_, let response): return response
-        }
-    }
+    public var response: HTTPResponse? { parts.response }
 
-    public var reasonPhrase: String {
-        switch self {
-        case .internalServerError: return "Internal Server Error"
-        case .notImplemented: return "Not Implemented"
-        case .badGateway: return "Bad Gateway"
-        case .serviceUnavailable: return "Service Unavailable"
-        case .gatewayTimeout: return "Gateway Timeout"
-        case .httpVersionNotSupported: return "HTTP Version Not Supported"
-        case .variantAlsoNegotiates: return "Variant Also Negotiates"
-        case .insufficientStorage: return "Insufficient Storage"
-        case .loopDetected: return "Loop Detected"
-        case .notExtended: return "Not Extended"
-        case .networkAuthenticationRequired: return "Network Authentication Required"
-        case .other(let statusCode, _): return HTTPURLResponse.localizedString(forStatusCode: statusCode)
-        }
-    }
+    /// The standard reason phrase of the code ("Bad Gateway"); for a code without one, Foundation's
+    /// name for it.
+    public var reasonPhrase: String { HTTPStatus.reasonPhrase(statusCode) }
 
     /// The parsed `Retry-After` of a 503; `nil` for every other case.
-    public var retryAfter: TimeInterval? {
+    public var retryAfter: Duration? {
         if case .serviceUnavailable(let retryAfter, _) = self { return retryAfter }
         return nil
     }

@@ -15,7 +15,7 @@ public struct ResponseTooLargeError: Error, Hashable, Sendable, CustomStringConv
     public let declaredLength: Int64?
 
     /// Creates the error.
-    public init(limit: Int, declaredLength: Int64? = nil) {
+    package init(limit: Int, declaredLength: Int64? = nil) {
         self.limit = limit
         self.declaredLength = declaredLength
     }

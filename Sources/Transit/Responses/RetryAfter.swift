@@ -10,13 +10,32 @@ import FoundationNetworking
 /// (`Sun, 06 Nov 1994 08:49:37 GMT`), the obsolete RFC 850 form (`Sunday, 06-Nov-94 08:49:37 GMT`)
 /// and asctime (`Sun Nov  6 08:49:37 1994`). A negative delay or a date in the past means "now"
 /// (zero). A delay with more digits than a `Double` holds (hundreds of them) means "longer than
-/// any cap": it is read as `Double.greatestFiniteMagnitude`, so callers that cap the wait fail
+/// any cap": it is read as ``longest``, so callers that cap the wait fail
 /// fast instead of retrying early. Anything else — an empty value, garbage, an impossible date, a weekday that does not
 /// match the date, a zone other than GMT — means the header is absent (`nil`), never a crash.
 public enum RetryAfter {
+    /// What a delay too large to represent is read as: longer than any caller will wait
+    /// (2⁶³ − 1 seconds). It compares, and a caller that caps the wait fails fast instead of
+    /// retrying early.
+    public static let longest: Duration = .seconds(Int64.max)
+
+    /// How long to wait that `value` asks for, measured from `now`, or `nil` if the value is
+    /// missing or cannot be read. Never negative; at most ``longest``.
+    public static func delay(from value: String?, now: Date = Date()) -> Duration? {
+        seconds(from: value, now: now).map(duration(seconds:))
+    }
+
+    /// `seconds` as a `Duration`: NaN and negative values are zero, values too large for a
+    /// `Duration` of whole seconds are ``longest``.
+    static func duration(seconds: Double) -> Duration {
+        guard seconds > 0 else { return .zero }
+        guard seconds < 9e18 else { return longest }
+        return .seconds(seconds)
+    }
+
     /// The number of seconds to wait that `value` asks for, measured from `now`, or `nil` if the
     /// value is missing or cannot be read.
-    public static func seconds(from value: String?, now: Date = Date()) -> TimeInterval? {
+    static func seconds(from value: String?, now: Date = Date()) -> TimeInterval? {
         guard let value else { return nil }
         let trimmed = value.trimmingCharacters(in: .whitespaces)
         guard !trimmed.isEmpty else { return nil }

@@ -1,6 +1,6 @@
 import Signals
 import Testing
-import TransitTesting
+import SignalsTesting
 
 /// A sequence that can be iterated any number of times: n, n-1, …, 1.
 private struct CountDown: AsyncSequence, Sendable {

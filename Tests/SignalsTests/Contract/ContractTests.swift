@@ -3,7 +3,7 @@ import Foundation
 import Signals
 import Synchronization
 import Testing
-import TransitTesting
+import SignalsTesting
 
 /// Pins every line of the Signals contract (DESIGN.md) for the core sources and operators:
 /// at most one terminal event; nothing after a terminal event or a cancellation, even when the

@@ -3,7 +3,7 @@ import Foundation
 import Signals
 import Synchronization
 import Testing
-import TransitTesting
+import SignalsTesting
 
 /// A producer that keeps every observer it was handed, like a long-lived callback source.
 private final class LeakProducer: Sendable {

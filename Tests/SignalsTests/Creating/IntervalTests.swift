@@ -1,6 +1,6 @@
 import Signals
 import Testing
-import TransitTesting
+import SignalsTesting
 
 @Suite
 struct IntervalTests {

@@ -1,6 +1,6 @@
 import Signals
 import Testing
-import TransitTesting
+import SignalsTesting
 
 @Suite struct DebounceTests {
     /// The example from Combine's documentation: values arriving faster than the interval are

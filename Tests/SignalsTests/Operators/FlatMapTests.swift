@@ -2,7 +2,7 @@ import Dispatch
 import Signals
 import Synchronization
 import Testing
-import TransitTesting
+import SignalsTesting
 
 extension Atomic where Value == Int {
     /// Raises the stored value to `candidate` if it is larger.

@@ -3,7 +3,7 @@ import Foundation
 import Signals
 import Synchronization
 import Testing
-import TransitTesting
+import SignalsTesting
 
 @Suite
 struct MapTests {

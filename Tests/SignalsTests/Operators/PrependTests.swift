@@ -2,7 +2,7 @@ import Dispatch
 import Signals
 import Synchronization
 import Testing
-import TransitTesting
+import SignalsTesting
 
 /// `prepend` (and `append`) of values, and `prepend` of a signal.
 @Suite

@@ -1,7 +1,7 @@
 import Dispatch
 import Signals
 import Testing
-import TransitTesting
+import SignalsTesting
 
 @Suite struct ReceiveOnTests {
     @Test func deliversEveryEventOnTheSchedulerInOrder() {

@@ -3,7 +3,7 @@ import Foundation
 import Signals
 import Synchronization
 import Testing
-import TransitTesting
+import SignalsTesting
 
 /// `replaceError` and `mapToResult`, which turn a failure into values.
 @Suite

@@ -1,6 +1,6 @@
 import Signals
 import Testing
-import TransitTesting
+import SignalsTesting
 
 @Suite struct ThrottleTests {
     private func run(latest: Bool) -> SignalRecorder<String, Never> {

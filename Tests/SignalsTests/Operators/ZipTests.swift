@@ -2,7 +2,7 @@ import Dispatch
 import Signals
 import Synchronization
 import Testing
-import TransitTesting
+import SignalsTesting
 
 /// `(Int, String)` is not `Equatable`; tests compare pairs through this.
 struct TestPair<A: Equatable & Sendable, B: Equatable & Sendable>: Equatable, Sendable {

@@ -2,7 +2,7 @@ import Dispatch
 import Signals
 import Synchronization
 import Testing
-import TransitTesting
+import SignalsTesting
 
 @Suite struct CurrentValueSubjectTests {
     @Test func newSubscriberReceivesTheCurrentValueFirst() {

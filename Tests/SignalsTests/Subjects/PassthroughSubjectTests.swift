@@ -2,7 +2,7 @@ import Dispatch
 import Signals
 import Synchronization
 import Testing
-import TransitTesting
+import SignalsTesting
 
 /// An object whose lifetime tests follow with a weak reference.
 final class LifetimeProbe: Sendable {

@@ -63,7 +63,7 @@ struct LifecycleMonitorTests {
         }
         var request = get("https://api.example.test/a")
         request.setValue("text/plain", forHTTPHeaderField: "Accept")
-        let policy = RetryPolicy(maxAttempts: 2, baseDelay: 1, jitter: .none)
+        let policy = RetryPolicy(maxAttempts: 2, baseDelay: .seconds(1), jitter: .none)
         let probe = RequestProbe(client.send(request).catchHTTPErrors().retry(policy, scheduler: scheduler))
         scheduler.advance(by: .seconds(2))
         #expect(probe.values.first?.text == "hello")
@@ -117,7 +117,7 @@ struct LifecycleMonitorTests {
             $0.monitors = [log]
             $0.scheduler = scheduler
         }
-        let policy = RetryPolicy(maxAttempts: 2, baseDelay: 1, jitter: .none)
+        let policy = RetryPolicy(maxAttempts: 2, baseDelay: .seconds(1), jitter: .none)
         let probe = RequestProbe(client.send(get("https://api.example.test/a")).catchHTTPErrors().retry(policy, scheduler: scheduler))
         scheduler.advance(by: .seconds(1))
         #expect(probe.isFinished)
@@ -299,8 +299,8 @@ struct LifecycleMonitorTests {
             $0.scheduler = scheduler
         }
         // One retry per 10 s window, whatever the traffic.
-        let budget = RetryBudget(ratio: 0, minRetriesPerSecond: 0.1, window: .seconds(10), scheduler: scheduler)
-        let policy = RetryPolicy(maxAttempts: 2, baseDelay: 0.5, jitter: .none, budget: budget)
+        let budget = RetryBudget(ratio: 0, minRetriesPerSecond: 0.1, window: .seconds(10))
+        let policy = RetryPolicy(maxAttempts: 2, baseDelay: .milliseconds(500), jitter: .none, budget: budget)
         let first = RequestProbe(client.send(get("https://api.example.test/a")).catchHTTPErrors().retry(policy, scheduler: scheduler))
         let second = RequestProbe(client.send(get("https://api.example.test/b")).catchHTTPErrors().retry(policy, scheduler: scheduler))
         scheduler.advance(by: .seconds(1))
@@ -331,7 +331,7 @@ struct LifecycleMonitorTests {
             $0.scheduler = scheduler
         }
         let flaky = RequestProbe(client.send(get("https://api.example.test/flaky"))
-            .retry(RetryPolicy(maxAttempts: 2, baseDelay: 2, jitter: .none), scheduler: scheduler))
+            .retry(RetryPolicy(maxAttempts: 2, baseDelay: .seconds(2), jitter: .none), scheduler: scheduler))
         let limited = RequestProbe(client.send(get("https://api.example.test/limited"))
             .catchHTTPErrors().respondToRateLimiting(maxSecondsToWait: 5, scheduler: scheduler))
         scheduler.advance(by: .seconds(3))
@@ -350,7 +350,7 @@ struct LifecycleMonitorTests {
         let transport = StubTransport(scheduler: scheduler)
         transport.stub(.get).thenRespond(.failure(URLError(.timedOut))).thenRespond(.text("ok"))
         let probe = RequestProbe(transport.send(get("https://api.example.test/x"))
-            .retry(RetryPolicy(maxAttempts: 2, baseDelay: 1, jitter: .none), method: .get, scheduler: scheduler))
+            .retry(RetryPolicy(maxAttempts: 2, baseDelay: .seconds(1), jitter: .none), method: .get, scheduler: scheduler))
         scheduler.advance(by: .seconds(1))
         #expect(probe.values.first?.text == "ok")
     }
@@ -564,7 +564,7 @@ struct LifecycleMonitorTests {
         var request = get("https://api.example.test/x?access_token=qwerty&page=2")
         request.setValue("Bearer s3cr3t", forHTTPHeaderField: "Authorization")
         request.setValue("session=c00kie", forHTTPHeaderField: "Cookie")
-        _ = RequestProbe(client.send(request).retry(RetryPolicy(maxAttempts: 2, baseDelay: 0, jitter: .none), scheduler: scheduler))
+        _ = RequestProbe(client.send(request).retry(RetryPolicy(maxAttempts: 2, baseDelay: .seconds(0), jitter: .none), scheduler: scheduler))
         scheduler.run()
         #expect(log.events.count >= 8)
         for event in log.events {
@@ -587,7 +587,7 @@ struct LifecycleMonitorTests {
                 $0.scheduler = scheduler
             }
             let probe = RequestProbe(client.send(get("https://api.example.test/x")).catchHTTPErrors()
-                .retry(RetryPolicy(maxAttempts: 2, baseDelay: 1, jitter: .none), scheduler: scheduler))
+                .retry(RetryPolicy(maxAttempts: 2, baseDelay: .seconds(1), jitter: .none), scheduler: scheduler))
             scheduler.advance(by: .seconds(1))
             #expect(probe.values.first?.text == "ok")
             #expect(transport.requests.count == 2)
@@ -620,7 +620,7 @@ struct LifecycleMonitorTests {
         // Every third answer of /ok is a 503, whichever request draws it: with concurrent requests
         // one request can draw several in a row (five in a row is 1 in 243), so the policy allows
         // far more attempts than any run needs; the test is about reporting, not giving up.
-        let policy = RetryPolicy(maxAttempts: 60, baseDelay: 0.001, maxDelay: 0.002, jitter: .full)
+        let policy = RetryPolicy(maxAttempts: 60, baseDelay: .milliseconds(1), maxDelay: .milliseconds(2), jitter: .full)
         try await withThrowingTaskGroup(of: Void.self) { group in
             for index in 0..<40 {
                 group.addTask {

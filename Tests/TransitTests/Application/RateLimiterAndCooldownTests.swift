@@ -166,7 +166,7 @@ struct RateLimiterAndCooldownTests {
             Issue.record("not a 503: \(error)")
             return
         }
-        #expect(retryAfter == 100)
+        #expect(retryAfter == .seconds(100))
         #expect(transport.requests.count == 1)
     }
 

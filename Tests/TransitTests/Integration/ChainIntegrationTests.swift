@@ -129,7 +129,7 @@ import TransitTesting
                 Issue.record("expected .tooManyRequests, got \(String(describing: error))")
                 return
             }
-            #expect(retryAfter == 120)
+            #expect(retryAfter == .seconds(120))
             #expect(server.requests.count == 1)
         }
     }
@@ -172,7 +172,7 @@ import TransitTesting
     @Test func aServerErrorIsRetriedWithBackoffOverRealSockets() async throws {
         try await withLoopbackServer { server in
             server.enqueue([.status(503), .status(502), .json(#"[{"id":3,"name":"three"}]"#)])
-            let policy = RetryPolicy(maxAttempts: 3, baseDelay: 0.05, jitter: .none)
+            let policy = RetryPolicy(maxAttempts: 3, baseDelay: .milliseconds(50), jitter: .none)
             let items = try await api(server).get(endpoint: "items")
                 .catchHTTPErrors()
                 .retry(policy, scheduler: DispatchQueue.global())

@@ -43,7 +43,7 @@ struct LifecycleMonitorIntegrationTests {
         }) { server in
             let text = try await client(log).send(URLRequest(url: server.url("/start?page=1")))
                 .catchHTTPErrors()
-                .retry(RetryPolicy(maxAttempts: 2, baseDelay: 0.01, jitter: .none))
+                .retry(RetryPolicy(maxAttempts: 2, baseDelay: .milliseconds(10), jitter: .none))
                 .map(\.text)
                 .firstValue()
             #expect(text == "hello")

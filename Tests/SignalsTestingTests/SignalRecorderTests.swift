@@ -1,7 +1,7 @@
 import Dispatch
 import Signals
 import Testing
-import TransitTesting
+import SignalsTesting
 
 private struct Failure: Error, Equatable {}
 

@@ -57,7 +57,7 @@ public final class SignalRecorder<Output: Sendable, Failure: Error>: Sendable {
 
     private let state = Locked(State())
     /// The scheduler whose clock stamps each event.
-    public let scheduler: TestScheduler?
+    let scheduler: TestScheduler?
 
     /// A recorder that is not subscribed yet; pass ``observer`` to a signal, or call
     /// ``subscribe(to:)``. With a `scheduler`, each event is stamped with its `now`.
