@@ -33,6 +33,9 @@ let package = Package(
         .testTarget(name: "TransitTests", dependencies: ["Transit", "TransitTesting", "Signals"]),
         .testTarget(name: "TransitTestingTests", dependencies: ["TransitTesting", "Transit", "Signals"]),
         .testTarget(name: "TransitCacheTests", dependencies: ["TransitCache", "Transit", "TransitTesting", "Signals"]),
+        // The README's Swift, gathered by scripts/readme-snippets: built with the tests, so every
+        // snippet in the README compiles against the package.
+        .testTarget(name: "ReadmeSnippets", dependencies: ["Transit", "TransitCache", "TransitTesting", "Signals"], path: "Tests/ReadmeSnippets"),
         // The child process TransitCacheTests kill mid-write and run on a full or read-only folder.
         .executableTarget(
             name: "TransitCacheChild",
