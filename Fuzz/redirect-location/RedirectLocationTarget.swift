@@ -1,5 +1,5 @@
 // Fuzz target for `RedirectPolicy.next(after:to:hops:sensitiveHeaders:)`
-// (Sources/Transit/Application/RedirectPolicy.swift): what the client does with a 3xx — deliver
+// (Sources/Transit/Policies/RedirectPolicy.swift): what the client does with a 3xx — deliver
 // it, follow it with which request, or fail — and so whether credentials go to another origin.
 //
 // The input: four choice bytes (status, method, policy mode and hop counts, flags), then lines

@@ -1,4 +1,4 @@
-// Fuzz target for `HTTPClient.validate(_:)` (Sources/Transit/Application/HTTPClient+Checks.swift),
+// Fuzz target for `HTTPClient.validate(_:)` (Sources/Transit/Client/HTTPClient+Checks.swift),
 // the client's check of every field of the final request before anything reaches a transport.
 //
 // The input: 8 bytes, the bit pattern of `timeoutInterval` (little-endian); a flags byte (bit 0:

@@ -1,4 +1,4 @@
-// What Sources/Transit/Application/HTTPClient+Checks.swift names besides its checks (the client
+// What Sources/Transit/Client/HTTPClient+Checks.swift names besides its checks (the client
 // it extends, and what its `annotate` builds), so that the checks compile without the client.
 // The harness calls only `HTTPClient.validate(_:)`.
 import Foundation

@@ -1,4 +1,4 @@
-// Fuzz target for `URLOrigin` (Sources/Transit/Application/URLOrigin.swift), the one-scan reader
+// Fuzz target for `URLOrigin` (Sources/Transit/Requests/URLOrigin.swift), the one-scan reader
 // of a URL's origin and default request key that the rate limiter, the shared cooldowns, host
 // failover and credential scopes ask of every request, with `RequestKey.firstSegment(of:)`.
 //
