@@ -1,5 +1,5 @@
 // Fuzz target for the loopback server's HTTP/1.1 request parser
-// (Sources/TransitTesting/LoopbackServer+Parser.swift), driven the way a connection drives it
+// (Sources/TransitTesting/Loopback/LoopbackServer+Parser.swift), driven the way a connection drives it
 // (LoopbackServer+Connection.swift): bytes arrive in reads, one `LoopbackRequestReader` per request
 // is asked again after each read and resumes where it stopped (the head, then the body), then a
 // new reader reads the next pipelined request from what is left. Two targets share this file:

@@ -1,4 +1,4 @@
-// Fuzz target for MultipartFormDataParser (Sources/TransitTesting/MultipartFormDataParser.swift),
+// Fuzz target for MultipartFormDataParser (Sources/TransitTesting/Loopback/MultipartFormDataParser.swift),
 // the test kit's reader of multipart/form-data bodies. The first byte picks a mode (its value
 // modulo 3); the rest, split at 0xFF bytes, is that mode's fields.
 //
