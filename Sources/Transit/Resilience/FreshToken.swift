@@ -43,7 +43,7 @@ extension Signal where Failure == any Error {
     ///
     /// **The clock.** A refresh this operator starts is timed by `scheduler`: its
     /// ``TokenStore/RefreshLimits/deadline`` and the store's refresh window. (A refresh that the
-    /// client starts for its own ``HTTPClient/authorizer`` is timed by the client's scheduler.)
+    /// client starts for its own ``HTTPClient/Configuration/authorizer`` is timed by the client's scheduler.)
     /// Give the operator the scheduler you give the client, so one `TestScheduler` times both.
     public func retryWithFreshToken(
         from store: TokenStore,
