@@ -27,8 +27,8 @@ public struct HTTPField: Sendable, Hashable {
 ///   from a dictionary and keeps one value per name. (A transport that only has an
 ///   `HTTPURLResponse`, such as `URLSessionTransport`, can only pass on what it was given.)
 /// - **It costs nothing to make.** On Linux, `HTTPURLResponse.init` canonicalises every field
-///   name through `NSString` (about 20 µs for a response with eight fields, measured in
-///   `BENCHMARKS.md`), a large part of a loopback request on a fast transport. The
+///   name through `NSString`, a large part of a loopback request on a fast transport
+///   (`BENCHMARKS.md` measures it). The
 ///   `HTTPURLResponse` of a head is made only if ``urlResponse`` is read, and then once.
 ///
 /// Lookups by name (``value(forHTTPHeaderField:)``) ignore case, as HTTP does, and join the
