@@ -5,7 +5,7 @@ extension TokenStore {
     ///
     /// **The clock.** Limits hold lengths of time, not a clock: they are timed by the scheduler
     /// of whoever starts the refresh — the client's scheduler when the store is a client's
-    /// ``HTTPClient/authorizer``, the `scheduler:` argument of `retryWithFreshToken(from:scheduler:)`
+    /// ``HTTPClient/Configuration/authorizer``, the `scheduler:` argument of `retryWithFreshToken(from:scheduler:)`
     /// or ``TokenStore/freshToken(replacing:scheduler:)`` when it is used on its own. So a test
     /// that hands a `TestScheduler` to the client times the store's refreshes with it too.
     public struct RefreshLimits: Sendable {
