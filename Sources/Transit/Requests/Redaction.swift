@@ -94,7 +94,7 @@ public enum Redaction {
     }
 
     /// `url`'s absolute string with its user-info and secret query and fragment values redacted.
-    public static func redact(url: URL) -> String {
+    static func redact(url: URL) -> String {
         redact(urlString: url.absoluteString)
     }
 
