@@ -40,7 +40,7 @@ public struct Observer<Output: Sendable, Failure: Error>: Sendable {
 
     /// Ends the subscription with the given completion.
     @inlinable
-    public func complete(_ completion: Completion<Failure>) {
+    func complete(_ completion: Completion<Failure>) {
         action(Event(completion))
     }
 }

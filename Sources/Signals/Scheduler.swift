@@ -24,9 +24,6 @@ public struct ImmediateScheduler: Scheduler {
     /// Creates an immediate scheduler.
     public init() {}
 
-    /// The shared immediate scheduler.
-    public static let shared = ImmediateScheduler()
-
     public var now: Duration {
         .nanoseconds(Int64(clamping: DispatchTime.now().uptimeNanoseconds))
     }

@@ -25,7 +25,7 @@ public struct CacheRecord: Sendable, Equatable {
     }
 
     /// `true` if the record is pinned at least once.
-    public var isPinned: Bool { pinCount > 0 }
+    var isPinned: Bool { pinCount > 0 }
 
     /// `true` if the record's TTL has passed at `date`.
     public func isExpired(at date: Date) -> Bool {
@@ -57,5 +57,5 @@ public struct GarbageCollectionReport: Sendable, Equatable {
     public var bytesFreed = 0
 
     /// An empty report.
-    public init() {}
+    init() {}
 }

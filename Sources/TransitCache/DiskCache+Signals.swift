@@ -17,7 +17,7 @@ extension DiskCache {
 /// ``DiskCache``'s operations as signals; see ``DiskCache/signals``.
 public struct DiskCacheSignals: Sendable {
     /// The cache the signals operate on.
-    public let cache: DiskCache
+    let cache: DiskCache
 
     /// Sends the record stored under `key`, or `nil` on a miss; see
     /// `record(forKey:includingExpired:)`.

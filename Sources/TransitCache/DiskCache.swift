@@ -86,9 +86,9 @@ public final class DiskCache: Sendable {
     public static let maximumMetadataLength = RecordFormat.maximumMetadataLength
 
     /// The folder the records live in.
-    public let directory: URL
+    let directory: URL
     /// The limits and policies this cache was created with.
-    public let configuration: Configuration
+    let configuration: Configuration
 
     let folderPath: String
     let queue: DispatchQueue

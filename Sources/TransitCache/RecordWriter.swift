@@ -48,10 +48,10 @@ public final class RecordWriter: Sendable {
     }
 
     /// The key the record will be stored under.
-    public var key: String { String(decoding: header.key, as: UTF8.self) }
+    var key: String { String(decoding: header.key, as: UTF8.self) }
 
     /// Payload bytes appended so far.
-    public var payloadSize: Int { state.withLock { $0.written } }
+    var payloadSize: Int { state.withLock { $0.written } }
 
     /// Appends `chunk` to the payload.
     ///

@@ -96,7 +96,6 @@ struct RedactionHelperTests {
         // Through URL too, where Foundation keeps the text as written.
         if let url = URL(string: input), url.scheme != nil, url.absoluteString == input {
             #expect(url.redactedForLogging == expected)
-            #expect(Redaction.redact(url: url) == expected)
         }
     }
 

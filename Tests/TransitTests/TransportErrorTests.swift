@@ -4,7 +4,7 @@ import FoundationNetworking
 #endif
 import Signals
 import Testing
-import Transit
+@testable import Transit
 import TransitTesting
 
 /// Defect: the method of a failed attempt travelled as a string key in `URLError.userInfo`

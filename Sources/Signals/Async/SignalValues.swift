@@ -51,11 +51,6 @@ extension Signal where Failure == Never {
 /// cancelled when the iterator is released, the iterating task is cancelled, or the signal ends.
 /// After the sequence ended (finished, failed or cancelled) `next()` returns `nil`.
 public struct ThrowingSignalValues<Output: Sendable>: AsyncSequence, Sendable {
-    /// The signal's values.
-    public typealias Element = Output
-    /// Iteration throws the signal's failure, or `CancellationError`.
-    public typealias Failure = any Error
-
     private let signal: Signal<Output, any Error>
     private let bufferingPolicy: SignalBufferingPolicy
 
@@ -71,11 +66,6 @@ public struct ThrowingSignalValues<Output: Sendable>: AsyncSequence, Sendable {
 
     /// Reads one subscription's values. Use it from one task at a time.
     public struct Iterator: AsyncIteratorProtocol {
-        /// The signal's values.
-        public typealias Element = Output
-        /// The signal's failure, or `CancellationError`.
-        public typealias Failure = any Error
-
         private let channel: AsyncSignalChannel<Output, any Error>
 
         init(channel: AsyncSignalChannel<Output, any Error>) {
@@ -107,11 +97,6 @@ public struct ThrowingSignalValues<Output: Sendable>: AsyncSequence, Sendable {
 /// cancelled when the iterator is released, the iterating task is cancelled, or the signal ends.
 /// Cancelling the iterating task ends the sequence (`next()` returns `nil`).
 public struct SignalValues<Output: Sendable>: AsyncSequence, Sendable {
-    /// The signal's values.
-    public typealias Element = Output
-    /// Iteration never throws: cancellation ends it.
-    public typealias Failure = Never
-
     private let signal: Signal<Output, Never>
     private let bufferingPolicy: SignalBufferingPolicy
 
@@ -127,11 +112,6 @@ public struct SignalValues<Output: Sendable>: AsyncSequence, Sendable {
 
     /// Reads one subscription's values. Use it from one task at a time.
     public struct Iterator: AsyncIteratorProtocol {
-        /// The signal's values.
-        public typealias Element = Output
-        /// Never thrown.
-        public typealias Failure = Never
-
         private let channel: AsyncSignalChannel<Output, Never>
 
         init(channel: AsyncSignalChannel<Output, Never>) {

@@ -54,13 +54,13 @@ public struct RedirectPolicy: Sendable, Hashable {
     /// Headers always dropped from a request redirected to another origin. They are among the
     /// headers ``Redaction`` treats as secret, all of which are dropped (see
     /// ``dropsAcrossOrigins(_:sensitiveHeaders:)``), with those the client adds.
-    public static let credentialHeaders: Set<String> = ["authorization", "proxy-authorization", "cookie"]
+    package static let credentialHeaders: Set<String> = ["authorization", "proxy-authorization", "cookie"]
 
     /// Whether the header `field` is dropped from a request redirected to another origin: it is
     /// one ``Redaction`` treats as secret (``Redaction/isSensitiveHeader(_:)``, which covers
     /// ``credentialHeaders``), or one of `sensitiveHeaders` (lowercased names, the client's
     /// additions). One list decides what is redacted and what stays with its origin.
-    public static func dropsAcrossOrigins(_ field: String, sensitiveHeaders: Set<String>) -> Bool {
+    package static func dropsAcrossOrigins(_ field: String, sensitiveHeaders: Set<String>) -> Bool {
         let lowered = field.lowercased()
         return credentialHeaders.contains(lowered) || sensitiveHeaders.contains(lowered) || Redaction.isSensitiveHeader(field)
     }

@@ -26,7 +26,7 @@ public enum Redaction {
     public static let placeholder = "REDACTED"
 
     /// What URL user-info (`user:password`) is replaced with.
-    public static let userInfoPlaceholder = "***"
+    static let userInfoPlaceholder = "***"
 
     /// Names (or name endings) of query items, form and JSON fields and headers whose values are
     /// secret. A name matches if, once normalised (camelCase split, lower-cased, `-`, `.` and
@@ -94,7 +94,7 @@ public enum Redaction {
     }
 
     /// `url`'s absolute string with its user-info and secret query and fragment values redacted.
-    public static func redact(url: URL) -> String {
+    static func redact(url: URL) -> String {
         redact(urlString: url.absoluteString)
     }
 

@@ -35,7 +35,7 @@ public struct TransportError: Error, Sendable, CustomStringConvertible, Localize
     var eventSink: HTTPEventSink?
 
     /// Wraps `underlying`, the failure of the attempt that sent `request`.
-    public init(request: URLRequest, underlying: any Error) {
+    init(request: URLRequest, underlying: any Error) {
         self.request = request
         self.underlying = underlying
     }

@@ -46,18 +46,20 @@ import Transit
 ///   ``HTTPCache/events`` and the response is delivered as if there were no cache.
 ///
 /// Served responses carry an `Age` header. Events on ``HTTPCache/events`` tell what happened.
+///
+/// Put one in front of a transport with `transport.caching(in: httpCache)`.
 public struct CachingTransport: HTTPTransport {
     /// The transport requests go to when the cache cannot answer.
-    public let base: any HTTPTransport
+    let base: any HTTPTransport
     /// The cache.
-    public let cache: HTTPCache
+    let cache: HTTPCache
 
     /// The request headers that make a request pass through untouched: the client is validating
     /// or asking for a part itself.
     static let bypassHeaders = ["If-None-Match", "If-Modified-Since", "If-Match", "If-Unmodified-Since", "If-Range", "Range"]
 
     /// Creates a caching transport in front of `base`.
-    public init(_ base: any HTTPTransport, cache: HTTPCache) {
+    init(_ base: any HTTPTransport, cache: HTTPCache) {
         self.base = base
         self.cache = cache
     }

@@ -46,7 +46,7 @@ public final class HTTPCache: Sendable {
     /// metadata. Its limits bound the cache; its clock is the cache's clock.
     public let records: DiskCache
     /// The heuristics in effect.
-    public let configuration: Configuration
+    let configuration: Configuration
     private let offline = Locked(false)
     private let eventSubject = PassthroughSubject<HTTPCacheEvent, Never>()
     /// The folder's secret key for credential digests, once read.

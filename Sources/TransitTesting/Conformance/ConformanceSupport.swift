@@ -13,7 +13,7 @@ public struct ConformanceFailure: Error, CustomStringConvertible, Sendable {
     public var message: String
 
     /// Creates a failure.
-    public init(check: String, message: String) {
+    init(check: String, message: String) {
         self.check = check
         self.message = message
     }

@@ -16,7 +16,7 @@ public struct StubResponse: Sendable {
 
     let outcome: Outcome
     /// How long the transport waits, on its scheduler, before answering.
-    public var delay: Duration = .zero
+    var delay: Duration = .zero
 
     init(outcome: Outcome) {
         self.outcome = outcome

@@ -5,7 +5,7 @@ import FoundationNetworking
 import Signals
 import Testing
 import Transit
-import TransitTesting
+@testable import TransitTesting
 
 /// The conformance suite catches what it claims to: each broken transport here (a decorator over
 /// `URLSessionTransport` with one defect) fails the check named for that defect, with a message
