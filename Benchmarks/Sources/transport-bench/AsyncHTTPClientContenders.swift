@@ -66,6 +66,21 @@ func asyncHTTPClientPolicies(base: String) -> BenchPolicyService {
     BenchPolicyService.make(base: base, transport: AsyncHTTPClientTransport())
 }
 
+/// The request declared on the client, on the adapter: the authoriser adds the token and a
+/// default header asks for JSON, so the chain has no per-call modifier — the shape whose cost
+/// is compared with raw AsyncHTTPClient.
+func asyncHTTPClientDeclared(base: String) -> BenchDeclaredService {
+    let tokens = TokenStore(
+        token: AuthToken(accessToken: bearerToken),
+        scope: CredentialScope(hosts: ["127.0.0.1"], insecureHTTP: .loopbackOnly)
+    ) { current in Signal(value: current) }
+    let client = Transit.HTTPClient(transport: AsyncHTTPClientTransport()) {
+        $0.defaultHeaders = ["Accept": "application/json"]
+        $0.authorizer = tokens
+    }
+    return BenchDeclaredService(baseURL: base, client: client)
+}
+
 /// A Transit client on the adapter, for the 1 GiB stream.
 func asyncHTTPClientStreamingClient() -> Transit.HTTPClient {
     Transit.HTTPClient(transport: AsyncHTTPClientTransport())

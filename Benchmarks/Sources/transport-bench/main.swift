@@ -218,6 +218,17 @@ struct BenchPostService: RESTAPI {
 /// authoriser (credentials added by the client, 401 renewed once), and a retry policy with a
 /// client-wide retry budget. Request coalescing is left off: with identical GETs in flight it
 /// changes the workload itself (32 concurrent requests become one), so it is not a cost to compare.
+/// The request with everything declared on the client (authoriser, default headers): a verb, the
+/// errors and the body, no per-call modifier.
+struct BenchDeclaredService: RESTAPI {
+    let baseURL: String
+    let client: HTTPClient
+
+    var posts: Signal<Data, any Error> {
+        self.get(endpoint: "json").catchHTTPErrors().map(\.data)
+    }
+}
+
 struct BenchPolicyService: RESTAPI {
     let baseURL: String
     let client: HTTPClient
@@ -369,6 +380,7 @@ func makeContenders(base: String) -> [(name: String, key: String, makeStart: (To
     let policyService = BenchPolicyService.make(base: base)
     let ahcService = asyncHTTPClientChain(base: base)
     let ahcPolicyService = asyncHTTPClientPolicies(base: base)
+    let ahcDeclaredService = asyncHTTPClientDeclared(base: base)
     return [
         ("raw URLSession (completion handler)", "raw", { _ in completionHandlerStart(rawSession, url) }),
         ("raw URLSession (completion handler), no cookies or URLCache", "raw-plain", { _ in completionHandlerStart(plainSession, url) }),
@@ -399,6 +411,9 @@ func makeContenders(base: String) -> [(name: String, key: String, makeStart: (To
         }),
         ("README service, every policy on, on the AsyncHTTPClient adapter", "ahc-policies", signalStart {
             ahcPolicyService.posts.map(\.count)
+        }),
+        ("request declared on the client (authoriser, default headers), on the AsyncHTTPClient adapter", "ahc-declared", signalStart {
+            ahcDeclaredService.posts.map(\.count)
         }),
     ]
 }
@@ -596,6 +611,11 @@ func requestsPerSecond(base: String, repetitions: Int, requestsPerRun: [Int: Int
             let ratio = median(zip(chain, raw).map { $0 / $1 })
             let cpuRatio = median(zip(rawCPU, chainCPU).map { $0 / $1 })
             print("\nThe README chain on the AsyncHTTPClient adapter against raw AsyncHTTPClient (median of rounds): \(fmt(ratio, 3))× the requests/s, \(fmt(cpuRatio, 3))× the CPU per request (above 1: cheaper).")
+        }
+        if let declared = rates["ahc-declared"], let raw = rates["ahc-raw"], let declaredCPU = cpu["ahc-declared"], let rawCPU = cpu["ahc-raw"] {
+            let ratio = median(zip(declared, raw).map { $0 / $1 })
+            let cpuRatio = median(zip(rawCPU, declaredCPU).map { $0 / $1 })
+            print("\nThe request declared on the client, on the AsyncHTTPClient adapter, against raw AsyncHTTPClient (median of rounds): \(fmt(ratio, 3))× the requests/s, \(fmt(cpuRatio, 3))× the CPU per request (above 1: cheaper).")
         }
         if let chain = rates["chain"], let plain = rates["raw-plain"], let chainCPU = cpu["chain"], let plainCPU = cpu["raw-plain"] {
             let ratio = median(zip(chain, plain).map { $0 / $1 })
