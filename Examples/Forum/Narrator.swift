@@ -178,7 +178,8 @@ final class Narrator: HTTPEventMonitor, Sendable {
     }
 
     private static func reasonPhrase(_ response: HTTPResponse) -> String {
-        if let error = makeHTTPError(for: response) { return error.reasonPhrase }
+        if let error = HTTPClientError(statusCode: response.statusCode) { return error.reasonPhrase }
+        if let error = HTTPServerError(statusCode: response.statusCode) { return error.reasonPhrase }
         switch response.statusCode {
         case 200: return "OK"
         case 201: return "Created"
