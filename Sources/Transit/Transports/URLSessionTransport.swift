@@ -164,6 +164,12 @@ public final class URLSessionTransport: HTTPTransport {
     /// complete, so its head comes at the end (progress first); on Apple platforms it comes with
     /// the first bytes written. An upload from a file (``TransportRequest/bodyFile``) always
     /// delivers its response as parts.
+    ///
+    /// A download task's body goes first to a file `URLSession` makes in the system's temporary
+    /// folder, which it hands to the transport when the task completes. Linux Foundation leaves
+    /// that file behind when it never hands it over: a task cancelled mid-body, or a 401 whose
+    /// challenge ends the task. The transport cannot name that file, so it stays in the temporary
+    /// folder until the system clears it. Data tasks (the default) write nothing of their own.
     public var writesResponseBodiesToFiles: Bool { usesDownloadTasks }
 
     /// `request` with its idle timeout as Linux Foundation can apply it.
