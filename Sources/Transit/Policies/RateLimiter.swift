@@ -14,7 +14,9 @@ import Signals
 /// in virtual time; clients sharing one limiter share its buckets, and should share a scheduler.
 ///
 /// A request that had to wait is reported to its client's ``HTTPEventMonitor``s when it is let
-/// through (``HTTPEvent/Kind/rateLimitWaited(key:waited:)``).
+/// through (``HTTPEvent/Kind/rateLimitWaited(key:waited:)``). The limiter keeps state only for
+/// keys in use: a key whose bucket is full again with nobody waiting is forgotten once many keys
+/// have been seen, which changes nothing for its next request.
 ///
 /// Thread safety: all state is behind one lock; permits are granted outside it.
 public final class RateLimiter: Sendable {
@@ -26,6 +28,11 @@ public final class RateLimiter: Sendable {
     let key: RequestKey
     private let buckets = Locked<[String: Bucket]>([:])
     private let nextWaiter = Locked<UInt64>(0)
+    /// How many buckets may exist before the idle ones are swept: a limiter keyed by origin sees
+    /// as many keys as its client sees hosts, which a server may not bound. Doubles with what a
+    /// sweep keeps, so sweeps stay rare (amortised constant time per new key).
+    private let sweepThreshold = Locked(RateLimiter.minimumSweepThreshold)
+    static let minimumSweepThreshold = 1024
 
     private struct Waiter {
         let id: UInt64
@@ -76,10 +83,32 @@ public final class RateLimiter: Sendable {
         // queue.
         let now = scheduler.now
         let (burst, rate) = (Double(self.burst), requestsPerSecond)
-        return buckets.withLock { buckets -> Bool in
-            Self.takeToken(from: &buckets[name, default: Bucket(tokens: burst, refilledAt: now)], now: now, burst: burst, rate: rate)
+        let (granted, count) = buckets.withLock { buckets -> (Bool, Int) in
+            (Self.takeToken(from: &buckets[name, default: Bucket(tokens: burst, refilledAt: now)], now: now, burst: burst, rate: rate), buckets.count)
         }
+        // A limiter with few keys never reads the threshold: the common path takes no other lock.
+        if count > Self.minimumSweepThreshold, count > sweepThreshold.withLock({ $0 }) { sweepIdleBuckets(now: now) }
+        return granted
     }
+
+    /// Forgets every bucket that is full again and has nobody waiting: such a bucket is exactly
+    /// the one a new key gets, so forgetting it changes no request's fate, and memory stays
+    /// bounded by the keys in use rather than every key ever seen.
+    private func sweepIdleBuckets(now: Duration) {
+        let (burst, rate) = (Double(self.burst), requestsPerSecond)
+        let kept = buckets.withLock { buckets -> Int in
+            buckets = buckets.filter { _, bucket in
+                var bucket = bucket
+                Self.refill(&bucket, now: now, burst: burst, rate: rate)
+                return !(bucket.queue.isEmpty && bucket.timer == nil && bucket.tokens >= burst)
+            }
+            return buckets.count
+        }
+        sweepThreshold.withLock { $0 = max(Self.minimumSweepThreshold, 2 * kept) }
+    }
+
+    /// The number of keys the limiter keeps state for.
+    var bucketCount: Int { buckets.withLock { $0.count } }
 
     /// Refills `bucket` to `now` and takes a token if one is free and nobody waits.
     private static func takeToken(from bucket: inout Bucket, now: Duration, burst: Double, rate: Double) -> Bool {

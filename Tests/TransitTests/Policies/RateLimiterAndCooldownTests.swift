@@ -96,6 +96,46 @@ struct RateLimiterAndCooldownTests {
         #expect(scheduler.pendingCount == 0)
     }
 
+    /// A limiter keyed by origin sees every host its client talks to. A bucket that is full again
+    /// with nobody waiting is the one a new key would get, so the limiter forgets it once it keeps
+    /// many: memory follows the keys in use, not every key ever seen; a forgotten key still gets
+    /// its full burst, and a key with waiters is never forgotten.
+    @Test func idleFullBucketsAreForgottenSoManyKeysDoNotGrowWithoutBound() {
+        let limiter = RateLimiter(requestsPerSecond: 1)
+        let threshold = RateLimiter.minimumSweepThreshold
+        // A key that keeps a waiter through every sweep.
+        let busy = SharedValue<Int>(0)
+        #expect(limiter.acquireImmediately(forKey: "busy", on: scheduler))
+        let waiting = limiter.permit(forKey: "busy", on: scheduler).sink { _ in busy.update { $0 += 1 } }
+        for index in 0..<(threshold + 500) {
+            #expect(limiter.acquireImmediately(forKey: "old-\(index)", on: scheduler))
+        }
+        // Every bucket is empty: none may be forgotten yet.
+        #expect(limiter.bucketCount == threshold + 501)
+        scheduler.advance(by: .milliseconds(999))
+        #expect(busy.value == 0)
+        // Just before the waiter's turn every "old" bucket is almost full; a second later all
+        // are full and idle, the "busy" one has handed its token to its waiter.
+        scheduler.advance(by: .seconds(2))
+        #expect(busy.value == 1)
+        #expect(limiter.acquireImmediately(forKey: "busy", on: scheduler))
+        let waitingAgain = limiter.permit(forKey: "busy", on: scheduler).sink { _ in busy.update { $0 += 1 } }
+        #expect(busy.value == 1)
+        for index in 0..<(threshold + 200) {
+            #expect(limiter.acquireImmediately(forKey: "new-\(index)", on: scheduler))
+        }
+        // The sweep forgot the idle "old" buckets and kept the new ones and the busy key.
+        #expect(limiter.bucketCount < 2 * threshold)
+        #expect(limiter.bucketCount >= threshold + 200)
+        #expect(limiter.waitingCount(forKey: "busy") == 1)
+        // A forgotten key starts again with its full burst.
+        #expect(limiter.acquireImmediately(forKey: "old-0", on: scheduler))
+        scheduler.advance(by: .seconds(1))
+        #expect(busy.value == 2)
+        waiting.cancel()
+        waitingAgain.cancel()
+    }
+
     @Test func everyAttemptOfAClientWaitsForItsPermit() {
         let transport = StubTransport(scheduler: scheduler)
         transport.stub(.get).thenRespond(.text("ok"))
