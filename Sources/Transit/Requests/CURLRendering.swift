@@ -16,12 +16,20 @@ extension URLRequest {
     /// `REDACTED`, at any depth of JSON. Any other body — larger, binary, plain text, XML,
     /// multipart, invalid JSON — is summarised (`# body: 1048576 bytes, not shown`), never
     /// printed. Headers are sorted by name, so the same request always renders the same way.
-    public func curlDescription(maxBodyBytes: Int = 1024) -> String {
+    ///
+    /// - Parameters:
+    ///   - maxBodyBytes: the largest body shown.
+    ///   - sensitiveHeaders: more header names whose values are secrets of your own (a session
+    ///     header, say), shown as `REDACTED` too; names match case-insensitively. Pass a client's
+    ///     ``HTTPClient/Configuration/sensitiveHeaders`` to redact what it drops across origins.
+    public func curlDescription(maxBodyBytes: Int = 1024, sensitiveHeaders: Set<String> = []) -> String {
         var parts = ["curl"]
         let method = httpMethod ?? "GET"
         if method != "GET" { parts.append("-X \(Self.quoted(method))") }
+        let ownSecrets = Set(sensitiveHeaders.map { $0.lowercased() })
         for (field, value) in (allHTTPHeaderFields ?? [:]).sorted(by: { $0.key.lowercased() < $1.key.lowercased() }) {
-            parts.append("-H \(Self.quoted("\(field): \(Redaction.redact(headerValue: value, forField: field))"))")
+            let shown = ownSecrets.contains(field.lowercased()) ? Redaction.placeholder : Redaction.redact(headerValue: value, forField: field)
+            parts.append("-H \(Self.quoted("\(field): \(shown)"))")
         }
         var trailer = ""
         if let body = httpBody, !body.isEmpty {

@@ -22,6 +22,19 @@ struct CURLRenderingTests {
         }
     }
 
+    /// A secret header of the application's own (what a client's `sensitiveHeaders` names) is
+    /// redacted when the caller names it, whatever its case; other headers stay readable.
+    @Test func theApplicationsOwnSecretHeadersAreRedactedWhenNamed() {
+        var request = URLRequest(url: URL(string: "https://api.example.com/v1/me")!)
+        request.setValue("s3ss10n", forHTTPHeaderField: "X-Tenant-Badge")
+        request.setValue("fr", forHTTPHeaderField: "Accept-Language")
+        #expect(request.curlDescription().contains("s3ss10n"))
+        let curl = request.curlDescription(sensitiveHeaders: ["x-TENANT-badge"])
+        #expect(curl == "curl -H 'Accept-Language: fr' -H 'X-Tenant-Badge: REDACTED' 'https://api.example.com/v1/me'")
+        let client = HTTPClient { $0.sensitiveHeaders = ["X-Tenant-Badge"] }
+        #expect(!request.curlDescription(sensitiveHeaders: client.configuration.sensitiveHeaders).contains("s3ss10n"))
+    }
+
     @Test func largeOrBinaryBodiesAreSummarisedNotPrinted() {
         var request = URLRequest(url: URL(string: "https://api.example.com/upload")!)
         request.httpMethod = "PUT"
