@@ -210,7 +210,7 @@ public struct ServerTrustPolicy: Sendable, Hashable {
     /// Malformed input to a policy (a host, a certificate, a pin), thrown when it is made.
     public struct InputError: Error, Sendable, Hashable, CustomStringConvertible, LocalizedError {
         /// What is wrong, in a sentence.
-        public let message: String
+        let message: String
 
         init(_ message: String) {
             self.message = message

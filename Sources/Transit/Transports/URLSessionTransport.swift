@@ -112,7 +112,7 @@ public final class URLSessionTransport: HTTPTransport {
     private let configuration: URLSessionConfiguration
     private let usesDownloadTasks: Bool
     /// The server-trust policy given to the initialiser, if any.
-    public let serverTrust: ServerTrustPolicy?
+    let serverTrust: ServerTrustPolicy?
     /// The session of downloads (``TransportRequest/responseBodyFile``), made on first use. It is
     /// a session of its own because its delegate must not be a data delegate: Linux Foundation
     /// hands the body of a redirect that is not followed to the data delegate with a force-unwrap
