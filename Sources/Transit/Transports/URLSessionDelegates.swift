@@ -11,6 +11,12 @@ import Signals
 /// add none.
 class TaskDelegate: NSObject, URLSessionTaskDelegate, @unchecked Sendable {
     let table = URLSessionTaskTable()
+    /// The transport's server-trust policy, evaluated in server-trust challenges (Apple platforms).
+    let serverTrust: ServerTrustPolicy?
+
+    init(serverTrust: ServerTrustPolicy?) {
+        self.serverTrust = serverTrust
+    }
 
     #if canImport(FoundationNetworking)
     func urlSession(
@@ -41,6 +47,12 @@ class TaskDelegate: NSObject, URLSessionTaskDelegate, @unchecked Sendable {
         didReceive challenge: URLAuthenticationChallenge,
         completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void
     ) {
+        #if canImport(Security) && !canImport(FoundationNetworking)
+        if let answer = ServerTrustEvaluation.answer(challenge, policy: serverTrust) {
+            completionHandler(answer.0, answer.1)
+            return
+        }
+        #endif
         // A 401 or 407 is delivered as the response, never answered with a credential.
         completionHandler(table.answer(challenge, for: task), nil)
     }
@@ -50,6 +62,12 @@ class TaskDelegate: NSObject, URLSessionTaskDelegate, @unchecked Sendable {
         didReceive challenge: URLAuthenticationChallenge,
         completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void
     ) {
+        #if canImport(Security) && !canImport(FoundationNetworking)
+        if let answer = ServerTrustEvaluation.answer(challenge, policy: serverTrust) {
+            completionHandler(answer.0, answer.1)
+            return
+        }
+        #endif
         // Challenges of a whole connection (NTLM, Negotiate, server trust): the same rule, with
         // no task to finish.
         completionHandler(URLSessionTaskTable.answer(challenge), nil)

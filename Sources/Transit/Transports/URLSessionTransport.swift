@@ -24,7 +24,17 @@ import Signals
 ///   complete. The transport never answers a challenge with a credential, from the URL, the
 ///   configuration's `URLCredentialStorage` or anywhere else: credentials are the client's to
 ///   add (an ``Authorizer``), and its 401 handling sees every challenge. TLS challenges (server
-///   trust, client certificates) get `URLSession`'s default handling.
+///   trust, client certificates) get `URLSession`'s default handling, except server trust for a
+///   host that the transport's ``ServerTrustPolicy`` covers.
+/// - Server trust: with a ``ServerTrustPolicy`` (`serverTrust:`), a request to a covered host is
+///   checked against its rule. On Apple platforms the session's server-trust challenge evaluates
+///   the chain with the rule's roots added to the system's, then its pins, and cancels the
+///   connection on a failure (the request fails with `URLError(.cancelled)` and nothing is sent);
+///   this path is not exercised by the project's continuous integration, which runs on Linux. On
+///   Linux, `URLSession` has no server-trust hook, so a request to a covered host fails with
+///   ``ServerTrustError`` (``ServerTrustError/Reason/notEnforceable(transport:because:)``) before
+///   any connection is opened. A plain `http` request to a covered host fails with
+///   ``ServerTrustError/Reason/notEncrypted`` on every platform. Other hosts are unaffected.
 /// - Compressed bodies: `URLSession` decodes `Content-Encoding: gzip` and `deflate` (on Linux
 ///   whatever `Accept-Encoding` the request sent), so the body parts are decoded bytes, and a
 ///   size limit counts those. On Linux, libcurl inflates everything the socket has ready in one
@@ -101,6 +111,8 @@ public final class URLSessionTransport: HTTPTransport {
     private let delegate: SessionDelegate
     private let configuration: URLSessionConfiguration
     private let usesDownloadTasks: Bool
+    /// The server-trust policy given to the initialiser, if any.
+    let serverTrust: ServerTrustPolicy?
     /// The session of downloads (``TransportRequest/responseBodyFile``), made on first use. It is
     /// a session of its own because its delegate must not be a data delegate: Linux Foundation
     /// hands the body of a redirect that is not followed to the data delegate with a force-unwrap
@@ -120,9 +132,16 @@ public final class URLSessionTransport: HTTPTransport {
     ///     `URLSessionDownloadTask` that writes the body itself (``writesResponseBodiesToFiles``)
     ///     instead of a data task whose chunks the client writes. Off by default; see
     ///     ``writesResponseBodiesToFiles`` for the trade.
-    public init(configuration: URLSessionConfiguration = URLSessionTransport.defaultConfiguration, downloadTasks: Bool = false) {
+    ///   - serverTrust: roots and pins per host (see ``ServerTrustPolicy``); none by default. On
+    ///     Linux a request to a covered host fails with ``ServerTrustError`` without being sent.
+    public init(
+        configuration: URLSessionConfiguration = URLSessionTransport.defaultConfiguration,
+        downloadTasks: Bool = false,
+        serverTrust: ServerTrustPolicy? = nil
+    ) {
         usesDownloadTasks = downloadTasks
-        delegate = SessionDelegate()
+        self.serverTrust = serverTrust
+        delegate = SessionDelegate(serverTrust: serverTrust)
         session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
         // The session keeps its own copy; this one makes the download session the same way.
         self.configuration = session.configuration
@@ -142,7 +161,7 @@ public final class URLSessionTransport: HTTPTransport {
     private var downloadSession: (session: URLSession, delegate: DownloadDelegate) {
         downloads.withLock { downloads in
             if let downloads { return downloads }
-            let delegate = DownloadDelegate()
+            let delegate = DownloadDelegate(serverTrust: serverTrust)
             let made = (URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil), delegate)
             downloads = made
             return made
@@ -191,6 +210,22 @@ public final class URLSessionTransport: HTTPTransport {
         #endif
     }
 
+    /// Why a request to `url` must not be sent under the server-trust policy, or `nil`.
+    private func refusal(of url: URL) -> ServerTrustError? {
+        guard let serverTrust, let host = url.host, serverTrust.rule(for: host) != nil else { return nil }
+        guard url.scheme?.lowercased() == "https" else {
+            return ServerTrustError(host: host, reason: .notEncrypted)
+        }
+        #if canImport(FoundationNetworking)
+        return ServerTrustError(host: host, reason: .notEnforceable(
+            transport: "URLSessionTransport on Linux",
+            because: "swift-corelibs-foundation's URLSession offers no server-trust hook"
+        ))
+        #else
+        return nil
+        #endif
+    }
+
     /// A signal that sends `request` when subscribed, and again on every subscription, and
     /// delivers the response as parts (see ``HTTPTransport``).
     ///
@@ -198,8 +233,12 @@ public final class URLSessionTransport: HTTPTransport {
     public func exchange(_ request: TransportRequest) -> Signal<HTTPResponsePart, any Error> {
         Signal { [self] observer in
             let urlRequest = Self.withWholeSecondTimeout(request.urlRequest)
-            guard urlRequest.url != nil else {
+            guard let url = urlRequest.url else {
                 observer.fail(URLError(.badURL))
+                return nil
+            }
+            if let refusal = refusal(of: url) {
+                observer.fail(refusal)
                 return nil
             }
             let table: URLSessionTaskTable

@@ -69,6 +69,15 @@ import Transit
 ///   them, as `URLSession` does; a caller who wants the encoded bytes turns decoding off
 ///   (``Decompression/disabled``).
 ///
+/// - **Server trust**: with a ``ServerTrustPolicy`` (`serverTrust:`), a request to a host a rule
+///   covers trusts the rule's root certificates in addition to the configuration's (its own
+///   `tlsConfiguration`, so a private authority is trusted for that host only); a failed handshake
+///   keeps the codes above. AsyncHTTPClient offers no certificate-verification callback, so pins
+///   cannot be checked during the handshake: a request to a host whose rule has pins fails with
+///   ``ServerTrustError`` (``ServerTrustError/Reason/notEnforceable(transport:because:)``) before
+///   any connection is opened, as does a plain `http` request to a covered host
+///   (``ServerTrustError/Reason/notEncrypted``). Other hosts are unaffected.
+///
 /// Differences from ``URLSessionTransport`` that the seam allows: no cookie storage, no HTTP cache,
 /// and HTTP/2 over TLS when the server offers it.
 ///
@@ -114,6 +123,11 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
     let tlsConfiguration: TLSConfiguration
     /// Watches every exchange in flight for `timeoutInterval` of silence, with one repeating check.
     let sweeper: IdleSweeper
+    /// The server-trust policy given to the initialiser, if any.
+    let serverTrust: ServerTrustPolicy?
+    /// For each rule of ``serverTrust``: the TLS configuration of its requests, or why its
+    /// requests are refused.
+    private let ruleTLS: [ServerTrustPolicy.Rule: RuleTrust]
     private let isShutDown = NIOLockedValueBox(false)
 
     /// Creates a transport with its own AsyncHTTPClient client (and so its own connection pool).
@@ -127,13 +141,20 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
     ///     its `decompression` by `.disabled` (the transport decodes bodies itself).
     ///   - decompression: whether gzip and deflate bodies are decoded, as `URLSessionTransport`
     ///     does (``Decompression/standard`` by default).
+    ///   - serverTrust: root certificates per host (see ``ServerTrustPolicy``); none by default. A
+    ///     request to a host whose rule has pins fails with ``ServerTrustError`` without being
+    ///     sent (AsyncHTTPClient offers no certificate-verification callback).
     public init(
         eventLoopGroup: any EventLoopGroup = AsyncHTTPClient.HTTPClient.defaultEventLoopGroup,
         configuration: AsyncHTTPClient.HTTPClient.Configuration = AsyncHTTPClientTransport.defaultConfiguration,
-        decompression: Decompression = .standard
+        decompression: Decompression = .standard,
+        serverTrust: ServerTrustPolicy? = nil
     ) {
         self.decompression = decompression
-        tlsConfiguration = configuration.tlsConfiguration ?? TLSConfiguration.makeClientConfiguration()
+        let tlsConfiguration = configuration.tlsConfiguration ?? TLSConfiguration.makeClientConfiguration()
+        self.tlsConfiguration = tlsConfiguration
+        self.serverTrust = serverTrust
+        ruleTLS = Self.configurations(of: serverTrust, base: tlsConfiguration)
         client = AsyncHTTPClient.HTTPClient(eventLoopGroup: eventLoopGroup, configuration: Self.required(configuration))
         sweeper = IdleSweeper(eventLoopGroup: eventLoopGroup)
     }
@@ -156,6 +177,59 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         try await client.shutdown()
     }
 
+    /// What a rule of the server-trust policy makes of its requests.
+    private enum RuleTrust {
+        /// Sent with this TLS configuration (the rule's roots added).
+        case configured(TLSConfiguration)
+        /// Refused, for this reason.
+        case refused(ServerTrustError.Reason)
+    }
+
+    /// The TLS configuration of each rule of `policy`: `base` with the rule's roots added.
+    private static func configurations(
+        of policy: ServerTrustPolicy?,
+        base: TLSConfiguration
+    ) -> [ServerTrustPolicy.Rule: RuleTrust] {
+        var configurations: [ServerTrustPolicy.Rule: RuleTrust] = [:]
+        for rule in policy?.rules ?? [] {
+            guard rule.pins.isEmpty else {
+                configurations[rule] = .refused(.notEnforceable(
+                    transport: "AsyncHTTPClientTransport",
+                    because: "AsyncHTTPClient offers no certificate-verification callback, so pins cannot be checked during the handshake"
+                ))
+                continue
+            }
+            do {
+                var tls = base
+                if !rule.roots.isEmpty {
+                    let roots = try rule.roots.map { try NIOSSLCertificate(bytes: Array($0.der), format: .der) }
+                    tls.additionalTrustRoots.append(.certificates(roots))
+                }
+                configurations[rule] = .configured(tls)
+            } catch {
+                configurations[rule] = .refused(.notEnforceable(
+                    transport: "AsyncHTTPClientTransport",
+                    because: "NIOSSL cannot read a root certificate of the rule"
+                ))
+            }
+        }
+        return configurations
+    }
+
+    /// The TLS configuration for a request to `url` under the server-trust policy: `nil` for a
+    /// host no rule covers; an error when the request must not be sent.
+    private func trust(for url: URL) -> Result<TLSConfiguration, ServerTrustError>? {
+        guard let serverTrust, let host = url.host, let rule = serverTrust.rule(for: host) else { return nil }
+        guard url.scheme?.lowercased() == "https" else {
+            return .failure(ServerTrustError(host: host, reason: .notEncrypted))
+        }
+        switch ruleTLS[rule] {
+        case let .configured(tls)?: return .success(tls)
+        case let .refused(reason)?: return .failure(ServerTrustError(host: host, reason: reason))
+        case nil: return nil
+        }
+    }
+
     private static func required(_ configuration: AsyncHTTPClient.HTTPClient.Configuration) -> AsyncHTTPClient.HTTPClient.Configuration {
         var configuration = configuration
         configuration.redirectConfiguration = .disallow
@@ -172,8 +246,20 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         Signal { [self] observer in
             var prepared: AsyncHTTPClient.HTTPClient.Request
             let callerChoseEncodings: Bool
+            // The configuration of a covered host's rule (its roots added), or nil for the client's.
+            var ruleConfiguration: TLSConfiguration?
+            if let url = request.urlRequest.url, let trust = trust(for: url) {
+                switch trust {
+                case let .success(tls):
+                    ruleConfiguration = tls
+                case let .failure(refusal):
+                    observer.fail(refusal)
+                    return nil
+                }
+            }
             do {
                 prepared = try RequestConversion.request(from: request, eventLoopGroup: client.eventLoopGroup)
+                prepared.tlsConfiguration = ruleConfiguration
                 callerChoseEncodings = prepared.headers.contains(name: "Accept-Encoding")
                 if !callerChoseEncodings, decompression != .disabled {
                     prepared.headers.add(name: "Accept-Encoding", value: "gzip, deflate")
@@ -190,7 +276,7 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
                 decompression: decompression,
                 callerChoseEncodings: callerChoseEncodings,
                 diagnosisTLS: prepared.url.scheme?.lowercased() == "https"
-                    ? tlsConfiguration
+                    ? ruleConfiguration ?? tlsConfiguration
                     : nil
             )
             let task = client.execute(request: prepared, delegate: delegate, eventLoop: .indifferent)

@@ -24,8 +24,9 @@ final class TLSTestServer: Sendable {
     private let counter: RequestCounter
 
     /// Starts a server presenting `identity`; `configure` may change its TLS configuration
-    /// (versions, ciphers, client certificates) first.
-    init(identity: TestCertificates.Identity, configure: (inout TLSConfiguration) -> Void = { _ in }) throws {
+    /// (versions, ciphers, client certificates) first. With a `redirect`, every answer is a `302`
+    /// to it instead of the `200`.
+    init(identity: TestCertificates.Identity, redirect: String? = nil, configure: (inout TLSConfiguration) -> Void = { _ in }) throws {
         var tls = TLSConfiguration.makeServerConfiguration(
             certificateChain: identity.chain.map { .certificate($0) },
             privateKey: .privateKey(identity.key)
@@ -40,7 +41,7 @@ final class TLSTestServer: Sendable {
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: context))
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: false)
-                    try channel.pipeline.syncOperations.addHandler(Responder(counter: counter))
+                    try channel.pipeline.syncOperations.addHandler(Responder(counter: counter, redirect: redirect))
                 }
             }
             .bind(host: "127.0.0.1", port: 0)
@@ -77,9 +78,11 @@ final class TLSTestServer: Sendable {
         typealias InboundIn = HTTPServerRequestPart
         typealias OutboundOut = HTTPServerResponsePart
         let counter: RequestCounter
+        let redirect: String?
 
-        init(counter: RequestCounter) {
+        init(counter: RequestCounter, redirect: String?) {
             self.counter = counter
+            self.redirect = redirect
         }
 
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -88,7 +91,9 @@ final class TLSTestServer: Sendable {
             var headers = HTTPHeaders()
             headers.add(name: "Content-Length", value: "\(TLSTestServer.body.utf8.count)")
             headers.add(name: "Connection", value: "close")
-            context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: headers))), promise: nil)
+            if let redirect { headers.add(name: "Location", value: redirect) }
+            let status: HTTPResponseStatus = redirect == nil ? .ok : .found
+            context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))), promise: nil)
             context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(string: TLSTestServer.body)))), promise: nil)
             let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
             context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in bound.value.close(promise: nil) }
