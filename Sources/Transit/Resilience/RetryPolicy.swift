@@ -66,13 +66,45 @@ public struct RetryPolicy: Sendable {
     public var random: @Sendable () -> Double
     /// The methods that are sent again after a failure that may have reached the server. By
     /// default ``defaultRetryableMethods``: the idempotent methods of RFC 9110.
-    public var retryableMethods: Set<HTTPMethod>
+    public var retryableMethods: Set<HTTPMethod> {
+        get { retryable.methods }
+        set { retryable = Retryable(methods: newValue, statusCodes: retryable.statusCodes, urlErrorCodes: retryable.urlErrorCodes) }
+    }
     /// The HTTP status codes worth trying again (read from an ``HTTPError``). By default
     /// ``defaultRetryableStatusCodes``.
-    public var retryableStatusCodes: Set<Int>
+    public var retryableStatusCodes: Set<Int> {
+        get { retryable.statusCodes }
+        set { retryable = Retryable(methods: retryable.methods, statusCodes: newValue, urlErrorCodes: retryable.urlErrorCodes) }
+    }
     /// The `URLError` codes worth trying again (read from a ``TransportError`` or a bare
     /// `URLError`). By default ``defaultRetryableURLErrorCodes``.
-    public var retryableURLErrorCodes: Set<URLError.Code>
+    public var retryableURLErrorCodes: Set<URLError.Code> {
+        get { retryable.urlErrorCodes }
+        set { retryable = Retryable(methods: retryable.methods, statusCodes: retryable.statusCodes, urlErrorCodes: newValue) }
+    }
+    /// The three sets, in one immutable object shared by every copy of the policy: a policy is
+    /// copied into every subscription of `retry(_:)`, and one reference costs one retain where
+    /// three sets would cost three. Setting a set makes a new object (copy on write).
+    private var retryable: Retryable
+
+    private final class Retryable: Sendable {
+        let methods: Set<HTTPMethod>
+        let statusCodes: Set<Int>
+        let urlErrorCodes: Set<URLError.Code>
+
+        init(methods: Set<HTTPMethod>, statusCodes: Set<Int>, urlErrorCodes: Set<URLError.Code>) {
+            self.methods = methods
+            self.statusCodes = statusCodes
+            self.urlErrorCodes = urlErrorCodes
+        }
+
+        /// The default sets, made once.
+        static let defaults = Retryable(
+            methods: RetryPolicy.defaultRetryableMethods,
+            statusCodes: RetryPolicy.defaultRetryableStatusCodes,
+            urlErrorCodes: RetryPolicy.defaultRetryableURLErrorCodes
+        )
+    }
     /// A budget shared with other policies (one per client): a retry it refuses fails with
     /// ``RetryBudgetExhausted``. `nil`: no budget. Retries and refusals are reported to the
     /// monitors of the client the failure came from (see ``HTTPEvent/Kind/retryScheduled(attempt:delay:failure:)``):
@@ -104,9 +136,12 @@ public struct RetryPolicy: Sendable {
         self.retryNonIdempotent = retryNonIdempotent
         self.random = random
         self.budget = budget
-        self.retryableMethods = retryableMethods
-        self.retryableStatusCodes = retryableStatusCodes
-        self.retryableURLErrorCodes = retryableURLErrorCodes
+        if retryableMethods == Self.defaultRetryableMethods, retryableStatusCodes == Self.defaultRetryableStatusCodes,
+           retryableURLErrorCodes == Self.defaultRetryableURLErrorCodes {
+            retryable = .defaults
+        } else {
+            retryable = Retryable(methods: retryableMethods, statusCodes: retryableStatusCodes, urlErrorCodes: retryableURLErrorCodes)
+        }
     }
 
     /// The methods retried by default: those RFC 9110 §9.2.2 calls idempotent, for which sending
