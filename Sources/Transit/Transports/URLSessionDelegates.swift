@@ -47,14 +47,8 @@ class TaskDelegate: NSObject, URLSessionTaskDelegate, @unchecked Sendable {
         didReceive challenge: URLAuthenticationChallenge,
         completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void
     ) {
-        #if canImport(Security) && !canImport(FoundationNetworking)
-        if let answer = ServerTrustEvaluation.answer(challenge, policy: serverTrust) {
-            completionHandler(answer.0, answer.1)
-            return
-        }
-        #endif
         // A 401 or 407 is delivered as the response, never answered with a credential.
-        completionHandler(table.answer(challenge, for: task), nil)
+        answer(challenge, completionHandler) { table.answer(challenge, for: task) }
     }
 
     func urlSession(
@@ -62,15 +56,25 @@ class TaskDelegate: NSObject, URLSessionTaskDelegate, @unchecked Sendable {
         didReceive challenge: URLAuthenticationChallenge,
         completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void
     ) {
+        // Challenges of a whole connection (NTLM, Negotiate, server trust): the same rule, with
+        // no task to finish.
+        answer(challenge, completionHandler) { URLSessionTaskTable.answer(challenge) }
+    }
+
+    /// Answers `challenge`: by the server-trust policy when it covers the challenged host (Apple
+    /// platforms), otherwise with `otherwise`'s disposition and no credential.
+    private func answer(
+        _ challenge: URLAuthenticationChallenge,
+        _ completionHandler: @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void,
+        otherwise: () -> URLSession.AuthChallengeDisposition
+    ) {
         #if canImport(Security) && !canImport(FoundationNetworking)
-        if let answer = ServerTrustEvaluation.answer(challenge, policy: serverTrust) {
-            completionHandler(answer.0, answer.1)
+        if let (disposition, credential) = ServerTrustEvaluation.answer(challenge, policy: serverTrust) {
+            completionHandler(disposition, credential)
             return
         }
         #endif
-        // Challenges of a whole connection (NTLM, Negotiate, server trust): the same rule, with
-        // no task to finish.
-        completionHandler(URLSessionTaskTable.answer(challenge), nil)
+        completionHandler(otherwise(), nil)
     }
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
