@@ -232,4 +232,15 @@ extension HTTPResponse {
     var credentialsReachedServer: Bool {
         !head.credentialsDropped
     }
+
+    /// Whether this response answers the credentials its request carried: they reached the
+    /// server that answered (see ``credentialsReachedServer``), and that server is in `scope` —
+    /// or, with no scope, has the request's own origin. A 401 that does not is the answer of some
+    /// other server, and renewing credentials would not change it.
+    func answersCredentials(sentIn scope: CredentialScope?) -> Bool {
+        guard credentialsReachedServer else { return false }
+        if let scope { return scope.allows(head.url) }
+        guard let sent = request.url else { return false }
+        return RedirectPolicy.sameOrigin(sent, head.url)
+    }
 }

@@ -69,11 +69,7 @@ extension Signal where Failure == any Error {
     /// one it was sent to (in the store's scope, for a store made with one; else the request's
     /// own origin).
     private static func tokenReachedServer(_ response: HTTPResponse, store: TokenStore) -> Bool {
-        guard TokenStore.bearerToken(in: response.request) != nil, response.credentialsReachedServer else { return false }
-        let answered = response.head.url
-        if let scope = store.credentialScope { return scope.allows(answered) }
-        guard let sent = response.request.url else { return false }
-        return RedirectPolicy.sameOrigin(sent, answered)
+        TokenStore.bearerToken(in: response.request) != nil && response.answersCredentials(sentIn: store.credentialScope)
     }
 
     private func retryingWithFreshToken(from store: TokenStore, scheduler: any Scheduler, ownRefresh: UInt64?) -> Signal<Output, any Error> {

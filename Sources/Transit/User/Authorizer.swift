@@ -185,7 +185,7 @@ private final class AuthorizedExchange: Sendable {
             // scope, which got them (no redirect to another origin dropped them on the way).
             // Any other 401 is the answer, as it is.
             guard case .value(let response) = event, response.statusCode == 401,
-                  exchange.authorizer.scope.allows(response.head.url), response.credentialsReachedServer
+                  response.answersCredentials(sentIn: exchange.authorizer.scope)
             else {
                 if !renewing.load(ordering: .acquiring) { observer.send(event) }
                 return
