@@ -24,6 +24,9 @@ import Transit
 /// - **Partitioned by credential**: a stored response is served and revalidated only for a
 ///   request with the same `Authorization`, `Proxy-Authorization` and `Cookie` values as the one
 ///   it answered (see ``HTTPCache``).
+/// - **Cookies are not stored**: a `Set-Cookie` (or `Set-Cookie2`) is delivered with the response
+///   that carried it, a 304's included, but never written to the cache's files nor served again
+///   from them: a session cookie must not outlive its exchange on disk.
 /// - **Sign-out wins**: a response whose exchange looked the request up before
 ///   ``HTTPCache/removeAll()`` is never stored, nor is a `304` that arrives after it.
 /// - **Freshness** (RFC 9111 §4.2): `max-age`, else `Expires` − `Date`, else the heuristic only
@@ -360,7 +363,7 @@ final class CacheExchange: Sendable {
             let updated = fallback.stored.updated(with: notModified, request: request.urlRequest, requestTime: requestTime, responseTime: now)
             restore(updated, body: fallback.record)
             cache.send(.revalidated(url))
-            return serve(updated, fallback.record)
+            return serve(updated.delivered(afterRevalidationBy: notModified), fallback.record)
         }
         if let writer {
             do {

@@ -33,11 +33,15 @@ struct StoredResponse: Codable, Equatable, Sendable {
     static let heuristicallyCacheable: Set<Int> = [200, 203, 204, 300, 301, 308, 404, 405, 410, 414, 501]
 
     /// Headers that describe one connection or one transfer, not the response (RFC 9111 §3.1),
-    /// and those a 304 must not update (§3.2): never stored, never merged.
-    static let unstoredHeaders: Set<String> = [
+    /// and those a 304 must not update (§3.2): never stored, never merged. A cookie the server
+    /// sets (``cookieHeaders``) is a credential handed over once: delivered with the response
+    /// that carried it, never written to the cache's files nor served again from them.
+    static let unstoredHeaders: Set<String> = cookieHeaders.union([
         "connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade",
         "proxy-authenticate", "proxy-authentication-info",
-    ]
+    ])
+    /// The headers that set cookies (RFC 6265, and RFC 2965's obsolete one).
+    static let cookieHeaders: Set<String> = ["set-cookie", "set-cookie2"]
     static let unmergedHeaders: Set<String> = unstoredHeaders.union(["content-length", "content-encoding", "content-range"])
 
     init(url: URL, response: HTTPResponseHead, request: URLRequest, requestTime: Int64, responseTime: Int64, partition: String = "") {
@@ -199,6 +203,16 @@ struct StoredResponse: Codable, Equatable, Sendable {
     /// to it).
     static func httpDate(milliseconds: Int64) -> String {
         RetryAfter.imfFixdate(secondsSince1970: milliseconds / 1000 - (milliseconds % 1000 < 0 ? 1 : 0))
+    }
+
+    /// This response as delivered for a revalidation answered by `notModified`: with the cookies
+    /// the 304 set (they came from the network on this exchange; they are not stored).
+    func delivered(afterRevalidationBy notModified: HTTPResponseHead) -> StoredResponse {
+        var copy = self
+        for field in notModified.fields where StoredResponse.cookieHeaders.contains(field.name.lowercased()) {
+            copy.headers[field.name] = notModified.value(forHTTPHeaderField: field.name)
+        }
+        return copy
     }
 
     /// The response to hand out for `url`, with an `Age` header (RFC 9111 §5.1).
