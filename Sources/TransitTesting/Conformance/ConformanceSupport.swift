@@ -213,17 +213,6 @@ func describe(_ code: URLError.Code) -> String {
     return "\(names[code] ?? "code") \(code.rawValue)"
 }
 
-/// Runs `body` with a started ``LoopbackServer``, stopping it afterwards whatever happens.
-func withServer<R>(
-    handler: LoopbackServer.Handler? = nil,
-    _ body: (LoopbackServer) async throws -> R
-) async throws -> R {
-    let server = LoopbackServer(handler: handler)
-    try server.start()
-    defer { server.stop() }
-    return try await body(server)
-}
-
 /// Deterministic bytes (not a repeating short pattern, so a misplaced chunk shows).
 func conformancePayload(_ count: Int, seed: UInt64 = 0x9E37_79B9_7F4A_7C15) -> Data {
     var state = seed

@@ -6,6 +6,7 @@ import Musl
 import Darwin
 #endif
 import Foundation
+import Transit
 import Signals
 
 /// A one-shot gate that a scripted ``LoopbackResponse`` waits at (``LoopbackStep/wait(_:)``)
@@ -129,7 +130,7 @@ extension LoopbackResponse {
         contentLength: Int? = nil,
         _ steps: [LoopbackStep]
     ) -> LoopbackResponse {
-        let fields = headers.sorted { $0.key < $1.key }.map { LoopbackHeader($0.key, $0.value) }
+        let fields = headers.sorted { $0.key < $1.key }.map { HTTPField(name: $0.key, value: $0.value) }
         return LoopbackResponse(status: status, headers: fields, body: .scripted(steps, contentLength: contentLength))
     }
 }

@@ -117,9 +117,9 @@ public final class LoopbackServer: Sendable {
     }
 
     /// How many response body bytes the server has handed to its sockets so far, over every
-    /// connection: the bytes of ``LoopbackResponse/Body/whole(_:)``,
-    /// ``LoopbackResponse/Body/chunked(_:interval:)`` (chunk data, not the chunk framing) and
-    /// ``LoopbackResponse/Body/paced(_:interval:)`` bodies, up to a
+    /// connection: the bytes of whole (``LoopbackResponse/status(_:headers:body:)`` and the
+    /// like), ``LoopbackResponse/chunked(_:interval:status:headers:)`` (chunk data, not the chunk
+    /// framing) and ``LoopbackResponse/paced(_:interval:status:headers:)`` bodies, up to a
     /// ``LoopbackResponse/closingMidBody(afterBytes:)`` cut. Each write is counted just before it
     /// is made, so bytes a client has received are always counted. Lets a test prove that a
     /// client did not fetch bytes twice (a resumed download).
@@ -420,4 +420,31 @@ final class LoopbackServerCore: Sendable {
     func touch() {
         mutate { _ in }
     }
+}
+
+/// Runs `body` with a started ``LoopbackServer`` and stops the server when `body` returns or
+/// throws, so no thread, socket or queued response outlives the test.
+///
+/// ```swift
+/// try await withLoopbackServer { server in
+///     server.enqueue(.json(#"{"id":1}"#))
+///     let response = try await client.send(URLRequest(url: server.url("/posts/1"))).firstValue()
+///     #expect(server.requests.map(\.path) == ["/posts/1"])
+/// }
+/// ```
+///
+/// - Parameters:
+///   - handler: the server's ``LoopbackServer/handler``, for requests no queued response takes.
+///   - body: the test, given the started server; it runs in the caller's isolation.
+/// - Returns: what `body` returns.
+/// - Throws: ``LoopbackServer/StartError`` if the server cannot start, or what `body` throws.
+public func withLoopbackServer<R>(
+    handler: LoopbackServer.Handler? = nil,
+    isolation: isolated (any Actor)? = #isolation,
+    _ body: (LoopbackServer) async throws -> R
+) async throws -> R {
+    let server = LoopbackServer(handler: handler)
+    try server.start()
+    defer { server.stop() }
+    return try await body(server)
 }
