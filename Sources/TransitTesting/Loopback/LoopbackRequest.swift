@@ -6,7 +6,7 @@ extension Array where Element == HTTPField {
     /// tokens, RFC 9110 §5.1): other letters must be the same bytes, so `Hoſt` (long s) or a
     /// Kelvin sign for `K` names another field, as on a real server. Repeated fields are joined
     /// with `", "`, as RFC 9110 allows; `nil` when the field is absent.
-    public func value(for name: String) -> String? {
+    package func value(for name: String) -> String? {
         let values = filter { HTTPSyntax.sameFieldName($0.name, name) }.map(\.value)
         return values.isEmpty ? nil : values.joined(separator: ", ")
     }
@@ -35,7 +35,7 @@ public struct LoopbackRequest: Sendable, CustomStringConvertible {
     public let body: Data
     /// Which connection carried the request: requests sent over one kept-alive connection share
     /// it. Connections are numbered from 1 in the order the server accepted them.
-    public let connectionID: Int
+    package let connectionID: Int
 
     /// Creates a request value (the server builds these; tests may build them to call a handler
     /// directly).

@@ -34,7 +34,7 @@ public final class StubTransport: RequestStubs, HTTPTransport, @unchecked Sendab
         /// The request nobody expected.
         public let request: URLRequest
         /// `true` if a stub matched the request but had no answer to give.
-        public let matchedStubWithoutAnswer: Bool
+        package let matchedStubWithoutAnswer: Bool
 
         public var description: String {
             let name = "\(request.httpMethod ?? "GET") \(request.url?.redactedForLogging ?? "<no URL>")"

@@ -50,7 +50,7 @@ public class StubURLProtocol: URLProtocol {
         private let stopped = Locked(0)
         /// The `URLProtocol` class that answers from this registry (and only from it). Put it in
         /// `URLSessionConfiguration.protocolClasses`, or use ``configuration(basedOn:)``.
-        public let protocolClass: AnyClass
+        package let protocolClass: AnyClass
 
         /// Creates an empty registry with a protocol class of its own.
         override public init() {

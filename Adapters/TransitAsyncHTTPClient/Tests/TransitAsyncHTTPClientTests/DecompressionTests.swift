@@ -27,7 +27,7 @@ struct DecompressionTests {
             server.enqueue(encoded(Zlib.compress(body, format), encoding))
             let response = try await transport.send(URLRequest(url: server.url("/posts"))).firstValue()
             #expect(response.data == body)
-            #expect(server.requests.first?.headers.value(for: "Accept-Encoding") == "gzip, deflate")
+            #expect(server.requests.first?.value(forHTTPHeaderField: "Accept-Encoding") == "gzip, deflate")
             // The head describes the body as delivered: decoded, of a length it does not announce.
             #expect(response.value(forHTTPHeaderField: "Content-Encoding") == nil)
             #expect(response.value(forHTTPHeaderField: "Content-Length") == nil)
@@ -133,7 +133,7 @@ struct DecompressionTests {
             let response = try await transport.send(request).firstValue()
             #expect(response.data == brotli)
             #expect(response.value(forHTTPHeaderField: "Content-Encoding") == "br")
-            #expect(server.requests.last?.headers.value(for: "Accept-Encoding") == "br")
+            #expect(server.requests.last?.value(forHTTPHeaderField: "Accept-Encoding") == "br")
         }
     }
 
@@ -145,7 +145,7 @@ struct DecompressionTests {
             server.enqueue(encoded(gzip, "gzip"))
             let response = try await transport.send(URLRequest(url: server.url("/raw"))).firstValue()
             #expect(response.data == gzip)
-            #expect(server.requests.first?.headers.value(for: "Accept-Encoding") == nil)
+            #expect(server.requests.first?.value(forHTTPHeaderField: "Accept-Encoding") == nil)
         }
     }
 
