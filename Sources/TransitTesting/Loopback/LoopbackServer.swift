@@ -77,8 +77,8 @@ public final class LoopbackServer: Sendable {
 
     /// Binds 127.0.0.1 on an ephemeral port and starts accepting connections.
     ///
-    /// - Throws: ``StartError`` if the socket cannot be set up, or if the server was started
-    ///   before.
+    /// - Throws: an error naming the failed call and its `errno` if the socket cannot be set up,
+    ///   or if the server was started before.
     public func start() throws {
         try core.start(port: 0)
     }
@@ -86,7 +86,7 @@ public final class LoopbackServer: Sendable {
     /// Binds 127.0.0.1 on `port` and starts accepting connections: a server that comes back
     /// where a stopped one was, as a host that recovers does (host failover, reconnection).
     ///
-    /// - Throws: ``StartError`` with step `"port"` for a port outside 1…65535, step `"bind"`
+    /// - Throws: `StartError` with step `"port"` for a port outside 1…65535, step `"bind"`
     ///   (`EADDRINUSE`) when something listens there already, or as ``start()``.
     package func start(onPort port: Int) throws {
         guard (1...65_535).contains(port) else { throw StartError(step: "port", errorNumber: EINVAL) }
@@ -437,7 +437,8 @@ final class LoopbackServerCore: Sendable {
 ///   - handler: the server's ``LoopbackServer/handler``, for requests no queued response takes.
 ///   - body: the test, given the started server; it runs in the caller's isolation.
 /// - Returns: what `body` returns.
-/// - Throws: ``LoopbackServer/StartError`` if the server cannot start, or what `body` throws.
+/// - Throws: the error of ``LoopbackServer/start()`` if the server cannot start, or what `body`
+///   throws.
 public func withLoopbackServer<R>(
     handler: LoopbackServer.Handler? = nil,
     isolation: isolated (any Actor)? = #isolation,
