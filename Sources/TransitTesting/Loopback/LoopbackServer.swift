@@ -435,7 +435,8 @@ final class LoopbackServerCore: Sendable {
 ///
 /// - Parameters:
 ///   - handler: the server's ``LoopbackServer/handler``, for requests no queued response takes.
-///   - body: the test, given the started server; it runs in the caller's isolation.
+///   - isolation: the actor `body` runs on: the caller's, by default.
+///   - body: the test, given the started server.
 /// - Returns: what `body` returns.
 /// - Throws: the error of ``LoopbackServer/start()`` if the server cannot start, or what `body`
 ///   throws.

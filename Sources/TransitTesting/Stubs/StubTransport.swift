@@ -22,9 +22,9 @@ import Transit
 /// Like a real transport, nothing happens until the signal is subscribed, every subscription is
 /// a new request, and cancelling a delayed answer stops it from being delivered.
 ///
-/// The stubs are the transport's own (``RequestStubs``: ``stub(matching:)``, ``stub(_:path:)``,
-/// ``stub(url:)``, ``requests``); ``StubURLProtocol/Registry`` has the same ones and takes the
-/// same ``StubResponse`` answers.
+/// The stubs are the transport's own (``RequestStubs``: ``RequestStubs/stub(matching:)``,
+/// ``RequestStubs/stub(_:path:)``, ``RequestStubs/stub(url:)``, ``RequestStubs/requests``);
+/// ``StubURLProtocol/Registry`` has the same ones and takes the same ``StubResponse`` answers.
 ///
 /// Thread safety: stubs and recorded requests are behind a `Locked`; requests may be sent from
 /// any thread.
