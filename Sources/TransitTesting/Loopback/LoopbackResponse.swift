@@ -56,7 +56,8 @@ public struct LoopbackResponse: Sendable {
 
     /// The status code.
     public var status: Int
-    /// The reason phrase on the status line; `nil` uses the standard phrase for ``status``.
+    /// The reason phrase on the status line; `nil` uses the standard phrase for ``status`` (the
+    /// one Transit's `HTTPClientError.reasonPhrase` gives).
     public var reason: String?
     /// Header fields, sent in this order (a field may repeat). `Content-Length`,
     /// `Transfer-Encoding` and `Connection: close` are added when needed unless already present.
