@@ -101,7 +101,7 @@ public final class LoopbackServer: Sendable {
     }
 
     /// The port the server listens on; `0` before ``start()``.
-    package var port: Int {
+    public var port: Int {
         core.state.withLock { $0.port }
     }
 
