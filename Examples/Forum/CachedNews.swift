@@ -19,7 +19,7 @@ final class NewsServer: Sendable {
         case "/news":
             return .json(NewsServer.news, headers: ["Cache-Control": "max-age=60", "ETag": "\"news-1\""])
         case "/feed":
-            if request.headers.value(for: "If-None-Match") == "\"feed-1\"" {
+            if request.value(forHTTPHeaderField: "If-None-Match") == "\"feed-1\"" {
                 return .status(304, headers: ["ETag": "\"feed-1\"", "Cache-Control": "no-cache, stale-if-error=600"])
             }
             return .json(NewsServer.feed, headers: ["Cache-Control": "no-cache, stale-if-error=600", "ETag": "\"feed-1\""])
@@ -34,7 +34,7 @@ final class NewsServer: Sendable {
     /// Requests that reached the server (cache hits never do).
     var requestCount: Int { server.requests.count }
     /// Requests that carried our validator.
-    var conditionalRequestCount: Int { server.requests.filter { $0.headers.value(for: "If-None-Match") != nil }.count }
+    var conditionalRequestCount: Int { server.requests.filter { $0.value(forHTTPHeaderField: "If-None-Match") != nil }.count }
 }
 
 /// Step 7 of the example: an HTTP cache in front of the client's transport. Shows a response

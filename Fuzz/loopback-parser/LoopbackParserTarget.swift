@@ -32,7 +32,7 @@ private struct Parsed: Equatable {
     var method: String
     var target: String
     var version: String
-    var headers: [LoopbackHeader]
+    var headers: [HTTPField]
     var body: Data
     var framing: Parser.BodyFraming
 }

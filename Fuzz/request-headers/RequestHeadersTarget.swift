@@ -74,7 +74,7 @@ private func escaped(_ field: String) -> Bool {
 }
 
 /// The request's headers as an HTTP/1.1 head, read back by the loopback parser.
-private func headersOnTheWire(_ request: URLRequest, method: String = "GET") -> [LoopbackHeader] {
+private func headersOnTheWire(_ request: URLRequest, method: String = "GET") -> [HTTPField] {
     var head = "\(method) /path HTTP/1.1\r\n"
     for (field, value) in (request.allHTTPHeaderFields ?? [:]).sorted(by: { $0.key < $1.key }) {
         head += "\(escaped(field) ? framingPrefix : "")\(field): \(value)\r\n"
@@ -83,9 +83,9 @@ private func headersOnTheWire(_ request: URLRequest, method: String = "GET") -> 
     switch LoopbackRequestParser.parseHead(Array(head.utf8)) {
     case .complete(let parsed):
         require(parsed.method == method, "the method \(method.debugDescription) reads back as \(parsed.method.debugDescription)")
-        return parsed.headers.map { header -> LoopbackHeader in
+        return parsed.headers.map { header -> HTTPField in
             header.name.lowercased().hasPrefix(framingPrefix.lowercased())
-                ? LoopbackHeader(String(header.name.dropFirst(framingPrefix.count)), header.value) : header
+                ? HTTPField(name: String(header.name.dropFirst(framingPrefix.count)), value: header.value) : header
         }
     case .incomplete:
         fail("the head written from the request's headers is incomplete: \(head.debugDescription)")

@@ -183,7 +183,7 @@ func runRecords(_ contender: any RecordStore, size: Int, count: Int) -> RecordRu
 func revalidationBenchmark(requests: Int) async throws -> (full: [Double], revalidated: [Double]) {
     let body = Data((0..<(1 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 13) })
     let server = LoopbackServer { request in
-        if request.headers.value(for: "If-None-Match") == "\"v1\"" {
+        if request.value(forHTTPHeaderField: "If-None-Match") == "\"v1\"" {
             return .status(304, headers: ["ETag": "\"v1\"", "Cache-Control": "no-cache"])
         }
         return .status(200, headers: ["ETag": "\"v1\"", "Cache-Control": "no-cache", "Content-Type": "application/octet-stream"], body: body)

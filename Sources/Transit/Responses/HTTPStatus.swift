@@ -4,11 +4,12 @@ import FoundationNetworking
 #endif
 
 /// The standard reason phrases of HTTP status codes: the one table the errors
-/// (``HTTPClientError``, ``HTTPServerError``) and the event sink's size estimate read.
-enum HTTPStatus {
+/// (``HTTPClientError``, ``HTTPServerError``), the event sink's size estimate and the test
+/// module's loopback server read.
+package enum HTTPStatus {
     /// The reason phrase of each code with a name in RFC 9110 (and in RFC 4918, 5842, 6585, 2774
     /// and 8297 for 103, 423, 424, 507, 508, 510, 428, 431 and 511; RFC 7725 for 451).
-    static let reasonPhrases: [Int: String] = [
+    package static let reasonPhrases: [Int: String] = [
         100: "Continue", 101: "Switching Protocols", 103: "Early Hints",
         200: "OK", 201: "Created", 202: "Accepted", 203: "Non-Authoritative Information", 204: "No Content",
         205: "Reset Content", 206: "Partial Content",
@@ -28,7 +29,7 @@ enum HTTPStatus {
 
     /// The reason phrase of `code`: the standard one from ``reasonPhrases``, else Foundation's
     /// localized name for the code (or its class: "client error", "server error").
-    static func reasonPhrase(_ code: Int) -> String {
+    package static func reasonPhrase(_ code: Int) -> String {
         reasonPhrases[code] ?? HTTPURLResponse.localizedString(forStatusCode: code)
     }
 }

@@ -5,12 +5,13 @@ import FoundationNetworking
 import Signals
 import Transit
 
-/// Why a transport failed a conformance check: what was expected and what happened.
+/// Why a transport failed a conformance check: its description names the check and says what was
+/// expected and what happened.
 public struct ConformanceFailure: Error, CustomStringConvertible, Sendable {
     /// The name of the check that failed (see ``TransportConformance/Check/name``).
-    public var check: String
+    package var check: String
     /// What went wrong, with the values seen.
-    public var message: String
+    package var message: String
 
     /// Creates a failure.
     init(check: String, message: String) {
@@ -211,17 +212,6 @@ func describe(_ code: URLError.Code) -> String {
         .fileDoesNotExist: ".fileDoesNotExist", .zeroByteResource: ".zeroByteResource",
     ]
     return "\(names[code] ?? "code") \(code.rawValue)"
-}
-
-/// Runs `body` with a started ``LoopbackServer``, stopping it afterwards whatever happens.
-func withServer<R>(
-    handler: LoopbackServer.Handler? = nil,
-    _ body: (LoopbackServer) async throws -> R
-) async throws -> R {
-    let server = LoopbackServer(handler: handler)
-    try server.start()
-    defer { server.stop() }
-    return try await body(server)
 }
 
 /// Deterministic bytes (not a repeating short pattern, so a misplaced chunk shows).

@@ -11,7 +11,7 @@ extension TransportConformance {
     static let challengeChecks: [Check] = [
         Check("challenge delivered", "A 401/407 with a Basic challenge arrives as a response promptly, as do Digest, Bearer and unknown schemes: status, headers and body, one request, no credential sent.") { make in
             let transport = try await make()
-            try await withServer { server in
+            try await withLoopbackServer { server in
                 let cases: [(status: Int, field: String, challenge: String)] = [
                     (401, "WWW-Authenticate", #"Basic realm="conformance", charset="UTF-8""#),
                     (407, "Proxy-Authenticate", #"Basic realm="proxy""#),
@@ -49,7 +49,7 @@ extension TransportConformance {
         Check("challenge through the client", "Through an HTTPClient, a 401 with a Basic challenge is a buffered response, a stream and a failed download that carries the HTTPClientError, each promptly.") { make in
             let transport = try await make()
             let client = HTTPClient(transport: transport)
-            try await withServer(handler: { _ in
+            try await withLoopbackServer(handler: { _ in
                 .status(401, headers: ["WWW-Authenticate": #"Basic realm="client""#], body: Data("who are you?".utf8))
             }) { server in
                 let bound = ConformanceTimeout.event

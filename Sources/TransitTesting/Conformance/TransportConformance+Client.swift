@@ -12,7 +12,7 @@ extension TransportConformance {
         Check("client size limit", "HTTPClient's response limit fails a declared or a chunked oversized body with ResponseTooLargeError and closes its connection; a body at the limit passes.") { make in
             let transport = try await make()
             let client = HTTPClient(transport: transport) { $0.maxResponseBytes = 64 << 10 }
-            try await withServer { server in
+            try await withLoopbackServer { server in
                 let hold = LoopbackGate("never")
                 defer { hold.open() }
                 let chunk = conformancePayload(48 << 10)
@@ -51,7 +51,7 @@ extension TransportConformance {
                 $0.deadline = .after(.seconds(1))
                 $0.scheduler = scheduler
             }
-            try await withServer { server in
+            try await withLoopbackServer { server in
                 let gates = (0..<3).map { LoopbackGate("trickle \($0)") }
                 defer { gates.forEach { $0.open() } }
                 let piece = conformancePayload(10)
@@ -91,8 +91,8 @@ extension TransportConformance {
         Check("client redirects", "HTTPClient follows redirects over the transport: across origins without Authorization, Cookie or Proxy-Authorization; within an origin with them; 303 as GET, 307 repeating a file body.") { make in
             let transport = try await make()
             let client = HTTPClient(transport: transport)
-            try await withServer(handler: { .text("B \($0.method) \($0.path) \($0.body.count)") }) { other in
-                try await withServer { origin in
+            try await withLoopbackServer(handler: { .text("B \($0.method) \($0.path) \($0.body.count)") }) { other in
+                try await withLoopbackServer { origin in
                     origin.enqueue(.status(302, headers: ["Location": other.url("/landing?from=a").absoluteString]), matching: { $0.path == "/start" })
                     origin.enqueue(.status(301, headers: ["Location": "/moved"]), matching: { $0.path == "/same" })
                     origin.enqueue(.text("A moved"), matching: { $0.path == "/moved" })

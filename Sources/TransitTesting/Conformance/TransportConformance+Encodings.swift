@@ -11,7 +11,7 @@ extension TransportConformance {
     static let encodingChecks: [Check] = [
         Check("content codings decoded", "Through an HTTPClient, a gzip body and a zlib-wrapped deflate body arrive decoded in response.data.") { make in
             let client = HTTPClient(transport: try await make())
-            try await withServer { server in
+            try await withLoopbackServer { server in
                 for (coding, encoded) in [("gzip", EncodedSample.gzip), ("deflate", EncodedSample.deflate)] {
                     server.enqueue(.status(200, headers: ["Content-Encoding": coding, "Content-Type": "application/json"], body: encoded))
                     let response = try await client.send(URLRequest(url: server.url("/\(coding)"))).firstValue()
@@ -23,7 +23,7 @@ extension TransportConformance {
 
         Check("credentials in the URL refused", "Through an HTTPClient, a URL with user-info fails with URLRequestError.credentialsInURL before anything is sent, and the error shows no password.") { make in
             let client = HTTPClient(transport: try await make())
-            try await withServer { server in
+            try await withLoopbackServer { server in
                 let plain = server.url("/private")
                 guard var components = URLComponents(url: plain, resolvingAgainstBaseURL: false) else {
                     throw ConformanceFailure(check: "", message: "no components in \(plain)")

@@ -10,7 +10,7 @@ extension TransportConformance {
     static let exchangeChecks: [Check] = [
         Check("status codes", "Every status is delivered as a response with its headers and body, unchanged; a HEAD response has no body.") { make in
             let transport = try await make()
-            try await withServer { server in
+            try await withLoopbackServer { server in
                 for status in [200, 201, 202, 203, 204, 206, 304, 400, 401, 403, 404, 409, 410, 418, 422, 429, 451, 500, 502, 503, 504, 599] {
                     let hasBody = status != 204 && status != 304
                     server.enqueue(.status(status, headers: ["X-Status": "\(status)"], body: hasBody ? Data("status \(status)".utf8) : Data()))
@@ -35,7 +35,7 @@ extension TransportConformance {
 
         Check("request as sent", "The method, the percent-encoded target, every header (odd and long ones too) and the body reach the server exactly.") { make in
             let transport = try await make()
-            try await withServer(handler: { _ in .status(201) }) { server in
+            try await withLoopbackServer(handler: { _ in .status(201) }) { server in
                 let long = String(repeating: "abcdefgh", count: 1024)
                 let odd = #"value with "quotes", commas; semicolons = and/slashes"#
                 for method in ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"] {
@@ -77,14 +77,14 @@ extension TransportConformance {
 
         Check("response headers", "Names match case-insensitively; long values and odd characters survive; leading spaces are not part of a value.") { make in
             let transport = try await make()
-            try await withServer { server in
+            try await withLoopbackServer { server in
                 let long = String(repeating: "0123456789abcdef", count: 512)
                 server.enqueue(LoopbackResponse(status: 200, headers: [
-                    LoopbackHeader("X-Lower-Case", "v"),
-                    LoopbackHeader("x-spaced", "   padded value"),
-                    LoopbackHeader("X-Long", long),
-                    LoopbackHeader("X-Odd", #"a="b, c"; d=/e?f"#),
-                    LoopbackHeader("Content-Type", "text/plain; charset=utf-8"),
+                    HTTPField(name: "X-Lower-Case", value: "v"),
+                    HTTPField(name: "x-spaced", value: "   padded value"),
+                    HTTPField(name: "X-Long", value: long),
+                    HTTPField(name: "X-Odd", value: #"a="b, c"; d=/e?f"#),
+                    HTTPField(name: "Content-Type", value: "text/plain; charset=utf-8"),
                 ], body: .whole(Data("ok".utf8))))
                 let recorder = PartRecorder(transport.exchange(TransportRequest(URLRequest(url: server.url("/headers")))))
                 let (head, body) = try await recorder.waitForSuccess()
@@ -100,12 +100,12 @@ extension TransportConformance {
 
         Check("repeated response headers", "A field sent several times is delivered as sent: each value in order (values(forHTTPHeaderField:)), and joined with \", \" by value(forHTTPHeaderField:) (RFC 9110 §5.3).") { make in
             let transport = try await make()
-            try await withServer { server in
+            try await withLoopbackServer { server in
                 server.enqueue(LoopbackResponse(status: 200, headers: [
-                    LoopbackHeader("X-Repeated", "one"),
-                    LoopbackHeader("x-repeated", "two"),
-                    LoopbackHeader("Cache-Control", "no-cache"),
-                    LoopbackHeader("Cache-Control", "no-store"),
+                    HTTPField(name: "X-Repeated", value: "one"),
+                    HTTPField(name: "x-repeated", value: "two"),
+                    HTTPField(name: "Cache-Control", value: "no-cache"),
+                    HTTPField(name: "Cache-Control", value: "no-store"),
                 ]))
                 let (head, _) = try await PartRecorder(transport.exchange(TransportRequest(URLRequest(url: server.url("/repeated"))))).waitForSuccess()
                 try requireEqual(head.value(forHTTPHeaderField: "X-REPEATED"), "one, two", "repeated X-Repeated")
@@ -116,7 +116,7 @@ extension TransportConformance {
 
         Check("empty bodies", "A zero-length, a 204, an empty chunked body and a HEAD response deliver the head and finish with no body part.") { make in
             let transport = try await make()
-            try await withServer { server in
+            try await withLoopbackServer { server in
                 let cases: [(String, LoopbackResponse, String)] = [
                     ("content-length 0", .status(200), "GET"),
                     ("204", .status(204), "GET"),
@@ -138,7 +138,7 @@ extension TransportConformance {
         Check("large body", "An 8 MiB body arrives whole and in order, in non-empty chunks.") { make in
             let transport = try await make()
             let payload = conformancePayload(8 << 20)
-            try await withServer { server in
+            try await withLoopbackServer { server in
                 server.enqueue(.status(200, headers: ["Content-Type": "application/octet-stream"], body: payload))
                 let recorder = PartRecorder(transport.exchange(TransportRequest(URLRequest(url: server.url("/large")))))
                 let (head, body) = try await recorder.waitForSuccess()
@@ -159,7 +159,7 @@ extension TransportConformance {
                 offset += size
             }
             let sent = chunks
-            try await withServer { server in
+            try await withLoopbackServer { server in
                 server.enqueue(.chunked(sent))
                 let recorder = PartRecorder(transport.exchange(TransportRequest(URLRequest(url: server.url("/chunked")))))
                 let (head, body) = try await recorder.waitForSuccess()
@@ -171,7 +171,7 @@ extension TransportConformance {
 
         Check("close-delimited body", "A body without Content-Length or chunking ends when the server closes the connection, and is complete.") { make in
             let transport = try await make()
-            try await withServer { server in
+            try await withLoopbackServer { server in
                 server.enqueue(.raw(Data("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\nuntil the end".utf8)))
                 let recorder = PartRecorder(transport.exchange(TransportRequest(URLRequest(url: server.url("/close")))))
                 let (head, body) = try await recorder.waitForSuccess()
@@ -182,7 +182,7 @@ extension TransportConformance {
 
         Check("streaming order", "The head is delivered before the server sends any body byte, and each chunk before the server sends the next.") { make in
             let transport = try await make()
-            try await withServer { server in
+            try await withLoopbackServer { server in
                 for chunked in [false, true] {
                     let afterHead = LoopbackGate("after head")
                     let afterFirst = LoopbackGate("after first chunk")
@@ -209,7 +209,7 @@ extension TransportConformance {
 
         Check("redirects unfollowed", "A 301, 302, 303, 307 or 308 is delivered as the response with its Location; nothing is sent to the target.") { make in
             let transport = try await make()
-            try await withServer { server in
+            try await withLoopbackServer { server in
                 for status in [301, 302, 303, 307, 308] {
                     server.enqueue(.status(status, headers: ["Location": "/target"], body: Data("moved".utf8)), matching: { $0.path == "/from" })
                     var request = URLRequest(url: server.url("/from"))
@@ -230,7 +230,7 @@ extension TransportConformance {
             let folder = FileManager.default.temporaryDirectory.appendingPathComponent("transit-conformance-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(at: folder) }
-            try await withServer(handler: { .text("\($0.body.count)", status: 201) }) { server in
+            try await withLoopbackServer(handler: { .text("\($0.body.count)", status: 201) }) { server in
                 for size in [3 << 20 | 12_345, 10] {
                     let payload = conformancePayload(size, seed: UInt64(size))
                     let file = folder.appendingPathComponent("upload-\(size).bin")
@@ -253,7 +253,7 @@ extension TransportConformance {
 
         Check("cold and repeatable", "Nothing is sent before a subscription; every subscription sends the request again.") { make in
             let transport = try await make()
-            try await withServer(handler: { .text($0.path) }) { server in
+            try await withLoopbackServer(handler: { .text($0.path) }) { server in
                 let signal = transport.exchange(TransportRequest(URLRequest(url: server.url("/cold"))))
                 // Another exchange's round trip gives an unsubscribed request every chance to go out.
                 _ = try await PartRecorder(transport.exchange(TransportRequest(URLRequest(url: server.url("/other"))))).waitForSuccess()
@@ -268,7 +268,7 @@ extension TransportConformance {
 
         Check("concurrent requests", "32 requests at once, with bodies of different sizes and framings, each get their own response.") { make in
             let transport = try await make()
-            try await withServer(handler: { request in
+            try await withLoopbackServer(handler: { request in
                 let index = Int(request.pathComponents.last ?? "") ?? 0
                 let body = conformancePayload(1000 + index * 4000, seed: UInt64(index))
                 return index.isMultiple(of: 2) ? .status(200, body: body) : .chunked([body.prefix(500), body.dropFirst(500)].map { Data($0) })

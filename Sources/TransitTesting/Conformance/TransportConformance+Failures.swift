@@ -11,7 +11,7 @@ extension TransportConformance {
     static let failureChecks: [Check] = [
         Check("cancel before head", "Cancelling while the server holds the response closes the connection; nothing is delivered after the cancel.") { make in
             let transport = try await make()
-            try await withServer { server in
+            try await withLoopbackServer { server in
                 let hold = LoopbackGate("before head")
                 server.enqueue(.scripted([.wait(hold), .head, .send(Data("late".utf8))]))
                 let recorder = PartRecorder(transport.exchange(TransportRequest(URLRequest(url: server.url("/slow")))))
@@ -27,7 +27,7 @@ extension TransportConformance {
 
         Check("cancel mid-body", "Cancelling after the first body bytes closes the connection; nothing is delivered after the cancel.") { make in
             let transport = try await make()
-            try await withServer { server in
+            try await withLoopbackServer { server in
                 for chunked in [false, true] {
                     let hold = LoopbackGate("mid-body")
                     let first = conformancePayload(10_000)
@@ -50,7 +50,7 @@ extension TransportConformance {
 
         Check("closed mid-body", "A connection closed before the announced body is complete fails with .networkConnectionLost, after the head and the bytes that came.") { make in
             let transport = try await make()
-            try await withServer { server in
+            try await withLoopbackServer { server in
                 for chunked in [false, true] {
                     let part = conformancePayload(40_000)
                     server.enqueue(.scripted(contentLength: chunked ? nil : 100_000, [.send(part), .close]))
@@ -65,7 +65,7 @@ extension TransportConformance {
 
         Check("reset mid-body", "A connection reset (TCP RST) after part of the body fails with .networkConnectionLost.") { make in
             let transport = try await make()
-            try await withServer { server in
+            try await withLoopbackServer { server in
                 let hold = LoopbackGate("before reset")
                 let part = conformancePayload(20_000)
                 server.enqueue(.scripted(contentLength: 100_000, [.send(part), .wait(hold), .reset]))
@@ -79,7 +79,7 @@ extension TransportConformance {
 
         Check("dropped before response", "A connection closed or reset before any response fails with .networkConnectionLost.") { make in
             let transport = try await make()
-            try await withServer { server in
+            try await withLoopbackServer { server in
                 for (name, response) in [("closed", LoopbackResponse.dropConnection), ("reset", .scripted([.reset, .head]))] {
                     server.enqueue(response)
                     let recorder = PartRecorder(transport.exchange(TransportRequest(URLRequest(url: server.url("/drop")))), label: "connection \(name) before the response")
@@ -100,7 +100,7 @@ extension TransportConformance {
 
         Check("stalled server", "A server silent for URLRequest.timeoutInterval, before the head or mid-body, fails the exchange with .timedOut and the connection is closed.") { make in
             let transport = try await make()
-            try await withServer { server in
+            try await withLoopbackServer { server in
                 let hold = LoopbackGate("stall")
                 defer { hold.open() }
                 let part = conformancePayload(5000)
@@ -125,7 +125,7 @@ extension TransportConformance {
 
         Check("slow body within timeout", "A body that keeps arriving, each piece within URLRequest.timeoutInterval, is not timed out even when the whole takes longer.") { make in
             let transport = try await make()
-            try await withServer { server in
+            try await withLoopbackServer { server in
                 let piece = conformancePayload(100)
                 let steps = (0..<8).flatMap { _ in [LoopbackStep.pause(.milliseconds(250)), .send(piece)] }
                 server.enqueue(.scripted(steps))
@@ -140,7 +140,7 @@ extension TransportConformance {
 
         Check("not HTTP", "A reply that is not HTTP fails with .cannotParseResponse.") { make in
             let transport = try await make()
-            try await withServer { server in
+            try await withLoopbackServer { server in
                 server.enqueue(.raw(Data("SSH-2.0-OpenSSH_9.6\r\nProtocol mismatch.\r\n".utf8)))
                 let recorder = PartRecorder(transport.exchange(TransportRequest(URLRequest(url: server.url("/garbage")))), label: "a reply that is not HTTP")
                 try await recorder.waitForFailure(.cannotParseResponse)

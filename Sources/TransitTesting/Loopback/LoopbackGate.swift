@@ -6,6 +6,7 @@ import Musl
 import Darwin
 #endif
 import Foundation
+import Transit
 import Signals
 
 /// A one-shot gate that a scripted ``LoopbackResponse`` waits at (``LoopbackStep/wait(_:)``)
@@ -18,15 +19,14 @@ import Signals
 /// gate.open()
 /// ```
 ///
-/// The server also reports when it reaches the gate (``reachedCount``,
-/// ``waitUntilReached(count:timeout:)``), so a test knows that everything before the gate was
-/// sent. A connection waiting at a gate still ends at once when the client closes it or the server
+/// The server also reports when it reaches the gate (``waitUntilReached(count:timeout:)``), so a
+/// test knows that everything before the gate was sent. A connection waiting at a gate still ends at once when the client closes it or the server
 /// stops. An open gate stays open: every later wait at it passes at once.
 ///
 /// Thread safety: every method may be called from any thread.
 public final class LoopbackGate: Sendable, Hashable, CustomStringConvertible {
     /// A name for messages.
-    public let name: String
+    package let name: String
     /// A pipe that becomes readable (and stays so) once the gate opens, so a connection thread
     /// can wait for the gate, its client and the server's stop at once, in one `poll`.
     let pipe: (read: Int32, write: Int32)?
@@ -58,13 +58,13 @@ public final class LoopbackGate: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// `true` once ``open()`` was called.
-    public var isOpen: Bool {
+    package var isOpen: Bool {
         state.withLock { $0.open }
     }
 
     /// How many times a connection reached this gate (started waiting at it, or passed it
     /// because it was open).
-    public var reachedCount: Int {
+    package var reachedCount: Int {
         state.withLock { $0.reached }
     }
 
@@ -129,7 +129,7 @@ extension LoopbackResponse {
         contentLength: Int? = nil,
         _ steps: [LoopbackStep]
     ) -> LoopbackResponse {
-        let fields = headers.sorted { $0.key < $1.key }.map { LoopbackHeader($0.key, $0.value) }
+        let fields = headers.sorted { $0.key < $1.key }.map { HTTPField(name: $0.key, value: $0.value) }
         return LoopbackResponse(status: status, headers: fields, body: .scripted(steps, contentLength: contentLength))
     }
 }

@@ -1,28 +1,12 @@
 import Foundation
 import Transit
 
-/// One header field as it travelled on the wire: the name keeps the case the peer used.
-public struct LoopbackHeader: Sendable, Hashable, CustomStringConvertible {
-    /// The field name, as sent.
-    public var name: String
-    /// The field value, without surrounding whitespace.
-    public var value: String
-
-    /// Creates a header field.
-    public init(_ name: String, _ value: String) {
-        self.name = name
-        self.value = value
-    }
-
-    public var description: String { "\(name): \(value)" }
-}
-
-extension Array where Element == LoopbackHeader {
+extension Array where Element == HTTPField {
     /// The value of the field `name`, matched without regard to ASCII case (field names are ASCII
     /// tokens, RFC 9110 §5.1): other letters must be the same bytes, so `Hoſt` (long s) or a
     /// Kelvin sign for `K` names another field, as on a real server. Repeated fields are joined
     /// with `", "`, as RFC 9110 allows; `nil` when the field is absent.
-    public func value(for name: String) -> String? {
+    package func value(for name: String) -> String? {
         let values = filter { HTTPSyntax.sameFieldName($0.name, name) }.map(\.value)
         return values.isEmpty ? nil : values.joined(separator: ", ")
     }
@@ -44,13 +28,14 @@ public struct LoopbackRequest: Sendable, CustomStringConvertible {
     public let query: String?
     /// The protocol version from the request line (`HTTP/1.1`).
     public let version: String
-    /// The header fields, in the order they were sent.
-    public let headers: [LoopbackHeader]
+    /// The header fields, in the order they were sent; each name keeps the case the client
+    /// used.
+    public let headers: [HTTPField]
     /// The body, after removing any chunked transfer-encoding. Empty when there was none.
     public let body: Data
     /// Which connection carried the request: requests sent over one kept-alive connection share
     /// it. Connections are numbered from 1 in the order the server accepted them.
-    public let connectionID: Int
+    package let connectionID: Int
 
     /// Creates a request value (the server builds these; tests may build them to call a handler
     /// directly).
@@ -58,7 +43,7 @@ public struct LoopbackRequest: Sendable, CustomStringConvertible {
         method: String,
         target: String,
         version: String = "HTTP/1.1",
-        headers: [LoopbackHeader] = [],
+        headers: [HTTPField] = [],
         body: Data = Data(),
         connectionID: Int = 0
     ) {

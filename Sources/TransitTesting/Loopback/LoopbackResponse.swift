@@ -6,13 +6,17 @@ import Transit
 /// body, or drop the connection without answering.
 ///
 /// Build one with a factory (``status(_:headers:body:)``, ``text(_:status:headers:)``,
-/// ``json(_:status:headers:)``, ``chunked(_:interval:status:headers:)``, ``raw(_:)``,
-/// ``dropConnection``, ``ranged(_:for:etag:lastModified:headers:)`` for byte ranges) and
-/// adjust it with the modifiers (``delayed(by:)``, ``closingMidBody(afterBytes:)``,
-/// ``closingConnection()``). Delays are real wall-clock time: the server is a real server.
+/// ``json(_:status:headers:)``, ``json(encoding:encoder:status:headers:)``,
+/// ``chunked(_:interval:status:headers:)``, ``paced(_:interval:status:headers:)``,
+/// ``ranged(_:for:etag:lastModified:headers:)`` for byte ranges, ``raw(_:)``,
+/// ``dropConnection``, ``LoopbackResponse/scripted(status:headers:contentLength:_:)`` for a body
+/// the test sends step by step) and adjust it with the modifiers (``delayed(by:)``,
+/// ``closingMidBody(afterBytes:)``, ``closingConnection()``). The status line's reason phrase
+/// (``reason``) and the exact header fields in order, repeated ones included (``headers``), can
+/// be set on the value. Delays are real wall-clock time: the server is a real server.
 public struct LoopbackResponse: Sendable {
     /// How the body goes out.
-    public enum Body: Sendable, Equatable {
+    enum Body: Sendable, Equatable {
         /// In one piece, with a `Content-Length` header (unless the response sets its own).
         case whole(Data)
         /// With `Transfer-Encoding: chunked`, one chunk per element, waiting `interval` between
@@ -30,7 +34,7 @@ public struct LoopbackResponse: Sendable {
         case scripted([LoopbackStep], contentLength: Int?)
 
         /// Every byte of the body, in order.
-        public var data: Data {
+        var data: Data {
             switch self {
             case .whole(let data), .raw(let data): return data
             case .chunked(let chunks, _), .paced(let chunks, _): return chunks.reduce(into: Data()) { $0.append($1) }
@@ -40,7 +44,7 @@ public struct LoopbackResponse: Sendable {
     }
 
     /// How the exchange ends.
-    public enum Ending: Sendable, Equatable {
+    enum Ending: Sendable, Equatable {
         /// The whole response is sent.
         case complete
         /// The connection is closed after `afterBytes` bytes of the body, before the body is
@@ -52,33 +56,35 @@ public struct LoopbackResponse: Sendable {
 
     /// The status code.
     public var status: Int
-    /// The reason phrase on the status line; `nil` uses the standard phrase for ``status``.
+    /// The reason phrase on the status line; `nil` uses the standard phrase for ``status`` (the
+    /// one Transit's `HTTPClientError.reasonPhrase` gives).
     public var reason: String?
-    /// Header fields, sent in this order. `Content-Length`, `Transfer-Encoding` and
-    /// `Connection: close` are added when needed unless already present.
-    public var headers: [LoopbackHeader]
+    /// Header fields, sent in this order (a field may repeat). `Content-Length`,
+    /// `Transfer-Encoding` and `Connection: close` are added when needed unless already present.
+    public var headers: [HTTPField]
     /// The body.
-    public var body: Body
+    var body: Body
     /// How long the server waits, after reading the request, before it starts answering.
-    public var delay: Duration = .zero
+    var delay: Duration = .zero
     /// How the exchange ends.
-    public var ending: Ending = .complete
+    var ending: Ending = .complete
     /// `true` to close the connection after this response even if the client wants to keep it.
-    public var closesConnection = false
+    var closesConnection = false
 
     /// Creates a response with every field given.
-    public init(status: Int, reason: String? = nil, headers: [LoopbackHeader] = [], body: Body = .whole(Data())) {
+    init(status: Int, reason: String? = nil, headers: [HTTPField] = [], body: Body = .whole(Data())) {
         self.status = status
         self.reason = reason
         self.headers = headers
         self.body = body
     }
 
-    private static func fields(_ headers: [String: String]) -> [LoopbackHeader] {
-        headers.sorted { $0.key < $1.key }.map { LoopbackHeader($0.key, $0.value) }
+    private static func fields(_ headers: [String: String]) -> [HTTPField] {
+        headers.sorted { $0.key < $1.key }.map { HTTPField(name: $0.key, value: $0.value) }
     }
 
-    /// A response with `status`, `headers` (sent sorted by name) and `body`.
+    /// A response with `status`, `headers` (sent sorted by name; set ``headers`` for another
+    /// order or a repeated field) and `body`, sent in one piece with a `Content-Length`.
     public static func status(_ status: Int, headers: [String: String] = [:], body: Data = Data()) -> LoopbackResponse {
         LoopbackResponse(status: status, headers: fields(headers), body: .whole(body))
     }
@@ -196,7 +202,8 @@ public struct LoopbackResponse: Sendable {
         return response
     }
 
-    /// Closes the connection without answering (after ``delay``, if one is set).
+    /// Closes the connection without answering (after the delay of ``delayed(by:)``, if one is
+    /// set).
     public static var dropConnection: LoopbackResponse {
         var response = LoopbackResponse(status: 0)
         response.ending = .dropConnection
@@ -227,45 +234,6 @@ public struct LoopbackResponse: Sendable {
         return copy
     }
 
-    /// The standard reason phrase for `status`, or `"Status"` for codes without one.
-    public static func standardReason(for status: Int) -> String {
-        switch status {
-        case 100: return "Continue"
-        case 101: return "Switching Protocols"
-        case 200: return "OK"
-        case 201: return "Created"
-        case 202: return "Accepted"
-        case 204: return "No Content"
-        case 206: return "Partial Content"
-        case 301: return "Moved Permanently"
-        case 302: return "Found"
-        case 303: return "See Other"
-        case 304: return "Not Modified"
-        case 307: return "Temporary Redirect"
-        case 308: return "Permanent Redirect"
-        case 400: return "Bad Request"
-        case 401: return "Unauthorized"
-        case 403: return "Forbidden"
-        case 404: return "Not Found"
-        case 405: return "Method Not Allowed"
-        case 408: return "Request Timeout"
-        case 409: return "Conflict"
-        case 410: return "Gone"
-        case 413: return "Content Too Large"
-        case 415: return "Unsupported Media Type"
-        case 422: return "Unprocessable Content"
-        case 429: return "Too Many Requests"
-        case 431: return "Request Header Fields Too Large"
-        case 500: return "Internal Server Error"
-        case 501: return "Not Implemented"
-        case 502: return "Bad Gateway"
-        case 503: return "Service Unavailable"
-        case 504: return "Gateway Timeout"
-        case 505: return "HTTP Version Not Supported"
-        default: return "Status"
-        }
-    }
-
     /// `true` if a response with this status to a request with `method` carries no body
     /// (RFC 9110 §6.4.1).
     func hasNoBody(forMethod method: String) -> Bool {
@@ -281,32 +249,32 @@ public struct LoopbackResponse: Sendable {
             switch body {
             case .whole(let data):
                 if !has("Content-Length"), !has("Transfer-Encoding") {
-                    fields.append(LoopbackHeader("Content-Length", "\(data.count)"))
+                    fields.append(HTTPField(name: "Content-Length", value: "\(data.count)"))
                 }
             case .chunked:
                 if !has("Transfer-Encoding") {
-                    fields.append(LoopbackHeader("Transfer-Encoding", "chunked"))
+                    fields.append(HTTPField(name: "Transfer-Encoding", value: "chunked"))
                 }
             case .paced(let pieces, _):
                 if !has("Content-Length"), !has("Transfer-Encoding") {
-                    fields.append(LoopbackHeader("Content-Length", "\(pieces.reduce(0) { $0 + $1.count })"))
+                    fields.append(HTTPField(name: "Content-Length", value: "\(pieces.reduce(0) { $0 + $1.count })"))
                 }
             case .scripted(_, let length?):
                 if !has("Content-Length"), !has("Transfer-Encoding") {
-                    fields.append(LoopbackHeader("Content-Length", "\(length)"))
+                    fields.append(HTTPField(name: "Content-Length", value: "\(length)"))
                 }
             case .scripted(_, nil):
                 if !has("Transfer-Encoding") {
-                    fields.append(LoopbackHeader("Transfer-Encoding", "chunked"))
+                    fields.append(HTTPField(name: "Transfer-Encoding", value: "chunked"))
                 }
             case .raw:
                 break
             }
         }
         if closing, !has("Connection") {
-            fields.append(LoopbackHeader("Connection", "close"))
+            fields.append(HTTPField(name: "Connection", value: "close"))
         }
-        var text = "HTTP/1.1 \(status) \(reason ?? Self.standardReason(for: status))\r\n"
+        var text = "HTTP/1.1 \(status) \(reason ?? HTTPStatus.reasonPhrase(status))\r\n"
         for field in fields {
             text += "\(field.name): \(field.value)\r\n"
         }

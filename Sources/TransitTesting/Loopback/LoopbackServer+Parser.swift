@@ -47,7 +47,7 @@ enum LoopbackRequestParser {
         var method: String
         var target: String
         var version: String
-        var headers: [LoopbackHeader]
+        var headers: [HTTPField]
         var framing: BodyFraming
         /// Where the body starts in the buffer.
         var bodyStart: Int
@@ -164,7 +164,7 @@ enum LoopbackRequestParser {
             }
             return .invalid(bad("malformed HTTP version"))
         }
-        var headers: [LoopbackHeader] = []
+        var headers: [HTTPField] = []
         for line in lines.dropFirst() {
             if line.first == 32 || line.first == 9 { return .invalid(bad("obsolete header line folding")) }
             guard let colon = line.firstIndex(of: 58) else { return .invalid(bad("header line without a colon")) }
@@ -175,7 +175,7 @@ enum LoopbackRequestParser {
             let rawValue = line[line.index(after: colon)...]
             let value = (String(bytes: rawValue, encoding: .utf8) ?? String(decoding: rawValue, as: UTF8.self))
                 .trimmingCharacters(in: CharacterSet(charactersIn: " \t"))
-            headers.append(LoopbackHeader(nameText, value))
+            headers.append(HTTPField(name: nameText, value: value))
         }
         switch framing(headers, maxBodyBytes: limits.bodyBytes) {
         case .failure(let rejection):
@@ -186,7 +186,7 @@ enum LoopbackRequestParser {
         }
     }
 
-    private static func framing(_ headers: [LoopbackHeader], maxBodyBytes: Int) -> Result<BodyFraming, Rejection> {
+    private static func framing(_ headers: [HTTPField], maxBodyBytes: Int) -> Result<BodyFraming, Rejection> {
         let lengths = headers.filter { HTTPSyntax.sameFieldName($0.name, "Content-Length") }
             .flatMap { $0.value.split(separator: ",", omittingEmptySubsequences: false) }
             .map { $0.trimmingCharacters(in: .whitespaces) }

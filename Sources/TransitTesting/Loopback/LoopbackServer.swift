@@ -5,13 +5,17 @@ import Signals
 /// (`URLSession`, sockets, chunked transfers, dropped connections) and for runnable examples.
 ///
 /// ```swift
-/// let server = LoopbackServer()
-/// try server.start()
-/// defer { server.stop() }
-/// server.enqueue(.json(#"{"id":1}"#))                       // the next request gets this
-/// server.enqueue(.status(503).delayed(by: .seconds(10)))    // the one after waits 10 s, then 503
-/// let url = server.baseURL.appending(path: "posts")
+/// try await withLoopbackServer { server in
+///     server.enqueue(.json(#"{"id":1}"#))                       // the next request gets this
+///     server.enqueue(.status(503).delayed(by: .seconds(10)))    // the one after waits 10 s, then 503
+///     let url = server.url("/posts")
+///     // … send requests to url …
+/// }
 /// ```
+///
+/// ``withLoopbackServer(handler:isolation:_:)`` starts a server, runs the test with it and stops
+/// it; a server that outlives one test (an example's embedded API) is started with ``start()``
+/// and stopped with ``stop()``.
 ///
 /// **Answers.** Each request is answered by the first queued ``LoopbackResponse`` whose matcher
 /// accepts it (see ``enqueue(_:matching:)``); queued responses are used once, in order. When none
@@ -19,12 +23,8 @@ import Signals
 /// the server answers `404` with a body naming the request, so a test fails clearly rather than
 /// hanging.
 ///
-/// **Recording and observing.** Every request that was parsed is recorded (``requests``) before
-/// it is answered. ``connectionCount``, ``openConnectionCount`` and
-/// ``clientClosedConnectionCount`` let a test prove that a client opened, kept alive or closed
-/// its connections (for instance, that cancelling a request closed its socket). Wait for such
-/// conditions with ``waitUntil(timeout:_:)``, which wakes on every change of the server's state
-/// instead of sleeping.
+/// **Recording.** Every request that was parsed is recorded (``requests``) before it is
+/// answered, and ``sentBodyByteCount`` counts the body bytes sent.
 ///
 /// **Protocol.** Requests with `Content-Length` or chunked bodies, `Expect: 100-continue`,
 /// keep-alive with any number of requests per connection (pipelined ones too), `Connection:
@@ -46,19 +46,19 @@ public final class LoopbackServer: Sendable {
     public typealias Handler = @Sendable (LoopbackRequest) -> LoopbackResponse
 
     /// Why ``start()`` failed.
-    public struct StartError: Error, CustomStringConvertible, Sendable {
+    package struct StartError: Error, CustomStringConvertible, Sendable {
         /// The call that failed (`socket`, `bind`, `listen`, …) or `start` for a server that was
         /// already started.
-        public let step: String
+        package let step: String
         /// The `errno` of the failed call, `0` when there is none.
-        public let errorNumber: Int32
+        package let errorNumber: Int32
 
         init(step: String, errorNumber: Int32) {
             self.step = step
             self.errorNumber = errorNumber
         }
 
-        public var description: String {
+        package var description: String {
             if step == "start" { return "LoopbackServer: start() called twice; a server starts once, make a new one" }
             return "LoopbackServer: \(step) failed with errno \(errorNumber) (\(String(cString: strerror(errorNumber))))"
         }
@@ -77,8 +77,8 @@ public final class LoopbackServer: Sendable {
 
     /// Binds 127.0.0.1 on an ephemeral port and starts accepting connections.
     ///
-    /// - Throws: ``StartError`` if the socket cannot be set up, or if the server was started
-    ///   before.
+    /// - Throws: an error naming the failed call and its `errno` if the socket cannot be set up,
+    ///   or if the server was started before.
     public func start() throws {
         try core.start(port: 0)
     }
@@ -86,9 +86,9 @@ public final class LoopbackServer: Sendable {
     /// Binds 127.0.0.1 on `port` and starts accepting connections: a server that comes back
     /// where a stopped one was, as a host that recovers does (host failover, reconnection).
     ///
-    /// - Throws: ``StartError`` with step `"port"` for a port outside 1…65535, step `"bind"`
+    /// - Throws: `StartError` with step `"port"` for a port outside 1…65535, step `"bind"`
     ///   (`EADDRINUSE`) when something listens there already, or as ``start()``.
-    public func start(onPort port: Int) throws {
+    package func start(onPort port: Int) throws {
         guard (1...65_535).contains(port) else { throw StartError(step: "port", errorNumber: EINVAL) }
         try core.start(port: port)
     }
@@ -117,9 +117,9 @@ public final class LoopbackServer: Sendable {
     }
 
     /// How many response body bytes the server has handed to its sockets so far, over every
-    /// connection: the bytes of ``LoopbackResponse/Body/whole(_:)``,
-    /// ``LoopbackResponse/Body/chunked(_:interval:)`` (chunk data, not the chunk framing) and
-    /// ``LoopbackResponse/Body/paced(_:interval:)`` bodies, up to a
+    /// connection: the bytes of whole (``LoopbackResponse/status(_:headers:body:)`` and the
+    /// like), ``LoopbackResponse/chunked(_:interval:status:headers:)`` (chunk data, not the chunk
+    /// framing) and ``LoopbackResponse/paced(_:interval:status:headers:)`` bodies, up to a
     /// ``LoopbackResponse/closingMidBody(afterBytes:)`` cut. Each write is counted just before it
     /// is made, so bytes a client has received are always counted. Lets a test prove that a
     /// client did not fetch bytes twice (a resumed download).
@@ -128,7 +128,7 @@ public final class LoopbackServer: Sendable {
     }
 
     /// `true` between ``start()`` and ``stop()``.
-    public var isRunning: Bool {
+    package var isRunning: Bool {
         core.state.withLock { $0.phase == .running }
     }
 
@@ -151,12 +151,12 @@ public final class LoopbackServer: Sendable {
     }
 
     /// Queues `responses`, in order, for the next requests.
-    public func enqueue(_ responses: [LoopbackResponse]) {
+    package func enqueue(_ responses: [LoopbackResponse]) {
         for response in responses { enqueue(response) }
     }
 
     /// How many queued responses are still waiting for a request.
-    public var queuedResponseCount: Int {
+    package var queuedResponseCount: Int {
         core.state.withLock { $0.script.count }
     }
 
@@ -171,18 +171,18 @@ public final class LoopbackServer: Sendable {
     }
 
     /// How many connections the server has accepted since it started.
-    public var connectionCount: Int {
+    package var connectionCount: Int {
         core.state.withLock { $0.acceptedCount }
     }
 
     /// How many connections are open now.
-    public var openConnectionCount: Int {
+    package var openConnectionCount: Int {
         core.state.withLock { $0.connections.count }
     }
 
     /// How many connections ended because the client closed them (end of stream or reset seen
     /// while reading, waiting or writing), as opposed to the server closing them.
-    public var clientClosedConnectionCount: Int {
+    package var clientClosedConnectionCount: Int {
         core.state.withLock { $0.clientClosedCount }
     }
 
@@ -194,7 +194,7 @@ public final class LoopbackServer: Sendable {
     /// let closed = await server.waitUntil { server.clientClosedConnectionCount == 1 }
     /// #expect(closed)
     /// ```
-    public func waitUntil(timeout: Duration = .seconds(30), _ condition: @Sendable () -> Bool) async -> Bool {
+    package func waitUntil(timeout: Duration = .seconds(30), _ condition: @Sendable () -> Bool) async -> Bool {
         let deadline = ContinuousClock.now.advanced(by: timeout)
         while true {
             let generation = core.state.withLock { $0.generation }
@@ -420,4 +420,33 @@ final class LoopbackServerCore: Sendable {
     func touch() {
         mutate { _ in }
     }
+}
+
+/// Runs `body` with a started ``LoopbackServer`` and stops the server when `body` returns or
+/// throws, so no thread, socket or queued response outlives the test.
+///
+/// ```swift
+/// try await withLoopbackServer { server in
+///     server.enqueue(.json(#"{"id":1}"#))
+///     let response = try await client.send(URLRequest(url: server.url("/posts/1"))).firstValue()
+///     #expect(server.requests.map(\.path) == ["/posts/1"])
+/// }
+/// ```
+///
+/// - Parameters:
+///   - handler: the server's ``LoopbackServer/handler``, for requests no queued response takes.
+///   - isolation: the actor `body` runs on: the caller's, by default.
+///   - body: the test, given the started server.
+/// - Returns: what `body` returns.
+/// - Throws: the error of ``LoopbackServer/start()`` if the server cannot start, or what `body`
+///   throws.
+public func withLoopbackServer<R>(
+    handler: LoopbackServer.Handler? = nil,
+    isolation: isolated (any Actor)? = #isolation,
+    _ body: (LoopbackServer) async throws -> R
+) async throws -> R {
+    let server = LoopbackServer(handler: handler)
+    try server.start()
+    defer { server.stop() }
+    return try await body(server)
 }

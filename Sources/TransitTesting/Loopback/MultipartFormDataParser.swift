@@ -6,13 +6,14 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import Transit
 
 /// Reads a `multipart/form-data` body back into its parts, for tests that check what a client
 /// sent (a ``LoopbackServer`` request's body, say).
 ///
 /// ```swift
 /// let request = try #require(server.requests.first)
-/// let parts = try MultipartFormDataParser.parse(request.body, contentType: request.headers.value(for: "Content-Type") ?? "")
+/// let parts = try MultipartFormDataParser.parse(request.body, contentType: request.value(forHTTPHeaderField: "Content-Type") ?? "")
 /// #expect(parts.first?.name == "title")
 /// ```
 ///
@@ -26,20 +27,20 @@ public enum MultipartFormDataParser {
     /// One part of a parsed body.
     public struct Part: Sendable, Hashable {
         /// The part's header fields, in order.
-        public var headers: [LoopbackHeader]
+        public var headers: [HTTPField]
         /// The part's content, exactly as sent.
         public var body: Data
 
         /// Creates a part.
-        public init(headers: [LoopbackHeader], body: Data) {
+        package init(headers: [HTTPField], body: Data) {
             self.headers = headers
             self.body = body
         }
 
         /// The `name` parameter of `Content-Disposition`, as on the wire (escaped).
-        public var rawName: String? { dispositionParameter("name") }
+        package var rawName: String? { dispositionParameter("name") }
         /// The `filename` parameter of `Content-Disposition`, as on the wire (escaped).
-        public var rawFilename: String? { dispositionParameter("filename") }
+        package var rawFilename: String? { dispositionParameter("filename") }
         /// The field name, unescaped (`%0D`, `%0A`, `%22` decoded).
         public var name: String? { rawName.map(MultipartFormDataParser.unescape) }
         /// The filename, unescaped, or `nil` when the part has none.
@@ -92,7 +93,7 @@ public enum MultipartFormDataParser {
 
     /// The `boundary` parameter of a `multipart/…` content type, or `nil`. Quoted values are RFC
     /// 9110 quoted strings: a backslash takes the next character as it is (`\"`, `\\`).
-    public static func boundary(fromContentType contentType: String) -> String? {
+    package static func boundary(fromContentType contentType: String) -> String? {
         guard let media = contentType.split(separator: ";", maxSplits: 1).first,
               media.trimmingCharacters(in: .whitespaces).lowercased().hasPrefix("multipart/"),
               let boundary = parameters(of: contentType, type: nil, quotedPairs: true)?["boundary"], !boundary.isEmpty
@@ -101,7 +102,7 @@ public enum MultipartFormDataParser {
     }
 
     /// Parses `body` whose parts are separated by `boundary`.
-    public static func parse(_ body: Data, boundary: String) throws(ParseError) -> [Part] {
+    package static func parse(_ body: Data, boundary: String) throws(ParseError) -> [Part] {
         let bytes = [UInt8](body)
         let dash = Array("--\(boundary)".utf8)
         let delimiter = Array("\r\n".utf8) + dash
@@ -135,7 +136,7 @@ public enum MultipartFormDataParser {
         if bytes.starts(with: crlf) { return Part(headers: [], body: Data(bytes.dropFirst(2))) }
         guard let headEnd = find(crlf + crlf, in: bytes) else { throw .unterminatedHeaders(partIndex: index) }
         let headBytes = bytes.prefix(headEnd)
-        var headers: [LoopbackHeader] = []
+        var headers: [HTTPField] = []
         for line in String(decoding: headBytes, as: UTF8.self).components(separatedBy: "\r\n") {
             // The first colon scalar, not Character: a colon followed by a combining mark is one
             // Character that is not ":", but the name still ends there (the mark is the value's).
@@ -144,7 +145,7 @@ public enum MultipartFormDataParser {
             let name = trimmingSpacesAndTabs(scalars[..<colon])
             guard !name.isEmpty else { throw .malformedHeaderLine(partIndex: index) }
             let value = trimmingSpacesAndTabs(scalars[scalars.index(after: colon)...])
-            headers.append(LoopbackHeader(name, value))
+            headers.append(HTTPField(name: name, value: value))
         }
         return Part(headers: headers, body: Data(bytes.dropFirst(headEnd + 4)))
     }

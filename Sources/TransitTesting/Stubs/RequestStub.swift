@@ -5,17 +5,22 @@ import FoundationNetworking
 import Signals
 import Transit
 
-/// A request matcher and its canned answers, shared by ``StubTransport`` and
-/// ``StubURLProtocol``. Add answers with `thenRespond(_:)`.
+/// A request matcher and its canned answers. Add answers with `thenRespond(_:)`:
+///
+/// ```swift
+/// stubs.stub(.get, path: "/posts")
+///     .thenRespond(.status(401))
+///     .thenRespond(.json(#"[{"id":1}]"#))
+/// ```
 ///
 /// Matching requests get the answers in the order they were added; once they are used up, the
 /// last one repeats.
 ///
 /// Thread safety: the answers are behind a `Locked`; answers may be added and taken from any
 /// thread.
-public final class RequestStub<Answer: Sendable>: Sendable {
+public final class RequestStub: Sendable {
     let matches: @Sendable (URLRequest) -> Bool
-    private let answers = Locked<(list: [@Sendable (URLRequest) -> Answer], next: Int)>(([], 0))
+    private let answers = Locked<(list: [@Sendable (URLRequest) -> StubResponse], next: Int)>(([], 0))
 
     init(matches: @escaping @Sendable (URLRequest) -> Bool) {
         self.matches = matches
@@ -23,19 +28,19 @@ public final class RequestStub<Answer: Sendable>: Sendable {
 
     /// Adds `answer` as the next answer.
     @discardableResult
-    public func thenRespond(_ answer: Answer) -> RequestStub {
+    public func thenRespond(_ answer: StubResponse) -> RequestStub {
         thenRespond { _ in answer }
     }
 
     /// Adds an answer computed from the request (to check a header, echo a body, …).
     @discardableResult
-    public func thenRespond(_ answer: @escaping @Sendable (URLRequest) -> Answer) -> RequestStub {
+    public func thenRespond(_ answer: @escaping @Sendable (URLRequest) -> StubResponse) -> RequestStub {
         answers.withLock { $0.list.append(answer) }
         return self
     }
 
     /// The next answer, or `nil` if none was added.
-    func nextAnswer() -> (@Sendable (URLRequest) -> Answer)? {
+    func nextAnswer() -> (@Sendable (URLRequest) -> StubResponse)? {
         answers.withLock { answers in
             guard !answers.list.isEmpty else { return nil }
             let index = min(answers.next, answers.list.count - 1)
@@ -48,42 +53,55 @@ public final class RequestStub<Answer: Sendable>: Sendable {
 /// The stubs of a ``StubTransport`` or a ``StubURLProtocol/Registry``, in the order they were
 /// added, and every request they were asked about.
 ///
-/// Thread safety: stubs and requests are behind a `Locked`; matchers run outside it.
-final class RequestStubs<Answer: Sendable>: Sendable {
-    private let state = Locked<(stubs: [RequestStub<Answer>], requests: [URLRequest])>(([], []))
+/// Stubs are tried in the order they were added; the first that matches a request answers it.
+///
+/// Thread safety: stubs and requests are behind a `Locked` (matchers run outside it); stubs may
+/// be added while requests run, from any thread.
+public class RequestStubs: @unchecked Sendable {
+    private let state = Locked<(stubs: [RequestStub], requests: [URLRequest])>(([], []))
 
     init() {}
 
     /// Adds a stub for the requests `matches` accepts.
-    func add(matching matches: @escaping @Sendable (URLRequest) -> Bool) -> RequestStub<Answer> {
-        let stub = RequestStub<Answer>(matches: matches)
+    @discardableResult
+    public func stub(matching matches: @escaping @Sendable (URLRequest) -> Bool) -> RequestStub {
+        let stub = RequestStub(matches: matches)
         state.withLock { $0.stubs.append(stub) }
         return stub
     }
 
     /// Adds a stub for requests with `method` (any when `nil`) whose URL path is `path` (any when
     /// `nil`), whatever the host and query.
-    func add(_ method: HTTPMethod?, path: String?) -> RequestStub<Answer> {
-        add { request in
+    @discardableResult
+    public func stub(_ method: HTTPMethod? = nil, path: String? = nil) -> RequestStub {
+        stub { request in
             if let method, (request.httpMethod ?? "GET").uppercased() != method.rawValue { return false }
             if let path, request.url?.path != path { return false }
             return true
         }
     }
 
-    /// Every request recorded so far, in order.
-    var requests: [URLRequest] {
+    /// Adds a stub for requests to exactly `url` (scheme, host, port, path and query), any
+    /// method.
+    @discardableResult
+    public func stub(url: URL) -> RequestStub {
+        let expected = url.absoluteString
+        return stub { $0.url?.absoluteString == expected }
+    }
+
+    /// Every request received so far, in order, unexpected ones included.
+    public var requests: [URLRequest] {
         state.withLock { $0.requests }
     }
 
     /// Forgets the recorded requests; the stubs stay.
-    func clearRequests() {
+    public func clearRequests() {
         state.withLock { $0.requests = [] }
     }
 
     /// Records `request` and returns the first stub that matches it, if any.
-    func record(_ request: URLRequest) -> RequestStub<Answer>? {
-        let stubs = state.withLock { state -> [RequestStub<Answer>] in
+    func record(_ request: URLRequest) -> RequestStub? {
+        let stubs = state.withLock { state -> [RequestStub] in
             state.requests.append(request)
             return state.stubs
         }

@@ -9,7 +9,11 @@ import Transit
 /// network: to test code that owns a `URLSession` (such as `URLSessionTransport`) on Linux and
 /// Apple platforms alike.
 ///
-/// Stubs live in a ``Registry``; a session answers from the registry whose
+/// Stubs live in a ``Registry`` and answer with ``StubResponse`` values, as those of a
+/// ``StubTransport`` do, except that this protocol has no scheduler: an answer that is delayed
+/// (``StubResponse/delayed(by:)``) or paced
+/// (``StubResponse/chunks(_:status:headers:every:thenFail:)`` with an interval) fails the load
+/// with `URLError(.resourceUnavailable)` saying so. A session answers from the registry whose
 /// ``Registry/configuration(basedOn:)`` it was built with:
 ///
 /// ```swift
@@ -35,82 +39,23 @@ import Transit
 /// Thread safety: the registry's state is behind a `Locked`; stubs may be added while requests
 /// run.
 public class StubURLProtocol: URLProtocol {
-    /// A canned answer: a response whose body is delivered in one or more pieces and may end with
-    /// an error, a plain transport error, a non-HTTP response, or no answer at all until the
-    /// request is cancelled.
-    public struct Response: Sendable {
-        enum Kind: Sendable {
-            case http(status: Int, headers: [String: String], chunks: [Data])
-            case nonHTTP(mimeType: String?, body: Data)
-            case failure(any Error)
-            case pending
-        }
-
-        let kind: Kind
-        var errorAfterBody: (any Error)?
-
-        /// An HTTP response with `status`, `headers` and `body`.
-        public static func status(_ status: Int, headers: [String: String] = [:], body: Data = Data()) -> Response {
-            Response(kind: .http(status: status, headers: headers, chunks: body.isEmpty ? [] : [body]))
-        }
-
-        /// An HTTP response whose body is `text`, UTF-8 encoded.
-        public static func text(_ text: String, status: Int = 200, headers: [String: String] = [:]) -> Response {
-            .status(status, headers: headers, body: Data(text.utf8))
-        }
-
-        /// An HTTP response whose body is `json` (a JSON document as text), with
-        /// `Content-Type: application/json`.
-        public static func json(_ json: String, status: Int = 200, headers: [String: String] = [:]) -> Response {
-            .status(status, headers: headers.merging(["Content-Type": "application/json"]) { mine, _ in mine }, body: Data(json.utf8))
-        }
-
-        /// An HTTP response whose body reaches the session in the given pieces (one
-        /// `didLoad` per element), as a chunked transfer would.
-        public static func chunks(_ chunks: [Data], status: Int = 200, headers: [String: String] = [:]) -> Response {
-            Response(kind: .http(status: status, headers: headers, chunks: chunks.filter { !$0.isEmpty }))
-        }
-
-        /// The load fails with `error` (such as `URLError(.timedOut)`) before any response.
-        public static func failure(_ error: any Error) -> Response {
-            Response(kind: .failure(error))
-        }
-
-        /// A plain `URLResponse` (not HTTP) with `body`, as a `data:` or `file:` URL gives.
-        public static func nonHTTP(body: Data = Data(), mimeType: String? = "application/octet-stream") -> Response {
-            Response(kind: .nonHTTP(mimeType: mimeType, body: body))
-        }
-
-        /// No answer at all: the request waits until it is cancelled (see
-        /// ``Registry/stoppedRequestCount``).
-        public static var pending: Response {
-            Response(kind: .pending)
-        }
-
-        /// The same response, but after its body the load fails with `error` (a connection lost
-        /// mid-body, for instance).
-        public func failing(afterBodyWith error: any Error) -> Response {
-            var copy = self
-            copy.errorAfterBody = error
-            return copy
-        }
-    }
-
-    /// A matcher and its answers, in order; the last one repeats once the others are used up.
-    public typealias Stub = RequestStub<StubURLProtocol.Response>
-
     /// A set of stubs, the requests they received, and the `URLProtocol` class that serves them.
     /// Make one per test.
-    public final class Registry: Sendable {
-        private let stubs = RequestStubs<StubURLProtocol.Response>()
+    ///
+    /// Its stubs (``RequestStubs``: ``RequestStubs/stub(matching:)``,
+    /// ``RequestStubs/stub(_:path:)``, ``RequestStubs/stub(url:)``, ``RequestStubs/requests``)
+    /// are those of a ``StubTransport`` and take the same ``StubResponse`` answers. Recorded
+    /// requests have their body in `httpBody` even when the session handed over a stream.
+    public final class Registry: RequestStubs, @unchecked Sendable {
         private let stopped = Locked(0)
         /// The `URLProtocol` class that answers from this registry (and only from it). Put it in
         /// `URLSessionConfiguration.protocolClasses`, or use ``configuration(basedOn:)``.
-        public let protocolClass: AnyClass
+        package let protocolClass: AnyClass
 
         /// Creates an empty registry with a protocol class of its own.
-        public init() {
+        override public init() {
             protocolClass = StubURLProtocol.register()
+            super.init()
             StubURLProtocol.bind(protocolClass, to: self)
         }
 
@@ -126,47 +71,10 @@ public class StubURLProtocol: URLProtocol {
             return configuration
         }
 
-        /// Adds a stub for the requests `matches` accepts. Stubs are tried in the order they were
-        /// added; the first that matches answers.
-        @discardableResult
-        public func stub(matching matches: @escaping @Sendable (URLRequest) -> Bool) -> Stub {
-            stubs.add(matching: matches)
-        }
-
-        /// Adds a stub for requests with `method` (any when `nil`) whose URL path is `path` (any
-        /// when `nil`), whatever the host and query.
-        @discardableResult
-        public func stub(_ method: HTTPMethod? = nil, path: String? = nil) -> Stub {
-            stubs.add(method, path: path)
-        }
-
-        /// Adds a stub for requests to exactly `url` (scheme, host, port, path and query), any
-        /// method.
-        @discardableResult
-        public func stub(url: URL) -> Stub {
-            let expected = url.absoluteString
-            return stub { $0.url?.absoluteString == expected }
-        }
-
-        /// Every request received so far, in order, unexpected ones included. Bodies are in
-        /// `httpBody` even when the session handed over a stream.
-        public var requests: [URLRequest] {
-            stubs.requests
-        }
-
-        /// How many loads were stopped (cancelled) before they answered — a ``Response/pending``
+        /// How many loads were stopped (cancelled) before they answered — a ``StubResponse/pending``
         /// request whose task was cancelled, for instance.
         public var stoppedRequestCount: Int {
             stopped.withLock { $0 }
-        }
-
-        /// Forgets the recorded requests; the stubs stay.
-        public func clearRequests() {
-            stubs.clearRequests()
-        }
-
-        func record(_ request: URLRequest) -> Stub? {
-            stubs.record(request)
         }
 
         func recordStop() {
@@ -237,7 +145,12 @@ public class StubURLProtocol: URLProtocol {
             finish(.failure(Self.unexpected(recorded, reason: "no stub matches it; add one")), for: recorded)
             return
         }
-        finish(answer(recorded), for: recorded)
+        let response = answer(recorded)
+        guard !response.needsScheduler else {
+            finish(.failure(Self.unexpected(recorded, reason: "its stub's answer is delayed or paced, and StubURLProtocol answers at once; use StubTransport with a TestScheduler for timed answers")), for: recorded)
+            return
+        }
+        finish(response, for: recorded)
     }
 
     /// Counts a cancelled load that had not been answered.
@@ -248,9 +161,10 @@ public class StubURLProtocol: URLProtocol {
         }
     }
 
-    private func finish(_ response: Response, for request: URLRequest) {
+    private func finish(_ response: StubResponse, for request: URLRequest) {
         guard let client, let url = request.url else { return }
-        switch response.kind {
+        var errorAfterBody: (any Error)?
+        switch response.outcome {
         case .pending:
             return
         case .failure(let error):
@@ -262,7 +176,7 @@ public class StubURLProtocol: URLProtocol {
             let plain = URLResponse(url: url, mimeType: mimeType, expectedContentLength: body.count, textEncodingName: nil)
             client.urlProtocol(self, didReceive: plain, cacheStoragePolicy: .notAllowed)
             if !body.isEmpty { client.urlProtocol(self, didLoad: body) }
-        case .http(let status, let headers, let chunks):
+        case .http(let status, let headers, let chunks, _, let failure):
             answered.withLock { $0 = true }
             guard let http = HTTPURLResponse(url: url, statusCode: status, httpVersion: "HTTP/1.1", headerFields: headers) else {
                 client.urlProtocol(self, didFailWithError: URLError(.badServerResponse))
@@ -270,9 +184,10 @@ public class StubURLProtocol: URLProtocol {
             }
             client.urlProtocol(self, didReceive: http, cacheStoragePolicy: .notAllowed)
             for chunk in chunks { client.urlProtocol(self, didLoad: chunk) }
+            errorAfterBody = failure
         }
-        if let error = response.errorAfterBody {
-            client.urlProtocol(self, didFailWithError: error)
+        if let errorAfterBody {
+            client.urlProtocol(self, didFailWithError: errorAfterBody)
         } else {
             client.urlProtocolDidFinishLoading(self)
         }

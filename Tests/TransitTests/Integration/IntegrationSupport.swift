@@ -118,17 +118,6 @@ func sendAndWait(_ client: HTTPClient, _ request: URLRequest, timeout: Duration 
     return recorder
 }
 
-/// Starts a loopback server for one test; stops it when the test's body returns or throws.
-func withLoopbackServer<R>(
-    handler: LoopbackServer.Handler? = nil,
-    _ body: (LoopbackServer) async throws -> R
-) async throws -> R {
-    let server = LoopbackServer(handler: handler)
-    try server.start()
-    defer { server.stop() }
-    return try await body(server)
-}
-
 /// A blocking TCP client on raw sockets, to send exact bytes (malformed ones too) to a
 /// ``LoopbackServer`` and read exactly what it answers. Every read is bounded in real time.
 final class RawConnection {

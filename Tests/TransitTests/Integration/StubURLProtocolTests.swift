@@ -103,7 +103,7 @@ struct StubURLProtocolTests {
     @Test func failuresReachTheSubscriberAsURLErrors() async throws {
         let stubs = StubURLProtocol.Registry()
         stubs.stub(path: "/timeout").thenRespond(.failure(URLError(.timedOut)))
-        stubs.stub(path: "/cut").thenRespond(.text("partial").failing(afterBodyWith: URLError(.networkConnectionLost)))
+        stubs.stub(path: "/cut").thenRespond(.chunks([Data("partial".utf8)], thenFail: URLError(.networkConnectionLost)))
         stubs.stub(path: "/plain").thenRespond(.nonHTTP(body: Data("x".utf8)))
         let transport = URLSessionTransport(configuration: stubs.configuration())
         let expectations: [(String, URLError.Code)] = [

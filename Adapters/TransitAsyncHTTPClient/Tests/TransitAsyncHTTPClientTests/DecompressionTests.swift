@@ -15,26 +15,19 @@ import TransitTesting
 struct DecompressionTests {
     let body = Zlib.sampleText(bytes: 300_000)
 
-    private func withServer<T>(_ body: (LoopbackServer) async throws -> T) async throws -> T {
-        let server = LoopbackServer()
-        try server.start()
-        defer { server.stop() }
-        return try await body(server)
-    }
-
     private func encoded(_ data: Data, _ encoding: String, status: Int = 200) -> LoopbackResponse {
-        LoopbackResponse(status: status, headers: [LoopbackHeader("Content-Encoding", encoding), LoopbackHeader("Content-Type", "application/json")], body: .whole(data))
+        LoopbackResponse.status(status, headers: ["Content-Encoding": encoding, "Content-Type": "application/json"], body: data)
     }
 
     @Test(arguments: [("gzip", Zlib.Format.gzip), ("deflate", .zlib), ("deflate", .raw), ("x-gzip", .gzip), ("GZIP", .gzip)])
     func decodesTheBodyAndSendsAcceptEncoding(encoding: String, format: Zlib.Format) async throws {
         let transport = AsyncHTTPClientTransport()
         defer { Task { try await transport.shutdown() } }
-        try await withServer { server in
+        try await withLoopbackServer { server in
             server.enqueue(encoded(Zlib.compress(body, format), encoding))
             let response = try await transport.send(URLRequest(url: server.url("/posts"))).firstValue()
             #expect(response.data == body)
-            #expect(server.requests.first?.headers.value(for: "Accept-Encoding") == "gzip, deflate")
+            #expect(server.requests.first?.value(forHTTPHeaderField: "Accept-Encoding") == "gzip, deflate")
             // The head describes the body as delivered: decoded, of a length it does not announce.
             #expect(response.value(forHTTPHeaderField: "Content-Encoding") == nil)
             #expect(response.value(forHTTPHeaderField: "Content-Length") == nil)
@@ -45,14 +38,14 @@ struct DecompressionTests {
     @Test func decodesAChunkedBodyPieceByPieceAndConsecutiveGzipMembers() async throws {
         let transport = AsyncHTTPClientTransport()
         defer { Task { try await transport.shutdown() } }
-        try await withServer { server in
+        try await withLoopbackServer { server in
             let first = Zlib.compress(body, .gzip)
             let second = Zlib.compress(Data("tail".utf8), .gzip)
             let whole = first + second
             // Chunks cut anywhere, one byte among them.
             let cuts = [0, 1, 2, 10, 11, 500, first.count - 3, first.count + 1, whole.count]
             let chunks = zip(cuts, cuts.dropFirst()).map { whole.subdata(in: $0..<$1) }
-            server.enqueue(LoopbackResponse(status: 200, headers: [LoopbackHeader("Content-Encoding", "gzip")], body: .chunked(chunks, interval: .zero)))
+            server.enqueue(.chunked(chunks, headers: ["Content-Encoding": "gzip"]))
             let parts = try await transport.exchange(TransportRequest(URLRequest(url: server.url("/chunked")))).collect().firstValue()
             let pieces = parts.compactMap { part -> Data? in
                 if case .body(let data) = part { return data }
@@ -67,7 +60,7 @@ struct DecompressionTests {
         // A body far larger decoded than encoded, with a ratio limit that lets it through.
         let transport = AsyncHTTPClientTransport(decompression: .enabled(maxRatio: 100_000))
         defer { Task { try await transport.shutdown() } }
-        try await withServer { server in
+        try await withLoopbackServer { server in
             let large = Data(count: 8 << 20)
             let compressed = Zlib.compress(large, .gzip)
             #expect(compressed.count < 1 << 20)
@@ -82,7 +75,7 @@ struct DecompressionTests {
     @Test func aDecompressionBombFails() async throws {
         let transport = AsyncHTTPClientTransport()
         defer { Task { try await transport.shutdown() } }
-        try await withServer { server in
+        try await withLoopbackServer { server in
             server.enqueue(encoded(Zlib.compress(Data(count: 16 << 20), .gzip), "gzip"))
             let error = try await failure(of: transport.exchange(TransportRequest(URLRequest(url: server.url("/bomb")))))
             #expect(error.code == .cannotDecodeContentData)
@@ -93,7 +86,7 @@ struct DecompressionTests {
     @Test func corruptAndTruncatedStreamsFail() async throws {
         let transport = AsyncHTTPClientTransport()
         defer { Task { try await transport.shutdown() } }
-        try await withServer { server in
+        try await withLoopbackServer { server in
             let gzip = Zlib.compress(body, .gzip)
             var corrupt = gzip
             for index in stride(from: 20, to: 400, by: 7) { corrupt[index] ^= 0x5A }
@@ -115,7 +108,7 @@ struct DecompressionTests {
     @Test func anEmptyEncodedBodyIsEmpty() async throws {
         let transport = AsyncHTTPClientTransport()
         defer { Task { try await transport.shutdown() } }
-        try await withServer { server in
+        try await withLoopbackServer { server in
             server.enqueue(encoded(Data(), "gzip", status: 204))
             let response = try await transport.send(URLRequest(url: server.url("/none"))).firstValue()
             #expect(response.statusCode == 204)
@@ -126,7 +119,7 @@ struct DecompressionTests {
     @Test func anEncodingItCannotDecodeFailsUnlessTheCallerAskedForIt() async throws {
         let transport = AsyncHTTPClientTransport()
         defer { Task { try await transport.shutdown() } }
-        try await withServer { server in
+        try await withLoopbackServer { server in
             let brotli = Data([0x1B, 0x03, 0x00, 0xF8, 0x25, 0x00])
             server.enqueue(encoded(brotli, "br"))
             let error = try await failure(of: transport.exchange(TransportRequest(URLRequest(url: server.url("/br")))))
@@ -140,26 +133,26 @@ struct DecompressionTests {
             let response = try await transport.send(request).firstValue()
             #expect(response.data == brotli)
             #expect(response.value(forHTTPHeaderField: "Content-Encoding") == "br")
-            #expect(server.requests.last?.headers.value(for: "Accept-Encoding") == "br")
+            #expect(server.requests.last?.value(forHTTPHeaderField: "Accept-Encoding") == "br")
         }
     }
 
     @Test func decompressionCanBeTurnedOff() async throws {
         let transport = AsyncHTTPClientTransport(decompression: .disabled)
         defer { Task { try await transport.shutdown() } }
-        try await withServer { server in
+        try await withLoopbackServer { server in
             let gzip = Zlib.compress(body, .gzip)
             server.enqueue(encoded(gzip, "gzip"))
             let response = try await transport.send(URLRequest(url: server.url("/raw"))).firstValue()
             #expect(response.data == gzip)
-            #expect(server.requests.first?.headers.value(for: "Accept-Encoding") == nil)
+            #expect(server.requests.first?.value(forHTTPHeaderField: "Accept-Encoding") == nil)
         }
     }
 
     @Test func aDownloadHoldsTheDecodedBytes() async throws {
         let transport = AsyncHTTPClientTransport()
         defer { Task { try await transport.shutdown() } }
-        try await withServer { server in
+        try await withLoopbackServer { server in
             server.enqueue(encoded(Zlib.compress(body, .gzip), "gzip"))
             let destination = FileManager.default.temporaryDirectory.appendingPathComponent("transit-gzip-\(UUID().uuidString)")
             defer { try? FileManager.default.removeItem(at: destination) }
@@ -180,7 +173,7 @@ struct DecompressionTests {
     /// too, but on Linux keeps the head as the server sent it; a download's progress counts decoded
     /// bytes and offers no total, since the `Content-Length` counts encoded ones.
     @Test func urlSessionTransportDeliversDecodedBytesToo() async throws {
-        try await withServer { server in
+        try await withLoopbackServer { server in
             let gzip = Zlib.compress(body, .gzip)
             server.enqueue(encoded(gzip, "gzip"))
             let response = try await URLSessionTransport().send(URLRequest(url: server.url("/posts"))).firstValue()
