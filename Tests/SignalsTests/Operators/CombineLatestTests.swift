@@ -68,7 +68,7 @@ import SignalsTesting
         right.send("b")
         right.fail(TestError(code: 8))
         #expect(recorder.pairs() == [TestPair(1, "a")])
-        #expect(recorder.failure == (TestError(code: 7)))
+        #expect(recorder.failure == TestError(code: 7))
         #expect(recorder.events.filter(\.isTerminal).count == 1)
         _ = token
     }

@@ -88,7 +88,7 @@ extension SignalRecorder {
         right.fail(TestError(code: 5))
         #expect(left.teardowns == 1)
         left.fail(TestError(code: 6))
-        #expect(recorder.failure == (TestError(code: 5)))
+        #expect(recorder.failure == TestError(code: 5))
         #expect(recorder.events.count == 1)
         _ = token
     }
