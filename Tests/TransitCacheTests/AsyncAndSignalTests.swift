@@ -54,6 +54,19 @@ struct AsyncAndSignalTests {
         #expect(try await !cache.containsRecord(forKey: "a"))
     }
 
+    @Test("a task cancelled while its work waits for the cache's queue does not run it")
+    func asyncCancelledWhileQueued() async throws {
+        let folder = try TemporaryFolder()
+        let cache = try DiskCache(directory: folder.url)
+        let gate = QueueGate(cache)
+        let task = Task { try await cache.store(payload(1), forKey: "a") }
+        for _ in 0..<100 { await Task.yield() }
+        task.cancel()
+        gate.open()
+        await #expect(throws: CancellationError.self) { try await task.value }
+        #expect(try await !cache.containsRecord(forKey: "a"))
+    }
+
     @Test("the signals are cold: nothing happens until subscribed, and every subscription runs again")
     func signalsAreCold() async throws {
         let folder = try TemporaryFolder()
