@@ -8,25 +8,25 @@ public protocol Cancellable: AnyObject, Sendable {
     func cancel()
 }
 
-/// A ``Cancellable`` that runs a closure the first time it is cancelled, and never again.
+/// A `Cancellable` that runs a closure the first time it is cancelled, and never again.
 ///
 /// Thread safety: `action` is only touched with `lock` held, which is why the class may be
 /// `@unchecked Sendable`; it is taken out before it runs.
-public final class ActionCancellable: Cancellable, @unchecked Sendable {
+package final class ActionCancellable: Cancellable, @unchecked Sendable {
     private let lock = Lock()
     @exclusivity(unchecked) private var action: (@Sendable () -> Void)?
 
     /// Creates a cancellable that runs `action` once, on the first call to ``cancel()``.
-    public init(_ action: @escaping @Sendable () -> Void) {
+    package init(_ action: @escaping @Sendable () -> Void) {
         self.action = action
     }
 
     /// `true` once ``cancel()`` has been called.
-    public var isCancelled: Bool {
+    package var isCancelled: Bool {
         lock.withLock { action == nil }
     }
 
-    public func cancel() {
+    package func cancel() {
         var taken: (@Sendable () -> Void)?
         lock.withLock { swap(&taken, &action) }
         taken?()

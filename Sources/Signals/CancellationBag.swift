@@ -40,7 +40,7 @@ public final class CancellationBag: @unchecked Sendable {
     }
 
     /// The number of cancellables the bag holds.
-    public var count: Int {
+    package var count: Int {
         lock.withLock { items?.count ?? 0 }
     }
 

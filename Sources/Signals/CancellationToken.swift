@@ -15,7 +15,7 @@ import Synchronization
 /// are cancelled outside the token's lock, in registration order. The registrations are only
 /// touched with `lock` held (which is why the class may be `@unchecked Sendable`); the cancelled
 /// flag is an atomic, so ``isCancelled`` takes no lock.
-public final class CancellationToken: Cancellable, Hashable, @unchecked Sendable {
+public final class CancellationToken: Cancellable, @unchecked Sendable {
     /// Set, under `lock`, before the registrations are taken out to be cancelled.
     @usableFromInline
     let cancelled = Atomic<Bool>(false)
@@ -155,14 +155,6 @@ public final class CancellationToken: Cancellable, Hashable, @unchecked Sendable
     /// Keeps this token alive in `bag` until the bag is emptied or released.
     public func store(in bag: CancellationBag) {
         bag.insert(self)
-    }
-
-    public static func == (lhs: CancellationToken, rhs: CancellationToken) -> Bool {
-        lhs === rhs
-    }
-
-    public func hash(into hasher: inout Hasher) {
-        hasher.combine(ObjectIdentifier(self))
     }
 }
 

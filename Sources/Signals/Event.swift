@@ -12,14 +12,14 @@ public enum Event<Output: Sendable, Failure: Error>: Sendable {
 
     /// `true` for `.finished` and `.failed`.
     @inlinable
-    public var isTerminal: Bool {
+    package var isTerminal: Bool {
         if case .value = self { return false }
         return true
     }
 
     /// The value, if this is a `.value` event.
     @inlinable
-    public var value: Output? {
+    package var value: Output? {
         if case .value(let value) = self { return value }
         return nil
     }
@@ -35,7 +35,7 @@ public enum Event<Output: Sendable, Failure: Error>: Sendable {
 
     /// The terminal event as a ``Completion``, or `nil` for a value.
     @inlinable
-    public var completion: Completion<Failure>? {
+    package var completion: Completion<Failure>? {
         switch self {
         case .value: return nil
         case .finished: return .finished

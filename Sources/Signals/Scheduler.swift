@@ -51,7 +51,7 @@ extension Duration {
     }
 
     /// The duration in seconds, as a `Double`.
-    public var timeInterval: Double {
+    package var timeInterval: Double {
         let (seconds, attoseconds) = components
         return Double(seconds) + Double(attoseconds) / 1e18
     }

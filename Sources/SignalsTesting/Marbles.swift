@@ -34,12 +34,12 @@ public enum Marbles {
         case failed
     }
 
-    /// What was wrong with a diagram.
+    /// What was wrong with a diagram; its description names the diagram and the mistake.
     public struct SyntaxError: Error, Equatable, CustomStringConvertible {
         /// The diagram.
-        public let diagram: String
+        let diagram: String
         /// What is wrong with it.
-        public let reason: String
+        let reason: String
 
         /// Says what is wrong, and where.
         public var description: String {

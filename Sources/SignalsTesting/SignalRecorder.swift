@@ -1,15 +1,16 @@
 import Signals
 
 /// Records what a subscription delivers — every value, the terminal event, and, given a
-/// `TestScheduler`, the virtual time of each — so a test can state what should have happened
-/// in one expectation.
+/// `TestScheduler`, the virtual time of each — so a test states what should have happened in
+/// terms of events and times.
 ///
 /// ```swift
 /// let scheduler = TestScheduler()
 /// let recorder = SignalRecorder(service.posts.timeout(.seconds(5), scheduler: scheduler), scheduler: scheduler)
 /// scheduler.advance(by: .seconds(5))
-/// #expect(recorder.records == [.failed(TimeoutError(interval: .seconds(5)), at: .seconds(5))])
-/// #expect(recorder.values == [])
+/// #expect(recorder.failure as? TimeoutError == TimeoutError(interval: .seconds(5)))
+/// #expect(recorder.times == [.seconds(5)])
+/// #expect(recorder.values.isEmpty)
 /// ```
 ///
 /// It also checks the event contract as it goes: ``violations`` counts events delivered after a
@@ -19,32 +20,10 @@ import Signals
 /// Thread safety: every member may be used from any thread; events may arrive on any thread.
 public final class SignalRecorder<Output: Sendable, Failure: Error>: Sendable {
     /// One delivered event and the scheduler's time when it arrived.
-    public struct Record: Sendable {
-        /// The event.
-        public let event: Event<Output, Failure>
+    struct Record: Sendable {
+        let event: Event<Output, Failure>
         /// The recorder's scheduler's `now` when the event arrived, or `nil` without a scheduler.
-        public let time: Duration?
-
-        /// A record of `event` at `time`.
-        public init(_ event: Event<Output, Failure>, at time: Duration?) {
-            self.event = event
-            self.time = time
-        }
-
-        /// A value received at `time`.
-        public static func value(_ value: Output, at time: Duration) -> Record {
-            Record(.value(value), at: time)
-        }
-
-        /// The signal finished at `time`.
-        public static func finished(at time: Duration) -> Record {
-            Record(.finished, at: time)
-        }
-
-        /// The signal failed with `error` at `time`.
-        public static func failed(_ error: Failure, at time: Duration) -> Record {
-            Record(.failed(error), at: time)
-        }
+        let time: Duration?
     }
 
     private struct State {
@@ -104,14 +83,14 @@ public final class SignalRecorder<Output: Sendable, Failure: Error>: Sendable {
             defer { state.delivering = true }
             if state.delivering { state.overlaps += 1 }
             if state.records.last?.event.isTerminal == true { state.violations += 1 }
-            state.records.append(Record(event, at: time))
+            state.records.append(Record(event: event, time: time))
             return state.delivering
         }
         if !overlapped { state.withLock { $0.delivering = false } }
     }
 
     /// Every event with its time, in the order received.
-    public var records: [Record] { state.withLock { $0.records } }
+    var records: [Record] { state.withLock { $0.records } }
 
     /// Every event, in the order received.
     public var events: [Event<Output, Failure>] { records.map(\.event) }
@@ -119,26 +98,22 @@ public final class SignalRecorder<Output: Sendable, Failure: Error>: Sendable {
     /// The values received, in order.
     public var values: [Output] { records.compactMap(\.event.value) }
 
-    /// The virtual time of every event, in order (empty without a scheduler).
+    /// The virtual time of every event, in order: `times[i]` is when `events[i]` arrived (empty
+    /// without a scheduler).
     public var times: [Duration] { records.compactMap(\.time) }
-
-    /// How the signal ended, if it did: the last event's completion.
-    public var completion: Completion<Failure>? { records.last?.event.completion }
 
     /// `true` once the signal finished normally.
     public var isFinished: Bool {
-        if case .finished? = completion { return true }
+        if case .finished? = records.last?.event { return true }
         return false
     }
 
-    /// The error the signal failed with, if it failed.
+    /// The error the signal failed with, if it failed. A signal that has not ended yet is neither
+    /// ``isFinished`` nor has a `failure`.
     public var failure: Failure? {
-        if case .failure(let error)? = completion { return error }
+        if case .failed(let error)? = records.last?.event { return error }
         return nil
     }
-
-    /// The number of terminal events received: 0 or 1 for a correct signal.
-    public var terminalCount: Int { records.filter(\.event.isTerminal).count }
 
     /// Events received after a terminal event. Always zero for a correct signal.
     public var violations: Int { state.withLock { $0.violations } }
@@ -147,11 +122,9 @@ public final class SignalRecorder<Output: Sendable, Failure: Error>: Sendable {
     public var overlaps: Int { state.withLock { $0.overlaps } }
 }
 
-extension SignalRecorder.Record: Equatable where Output: Equatable, Failure: Equatable {}
-
 extension SignalRecorder.Record: CustomStringConvertible {
     /// The event and its time: `value(1) at 2.0 seconds`.
-    public var description: String {
+    var description: String {
         let what: String
         switch event {
         case .value(let value): what = "value(\(value))"
@@ -163,7 +136,7 @@ extension SignalRecorder.Record: CustomStringConvertible {
 }
 
 extension SignalRecorder: CustomStringConvertible {
-    /// Every record, in order, for a failing expectation's message.
+    /// Every event and its time, in order, for a failing expectation's message.
     public var description: String {
         "SignalRecorder[" + records.map(\.description).joined(separator: ", ") + "]"
     }

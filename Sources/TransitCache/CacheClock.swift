@@ -8,7 +8,7 @@ import Signals
 /// test advances virtual time by an hour.
 public struct CacheClock: Sendable {
     /// Returns the current instant.
-    public let now: @Sendable () -> Date
+    let now: @Sendable () -> Date
 
     /// A clock that calls `now` for the time.
     public init(_ now: @escaping @Sendable () -> Date) {

@@ -26,11 +26,6 @@ public struct CacheRecord: Sendable, Equatable {
 
     /// `true` if the record is pinned at least once.
     var isPinned: Bool { pinCount > 0 }
-
-    /// `true` if the record's TTL has passed at `date`.
-    public func isExpired(at date: Date) -> Bool {
-        expiresAt.map { $0 <= date } ?? false
-    }
 }
 
 /// How many records a ``DiskCache`` holds and how many bytes they take, as this instance knows it.
@@ -46,15 +41,15 @@ public struct CacheStatistics: Sendable, Equatable {
 /// What one garbage collection did.
 public struct GarbageCollectionReport: Sendable, Equatable {
     /// Records removed because their TTL had passed.
-    public var expiredRemoved = 0
+    public internal(set) var expiredRemoved = 0
     /// Records removed to meet the size or count limit, least recently used first.
-    public var evicted = 0
+    public internal(set) var evicted = 0
     /// Damaged files removed.
-    public var corruptRemoved = 0
+    public internal(set) var corruptRemoved = 0
     /// Temporary files of interrupted writes removed.
-    public var orphansRemoved = 0
+    public internal(set) var orphansRemoved = 0
     /// Bytes freed by all of the above.
-    public var bytesFreed = 0
+    public internal(set) var bytesFreed = 0
 
     /// An empty report.
     init() {}

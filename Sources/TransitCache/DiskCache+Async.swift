@@ -1,16 +1,28 @@
 import Foundation
+import Signals
 
-// The async twins of DiskCache's blocking methods: the same behaviour, run on the cache's own
-// queue so that no task of the cooperative pool blocks on file I/O.
+// The async forms of DiskCache's blocking methods: the same behaviour, run on the cache's own
+// queue so that no thread of the cooperative pool blocks on file I/O.
 extension DiskCache {
     /// Runs `work` on the cache's queue and returns its result.
     ///
-    /// - Throws: `CancellationError` if the task is already cancelled (the work then does not
-    ///   run); once started, the work runs to the end.
+    /// - Throws: `CancellationError` if the task is cancelled before the work starts on the
+    ///   queue (the work then does not run); once started, the work runs to the end.
     func perform<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
         try Task.checkCancellation()
-        return try await withCheckedThrowingContinuation { continuation in
-            queue.async { continuation.resume(with: Result { try work() }) }
+        let cancelled = Locked(false)
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                queue.async {
+                    guard !cancelled.withLock({ $0 }) else {
+                        continuation.resume(throwing: CancellationError())
+                        return
+                    }
+                    continuation.resume(with: Result { try work() })
+                }
+            }
+        } onCancel: {
+            cancelled.withLock { $0 = true }
         }
     }
 

@@ -33,8 +33,9 @@ import Darwin
 ///   any process — does not commit: the folder's generation, kept in the lock file, changes, and
 ///   every commit reads it again under the folder lock.
 ///
-/// The synchronous methods block the calling thread on file I/O. Each has an `async` twin, and
-/// ``signals`` offers them as cold signals; both run the work on the cache's own queue.
+/// The synchronous methods block the calling thread on file I/O. Each operation also has an
+/// `async` form that runs the work on the cache's own queue, never on a thread of the
+/// cooperative pool; as a cold signal, it is `Signal(operation: { try await cache.pin(key) })`.
 ///
 /// ```swift
 /// let cache = try DiskCache(directory: cachesURL.appending(path: "thumbnails"))

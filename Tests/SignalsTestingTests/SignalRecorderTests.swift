@@ -16,16 +16,16 @@ private struct Failure: Error, Equatable {}
         #expect(recorder.values == [1, 2])
         #expect(recorder.failure == Failure())
         #expect(!recorder.isFinished)
-        #expect(recorder.terminalCount == 1)
+        #expect(recorder.events.filter(\.isTerminal).count == 1)
         #expect(recorder.violations == 0)
     }
 
     @Test func stampsEveryEventWithTheSchedulersTime() {
         let scheduler = TestScheduler()
         let recorder = SignalRecorder(Signal<Int, Never>(value: 7).delay(for: .seconds(3), scheduler: scheduler), scheduler: scheduler)
-        #expect(recorder.records.isEmpty)
+        #expect(recorder.events.isEmpty && recorder.times.isEmpty)
         scheduler.advance(by: .seconds(3))
-        #expect(recorder.records == [.value(7, at: .seconds(3)), .finished(at: .seconds(3))])
+        #expect(recorder.events == [.value(7), .finished])
         #expect(recorder.times == [.seconds(3), .seconds(3)])
         #expect(recorder.isFinished)
     }
@@ -37,7 +37,7 @@ private struct Failure: Error, Equatable {}
         recorder.cancel()
         subject.send(2)
         #expect(recorder.values == [1])
-        #expect(recorder.completion == nil)
+        #expect(!recorder.isFinished && recorder.failure == nil)
     }
 
     @Test func releasingTheRecorderEndsItsSubscription() {
@@ -100,8 +100,8 @@ private struct Failure: Error, Equatable {}
         scheduler.advance(by: .seconds(1))
         let second = SignalRecorder(signal, scheduler: scheduler)
         scheduler.run()
-        #expect(first.records == [.value(1, at: .zero), .value(2, at: .seconds(2)), .failed(Failure(), at: .seconds(4))])
-        #expect(second.records == [.value(1, at: .seconds(1)), .value(2, at: .seconds(3)), .failed(Failure(), at: .seconds(5))])
+        #expect(first.events == [.value(1), .value(2), .failed(Failure())] && first.times == [.zero, .seconds(2), .seconds(4)])
+        #expect(second.events == [.value(1), .value(2), .failed(Failure())] && second.times == [.seconds(1), .seconds(3), .seconds(5)])
     }
 
     @Test func aRecorderDrawsWhatItReceived() {

@@ -83,7 +83,7 @@ struct SignalTests {
         captured.withLock { $0 }?.send(2)
         captured.withLock { $0 }?.finish()
         #expect(recorder.values == [1])
-        #expect(recorder.completion == nil)
+        #expect(!recorder.isFinished && recorder.failure == nil)
         #expect(teardowns.count == 1)
     }
 

@@ -54,25 +54,38 @@ struct AsyncAndSignalTests {
         #expect(try await !cache.containsRecord(forKey: "a"))
     }
 
+    @Test("a task cancelled while its work waits for the cache's queue does not run it")
+    func asyncCancelledWhileQueued() async throws {
+        let folder = try TemporaryFolder()
+        let cache = try DiskCache(directory: folder.url)
+        let gate = QueueGate(cache)
+        let task = Task { try await cache.store(payload(1), forKey: "a") }
+        for _ in 0..<100 { await Task.yield() }
+        task.cancel()
+        gate.open()
+        await #expect(throws: CancellationError.self) { try await task.value }
+        #expect(try await !cache.containsRecord(forKey: "a"))
+    }
+
     @Test("the signals are cold: nothing happens until subscribed, and every subscription runs again")
     func signalsAreCold() async throws {
         let folder = try TemporaryFolder()
         let cache = try DiskCache(directory: folder.url)
-        let store = cache.signals.store(payload(1), forKey: "a")
-        let pin = cache.signals.pin("a")
+        let store = Signal(operation: { try await cache.store(payload(1), forKey: "a") })
+        let pin = Signal(operation: { try await cache.pin("a") })
         #expect(try await !cache.containsRecord(forKey: "a"))
         try await store.firstValue()
         #expect(try await cache.record(forKey: "a")?.data == payload(1))
         #expect(try await pin.firstValue() == 1)
         #expect(try await pin.firstValue() == 2)
-        #expect(try await cache.signals.unpin("a").firstValue() == 1)
-        #expect(try await cache.signals.record(forKey: "a").firstValue()?.data == payload(1))
-        #expect(try await cache.signals.containsRecord(forKey: "a").firstValue())
-        #expect(try await cache.signals.collectGarbage().firstValue() == GarbageCollectionReport())
-        try await cache.signals.removeRecord(forKey: "a").firstValue()
-        #expect(try await cache.signals.record(forKey: "a").firstValue() == nil)
-        try await cache.signals.store(payload(2), forKey: "b").firstValue()
-        try await cache.signals.removeAll().firstValue()
+        #expect(try await Signal(operation: { try await cache.unpin("a") }).firstValue() == 1)
+        #expect(try await Signal(operation: { try await cache.record(forKey: "a") }).firstValue()?.data == payload(1))
+        #expect(try await Signal(operation: { try await cache.containsRecord(forKey: "a") }).firstValue())
+        #expect(try await Signal(operation: { try await cache.collectGarbage() }).firstValue() == GarbageCollectionReport())
+        try await Signal(operation: { try await cache.removeRecord(forKey: "a") }).firstValue()
+        #expect(try await Signal(operation: { try await cache.record(forKey: "a") }).firstValue() == nil)
+        try await Signal(operation: { try await cache.store(payload(2), forKey: "b") }).firstValue()
+        try await Signal(operation: { try await cache.removeAll() }).firstValue()
         #expect(cache.keys.isEmpty)
     }
 
@@ -81,10 +94,10 @@ struct AsyncAndSignalTests {
         let folder = try TemporaryFolder()
         let cache = try DiskCache(directory: folder.url)
         var values: [CacheRecord?] = []
-        for try await value in cache.signals.record(forKey: "missing").values { values.append(value) }
+        for try await value in Signal(operation: { try await cache.record(forKey: "missing") }).values { values.append(value) }
         #expect(values == [nil])
         await #expect(throws: CacheError.recordNotFound(key: "missing")) {
-            try await cache.signals.pin("missing").firstValue()
+            try await Signal(operation: { try await cache.pin("missing") }).firstValue()
         }
     }
 
@@ -94,7 +107,7 @@ struct AsyncAndSignalTests {
         let cache = try DiskCache(directory: folder.url)
         let gate = QueueGate(cache)
         let delivered = Locked(0)
-        let token = cache.signals.store(payload(1), forKey: "a").sink(
+        let token = Signal(operation: { try await cache.store(payload(1), forKey: "a") }).sink(
             receiveCompletion: { _ in delivered.withLock { $0 += 1 } },
             receiveValue: { _ in delivered.withLock { $0 += 1 } }
         )

@@ -80,7 +80,7 @@ func percentile(_ values: [Double], _ fraction: Double) -> Double {
     return sorted[min(sorted.count - 1, Int((Double(sorted.count) * fraction).rounded(.up)) - 1)]
 }
 
-func seconds(_ duration: Duration) -> Double { duration.timeInterval }
+func seconds(_ duration: Duration) -> Double { Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18 }
 
 func format(_ value: Double, decimals: Int = 0) -> String {
     let text = String(format: "%.\(decimals)f", value)

@@ -1,7 +1,7 @@
 /// The failure of ``Signal/firstValue(isolation:)`` when the signal finishes without sending a value.
 public struct NoValueError: Error, Equatable, Sendable, CustomStringConvertible {
     /// Creates the error.
-    public init() {}
+    package init() {}
 
     /// Says that the signal finished without a value.
     public var description: String {

@@ -11,14 +11,14 @@ extension Signal {
     // Disfavoured so that `values` on a `Failure == Never` signal picks the non-throwing overload:
     // Swift does not rank properties by how constrained their extension is, only methods.
     @_disfavoredOverload
-    public var values: ThrowingSignalValues<Output> {
+    public var values: some AsyncSequence<Output, any Error> & Sendable {
         ThrowingSignalValues(eraseError(), bufferingPolicy: .unbounded)
     }
 
     /// The signal's values as an `AsyncSequence`, buffered according to `bufferingPolicy` while
     /// the loop body is busy. Otherwise identical to `values`.
     @_disfavoredOverload
-    public func values(bufferingPolicy: SignalBufferingPolicy) -> ThrowingSignalValues<Output> {
+    public func values(bufferingPolicy: SignalBufferingPolicy) -> some AsyncSequence<Output, any Error> & Sendable {
         ThrowingSignalValues(eraseError(), bufferingPolicy: bufferingPolicy)
     }
 }
@@ -33,24 +33,24 @@ extension Signal where Failure == Never {
     /// ends the loop at once (`next()` returns `nil`, as `AsyncStream` does), since the sequence
     /// cannot throw `CancellationError`; check `Task.isCancelled` after the loop to tell the two
     /// endings apart. Leaving the loop early cancels the subscription too.
-    public var values: SignalValues<Output> {
+    public var values: some AsyncSequence<Output, Never> & Sendable {
         SignalValues(self, bufferingPolicy: .unbounded)
     }
 
     /// The values of a signal that cannot fail, buffered according to `bufferingPolicy` while
     /// the loop body is busy. Otherwise identical to `values`.
-    public func values(bufferingPolicy: SignalBufferingPolicy) -> SignalValues<Output> {
+    public func values(bufferingPolicy: SignalBufferingPolicy) -> some AsyncSequence<Output, Never> & Sendable {
         SignalValues(self, bufferingPolicy: bufferingPolicy)
     }
 }
 
-/// The values of a ``Signal`` that can fail, as an `AsyncSequence` that throws the signal's
+/// The values of a ``Signal`` that can fail (what `values` returns), as an `AsyncSequence` that throws the signal's
 /// failure (or `CancellationError` when the iterating task is cancelled).
 ///
 /// Every iterator is its own subscription (signals are cold), started by its first `next()` and
 /// cancelled when the iterator is released, the iterating task is cancelled, or the signal ends.
 /// After the sequence ended (finished, failed or cancelled) `next()` returns `nil`.
-public struct ThrowingSignalValues<Output: Sendable>: AsyncSequence, Sendable {
+struct ThrowingSignalValues<Output: Sendable>: AsyncSequence, Sendable {
     private let signal: Signal<Output, any Error>
     private let bufferingPolicy: SignalBufferingPolicy
 
@@ -60,12 +60,12 @@ public struct ThrowingSignalValues<Output: Sendable>: AsyncSequence, Sendable {
     }
 
     /// Creates an iterator; its first `next()` subscribes to the signal.
-    public func makeAsyncIterator() -> Iterator {
+    func makeAsyncIterator() -> Iterator {
         Iterator(channel: AsyncSignalChannel(signal, policy: bufferingPolicy))
     }
 
     /// Reads one subscription's values. Use it from one task at a time.
-    public struct Iterator: AsyncIteratorProtocol {
+    struct Iterator: AsyncIteratorProtocol {
         private let channel: AsyncSignalChannel<Output, any Error>
 
         init(channel: AsyncSignalChannel<Output, any Error>) {
@@ -74,13 +74,13 @@ public struct ThrowingSignalValues<Output: Sendable>: AsyncSequence, Sendable {
 
         /// The next value, or `nil` once the signal finished. Throws the signal's failure, or
         /// `CancellationError` if the task is cancelled while (or before) waiting.
-        public mutating func next() async throws -> Output? {
+        mutating func next() async throws -> Output? {
             try await next(isolation: nil)
         }
 
         /// The next value, or `nil` once the signal finished, awaited without leaving `actor`.
         /// Throws the signal's failure, or `CancellationError` if the task is cancelled.
-        public mutating func next(isolation actor: isolated (any Actor)?) async throws -> Output? {
+        mutating func next(isolation actor: isolated (any Actor)?) async throws -> Output? {
             switch await channel.next(isolation: actor) {
             case .value(let value): return value
             case .finished: return nil
@@ -91,12 +91,12 @@ public struct ThrowingSignalValues<Output: Sendable>: AsyncSequence, Sendable {
     }
 }
 
-/// The values of a ``Signal`` that cannot fail, as a non-throwing `AsyncSequence`.
+/// The values of a ``Signal`` that cannot fail (what `values` returns), as a non-throwing `AsyncSequence`.
 ///
 /// Every iterator is its own subscription (signals are cold), started by its first `next()` and
 /// cancelled when the iterator is released, the iterating task is cancelled, or the signal ends.
 /// Cancelling the iterating task ends the sequence (`next()` returns `nil`).
-public struct SignalValues<Output: Sendable>: AsyncSequence, Sendable {
+struct SignalValues<Output: Sendable>: AsyncSequence, Sendable {
     private let signal: Signal<Output, Never>
     private let bufferingPolicy: SignalBufferingPolicy
 
@@ -106,12 +106,12 @@ public struct SignalValues<Output: Sendable>: AsyncSequence, Sendable {
     }
 
     /// Creates an iterator; its first `next()` subscribes to the signal.
-    public func makeAsyncIterator() -> Iterator {
+    func makeAsyncIterator() -> Iterator {
         Iterator(channel: AsyncSignalChannel(signal, policy: bufferingPolicy))
     }
 
     /// Reads one subscription's values. Use it from one task at a time.
-    public struct Iterator: AsyncIteratorProtocol {
+    struct Iterator: AsyncIteratorProtocol {
         private let channel: AsyncSignalChannel<Output, Never>
 
         init(channel: AsyncSignalChannel<Output, Never>) {
@@ -119,13 +119,13 @@ public struct SignalValues<Output: Sendable>: AsyncSequence, Sendable {
         }
 
         /// The next value, or `nil` once the signal finished or the task was cancelled.
-        public mutating func next() async -> Output? {
+        mutating func next() async -> Output? {
             await next(isolation: nil)
         }
 
         /// The next value, or `nil` once the signal finished or the task was cancelled, awaited
         /// without leaving `actor`.
-        public mutating func next(isolation actor: isolated (any Actor)?) async -> Output? {
+        mutating func next(isolation actor: isolated (any Actor)?) async -> Output? {
             switch await channel.next(isolation: actor) {
             case .value(let value): return value
             case .finished, .cancelled: return nil

@@ -4,10 +4,4 @@ extension Signal {
     public func replaceError(with value: Output) -> Signal<Output, Never> {
         self.catch { _ in Signal<Output, Never>(value: value) }
     }
-
-    /// Ignores a failure and finishes instead.
-    @inlinable
-    public func replaceErrorWithEmpty() -> Signal<Output, Never> {
-        self.catch { _ in Signal<Output, Never>.empty }
-    }
 }

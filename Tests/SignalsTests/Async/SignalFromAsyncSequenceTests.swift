@@ -36,7 +36,7 @@ private struct CountDown: AsyncSequence, Sendable {
         }
         let recorder = SignalRecorder<Int, any Error>()
         let token = recorder.subscribe(to: Signal(asyncSequence: stream))
-        try await waitUntil { recorder.terminalCount == 1 }
+        try await waitUntil { recorder.events.filter(\.isTerminal).count == 1 }
         #expect(recorder.values == [1])
         #expect(recorder.failure as? TestError == TestError(code: 3))
         token.cancel()
@@ -50,7 +50,7 @@ private struct CountDown: AsyncSequence, Sendable {
         let signal: Signal<String, Never> = Signal(asyncSequence: stream)
         let recorder = SignalRecorder<String, Never>()
         let token = recorder.subscribe(to: signal)
-        try await waitUntil { recorder.terminalCount == 1 }
+        try await waitUntil { recorder.events.filter(\.isTerminal).count == 1 }
         #expect(recorder.events == [.value("a"), .finished])
         token.cancel()
     }
@@ -79,7 +79,7 @@ private struct CountDown: AsyncSequence, Sendable {
         let token = recorder.subscribe(to: Signal(asyncSequence: stream))
         continuation.yield(1)
         continuation.finish(throwing: CancellationError())
-        try await waitUntil { recorder.terminalCount == 1 }
+        try await waitUntil { recorder.events.filter(\.isTerminal).count == 1 }
         #expect(recorder.values == [1])
         #expect(recorder.failure is CancellationError)
         token.cancel()

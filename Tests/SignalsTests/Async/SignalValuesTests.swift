@@ -74,9 +74,9 @@ import Testing
         #expect(runs.count == 0)
         var first = values.makeAsyncIterator()
         var second = values.makeAsyncIterator()
-        #expect(await first.next() == 1)
-        #expect(await second.next() == 2)
-        #expect(await first.next() == nil)
+        #expect(await first.next(isolation: nil) == 1)
+        #expect(await second.next(isolation: nil) == 2)
+        #expect(await first.next(isolation: nil) == nil)
         #expect(runs.count == 2)
         _ = unused
     }
@@ -101,7 +101,7 @@ import Testing
         let source = ManualSource<Int, Never>()
         let task = Task {
             var iterator = source.signal.values.makeAsyncIterator()
-            return await iterator.next()
+            return await iterator.next(isolation: nil)
         }
         await source.waitForSubscription()
         source.send(9)

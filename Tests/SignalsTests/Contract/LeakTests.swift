@@ -171,7 +171,7 @@ struct LeakTests {
                 recorder.observer.send(event)
             })
         }
-        try await waitUntil { recorder.terminalCount == 1 }
+        try await waitUntil { recorder.events.filter(\.isTerminal).count == 1 }
         // The task releases its closure when it returns, just after the terminal event.
         let deadline = ContinuousClock.now.advanced(by: .seconds(10))
         while operationCanary != nil || sinkCanary != nil {

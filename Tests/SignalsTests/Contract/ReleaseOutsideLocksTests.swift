@@ -59,10 +59,10 @@ struct ReleaseOutsideLocksTests {
         let ids = await Task {
             var iterator = signal.values.makeAsyncIterator()
             // Subscribes: both leases arrive at once, the second waits in the buffer.
-            let first = await iterator.next()?.id
+            let first = await iterator.next(isolation: nil)?.id
             withUnsafeCurrentTask { $0?.cancel() }
             // Cancelled: drops the buffer.
-            let second = await iterator.next()?.id
+            let second = await iterator.next(isolation: nil)?.id
             return (first, second)
         }.value
         #expect(ids.0 == 1)

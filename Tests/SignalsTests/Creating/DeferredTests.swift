@@ -23,6 +23,6 @@ struct DeferredTests {
         let recorder = SignalRecorder<Int, any Error>()
         recorder.subscribe(to: Signal<Int, any Error>(tryDeferred: { throw TestError(code: 8) }))
         #expect(recorder.failure as? TestError == TestError(code: 8))
-        #expect(recorder.terminalCount == 1)
+        #expect(recorder.events.filter(\.isTerminal).count == 1)
     }
 }

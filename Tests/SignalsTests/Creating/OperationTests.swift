@@ -10,16 +10,16 @@ struct OperationTests {
     @Test func operationSendsItsResultThenFinishes() async throws {
         let recorder = SignalRecorder<Int, any Error>()
         let token = recorder.subscribe(to: Signal<Int, any Error>(operation: { 42 }))
-        try await waitUntil { recorder.terminalCount == 1 }
+        try await waitUntil { recorder.events.filter(\.isTerminal).count == 1 }
         #expect(recorder.values == [42])
-        #expect(recorder.completion.map { if case .finished = $0 { true } else { false } } == true)
+        #expect(recorder.isFinished)
         token.cancel()
     }
 
     @Test func operationThatThrowsFails() async throws {
         let recorder = SignalRecorder<Int, any Error>()
         let token = recorder.subscribe(to: Signal<Int, any Error>(operation: { throw TestError(code: 6) }))
-        try await waitUntil { recorder.terminalCount == 1 }
+        try await waitUntil { recorder.events.filter(\.isTerminal).count == 1 }
         #expect(recorder.failure as? TestError == TestError(code: 6))
         #expect(recorder.values.isEmpty)
         token.cancel()
@@ -28,7 +28,7 @@ struct OperationTests {
     @Test func nonFailingOperationSendsItsResult() async throws {
         let recorder = SignalRecorder<Int, Never>()
         let token = recorder.subscribe(to: Signal<Int, Never>(operation: { 7 }))
-        try await waitUntil { recorder.terminalCount == 1 }
+        try await waitUntil { recorder.events.filter(\.isTerminal).count == 1 }
         #expect(recorder.events == [.value(7), .finished])
         token.cancel()
     }
@@ -60,7 +60,7 @@ struct OperationTests {
         let first = SignalRecorder<Int, any Error>()
         let second = SignalRecorder<Int, any Error>()
         let tokens = [first.subscribe(to: signal), second.subscribe(to: signal)]
-        try await waitUntil { first.terminalCount == 1 && second.terminalCount == 1 }
+        try await waitUntil { first.events.filter(\.isTerminal).count == 1 && second.events.filter(\.isTerminal).count == 1 }
         #expect(runs.count == 2)
         #expect(Set(first.values + second.values) == [1, 2])
         tokens.forEach { $0.cancel() }

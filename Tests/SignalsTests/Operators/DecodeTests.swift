@@ -12,7 +12,7 @@ struct DecodeTests {
         let decoded = SignalRecorder<Item, any Error>()
         decoded.subscribe(to: Signal<Data, Never>(value: Data(#"{"id": 4}"#.utf8)).decode(Item.self, decoder: JSONDecoder()))
         #expect(decoded.values == [Item(id: 4)])
-        #expect(decoded.terminalCount == 1)
+        #expect(decoded.events.filter(\.isTerminal).count == 1)
 
         let probe = ContractProbe<Data, Never>()
         let failed = SignalRecorder<Item, any Error>()

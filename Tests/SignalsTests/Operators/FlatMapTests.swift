@@ -70,7 +70,7 @@ extension Atomic where Value == Int {
         upstream.send(1)
         upstream.send(completion: .finished)
         inners[0].finish()
-        #expect(recorder.completion == nil)
+        #expect(!recorder.isFinished && recorder.failure == nil)
         inners[1].send(5)
         inners[1].finish()
         #expect(recorder.events == [.value(5), .finished])
@@ -84,7 +84,7 @@ extension Atomic where Value == Int {
         let token = recorder.subscribe(to: upstream.signal.flatMap { _ in inner.signal })
         upstream.send(0)
         inner.finish()
-        #expect(recorder.completion == nil)
+        #expect(!recorder.isFinished && recorder.failure == nil)
         upstream.send(completion: .finished)
         #expect(recorder.events == [.finished])
         _ = token
@@ -165,7 +165,7 @@ extension Atomic where Value == Int {
         #expect(inners.map(\.subscriptions) == [1, 1, 1, 1, 1])
         #expect(transformed.withLock { $0 } == [0, 1, 2, 3, 4])
         inners[3].finish()
-        #expect(recorder.completion == nil)
+        #expect(!recorder.isFinished && recorder.failure == nil)
         inners[4].send(40)
         inners[4].finish()
         #expect(recorder.events == [.value(10), .value(40), .finished])
@@ -349,7 +349,7 @@ extension Atomic where Value == Int {
                 inners[index].fail(TestError(code: index))
                 inners[index].send(index + 10)
             }
-            #expect(recorder.terminalCount == 1)
+            #expect(recorder.events.filter(\.isTerminal).count == 1)
             #expect(recorder.violations == 0)
             #expect(inners.allSatisfy { $0.teardowns == 1 })
             _ = token

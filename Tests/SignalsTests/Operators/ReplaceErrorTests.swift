@@ -13,7 +13,7 @@ struct ReplaceErrorTests {
         replaced.subscribe(to: Signal<Int, TestError>(error: TestError()).replaceError(with: -1))
         #expect(replaced.events == [.value(-1), .finished])
         let emptied = SignalRecorder<Int, Never>()
-        emptied.subscribe(to: Signal<Int, TestError>(error: TestError()).replaceErrorWithEmpty())
+        emptied.subscribe(to: Signal<Int, TestError>(error: TestError()).catch { _ in Signal<Int, Never>.empty })
         #expect(emptied.events == [.finished])
         let results = SignalRecorder<Result<Int, TestError>, Never>()
         results.subscribe(to: Signal<Int, TestError> { observer in

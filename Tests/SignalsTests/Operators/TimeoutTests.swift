@@ -89,7 +89,7 @@ import SignalsTesting
         let token = recorder.subscribe(to: Signal<Int, any Error>.never.timeout(.seconds(30), scheduler: scheduler))
         scheduler.advance(by: .seconds(30))
         #expect(recorder.failure as? TimeoutError == TimeoutError(interval: .seconds(30)))
-        #expect(recorder.terminalCount == 1)
+        #expect(recorder.events.filter(\.isTerminal).count == 1)
         _ = token
     }
 

@@ -18,7 +18,7 @@ struct TryCatchTests {
         recorder.subscribe(to: upstream.tryCatch { _ in upstream }.tryCatch { _ in upstream.eraseError() })
         #expect(work.count == 3)
         #expect(recorder.values == [3])
-        #expect(recorder.terminalCount == 1)
+        #expect(recorder.events.filter(\.isTerminal).count == 1)
     }
 
     @Test func tryCatchFailsWithWhatTheHandlerThrows() {
@@ -27,7 +27,7 @@ struct TryCatchTests {
             throw TestError(code: error.code + 40)
         })
         #expect(recorder.failure as? TestError == TestError(code: 41))
-        #expect(recorder.terminalCount == 1)
+        #expect(recorder.events.filter(\.isTerminal).count == 1)
     }
 
     @Test func tryCatchMatchingAnErrorHandlesOnlyThatError() {

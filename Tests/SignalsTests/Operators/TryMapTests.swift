@@ -21,7 +21,7 @@ struct TryMapTests {
         probe.send(.value(3))
         #expect(recorder.values == [1])
         #expect(recorder.failure as? TestError == TestError(code: 22))
-        #expect(recorder.terminalCount == 1)
+        #expect(recorder.events.filter(\.isTerminal).count == 1)
         token.cancel()
         #expect(probe.teardowns == 1)
     }

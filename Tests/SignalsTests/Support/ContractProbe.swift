@@ -167,7 +167,7 @@ struct ContractOperatorCase: Sendable, CustomStringConvertible {
         },
         ContractOperatorCase("tryCatch(error)") { up, c in up.tryCatch(failure) { _ in c.touch(up) } },
         ContractOperatorCase("replaceError") { up, _ in up.replaceError(with: -1) },
-        ContractOperatorCase("replaceErrorWithEmpty") { up, _ in up.replaceErrorWithEmpty() },
+        ContractOperatorCase("catch to empty") { up, _ in up.catch { _ in Signal<Int, Never>.empty } },
         ContractOperatorCase("mapToResult") { up, _ in up.mapToResult() },
         ContractOperatorCase("retry") { up, _ in up.retry(2) },
         ContractOperatorCase("retry(if:)") { up, c in up.retry(2) { c.touch($0.code == 1) } },
