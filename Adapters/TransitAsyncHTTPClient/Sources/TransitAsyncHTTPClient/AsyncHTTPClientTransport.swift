@@ -125,9 +125,15 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
     let sweeper: IdleSweeper
     /// The server-trust policy given to the initialiser, if any.
     let serverTrust: ServerTrustPolicy?
-    /// For each rule of ``serverTrust``: the TLS configuration of its requests, or why its
-    /// requests are refused.
+    /// For each rule of ``serverTrust``: how its requests are sent, or why they are refused.
     private let ruleTLS: [ServerTrustPolicy.Rule: RuleTrust]
+    /// The connections of the requests to pinned hosts (the transport's own SwiftNIO path).
+    let pinnedConnections: PinnedConnections
+    /// Every request goes through the pinned path (https verified by the TLS configuration when
+    /// no pinned rule covers its host); for tests of that path.
+    private let routesEverythingThroughNIO: Bool
+    /// The TLS of an https request on the pinned path that no pinned rule covers (tests only).
+    private let unpinnedTLS: PinnedConnections.TLS?
     private let isShutDown = NIOLockedValueBox(false)
 
     /// Creates a transport with its own AsyncHTTPClient client (and so its own connection pool).
@@ -141,14 +147,36 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
     ///     its `decompression` by `.disabled` (the transport decodes bodies itself).
     ///   - decompression: whether gzip and deflate bodies are decoded, as `URLSessionTransport`
     ///     does (``Decompression/standard`` by default).
-    ///   - serverTrust: root certificates per host (see ``ServerTrustPolicy``); none by default. A
-    ///     request to a host whose rule has pins fails with ``ServerTrustError`` without being
-    ///     sent (AsyncHTTPClient offers no certificate-verification callback).
-    public init(
+    ///   - serverTrust: root certificates and pins per host (see ``ServerTrustPolicy``); none by
+    ///     default. A request to a host whose rule has pins goes over the transport's own
+    ///     HTTP/1.1 connections, whose TLS handshake validates the server's chain (the
+    ///     configuration's trust roots and the rule's) and then matches the pins against the
+    ///     validated chain; a failure ends the handshake before any byte of the request is sent.
+    public convenience init(
         eventLoopGroup: any EventLoopGroup = AsyncHTTPClient.HTTPClient.defaultEventLoopGroup,
         configuration: AsyncHTTPClient.HTTPClient.Configuration = AsyncHTTPClientTransport.defaultConfiguration,
         decompression: Decompression = .standard,
         serverTrust: ServerTrustPolicy? = nil
+    ) {
+        self.init(
+            eventLoopGroup: eventLoopGroup,
+            configuration: configuration,
+            decompression: decompression,
+            serverTrust: serverTrust,
+            routesEverythingThroughNIO: false
+        )
+    }
+
+    /// A transport whose every request goes through the pinned path when
+    /// `routesEverythingThroughNIO` is set (plain http included, https verified by the
+    /// configuration's TLS unless a pinned rule covers the host): the conformance suite runs on
+    /// that path with it.
+    init(
+        eventLoopGroup: any EventLoopGroup = AsyncHTTPClient.HTTPClient.defaultEventLoopGroup,
+        configuration: AsyncHTTPClient.HTTPClient.Configuration = AsyncHTTPClientTransport.defaultConfiguration,
+        decompression: Decompression = .standard,
+        serverTrust: ServerTrustPolicy? = nil,
+        routesEverythingThroughNIO: Bool
     ) {
         self.decompression = decompression
         let tlsConfiguration = configuration.tlsConfiguration ?? TLSConfiguration.makeClientConfiguration()
@@ -157,12 +185,21 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         ruleTLS = Self.configurations(of: serverTrust, base: tlsConfiguration)
         client = AsyncHTTPClient.HTTPClient(eventLoopGroup: eventLoopGroup, configuration: Self.required(configuration))
         sweeper = IdleSweeper(eventLoopGroup: eventLoopGroup)
+        pinnedConnections = PinnedConnections(
+            eventLoopGroup: eventLoopGroup,
+            connectTimeout: configuration.timeout.connect ?? .seconds(10)
+        )
+        self.routesEverythingThroughNIO = routesEverythingThroughNIO
+        unpinnedTLS = routesEverythingThroughNIO
+            ? (try? NIOSSLContext(configuration: tlsConfiguration)).map { PinnedConnections.TLS(context: $0, verifier: nil) }
+            : nil
     }
 
     deinit {
         if !isShutDown.withLockedValue({ $0 }) {
-            // Closes the pool's connections in the background; nothing waits for it.
+            // Closes the pools' connections in the background; nothing waits for it.
             client.shutdown().whenComplete { _ in }
+            pinnedConnections.shutdown().whenComplete { _ in }
         }
     }
 
@@ -174,38 +211,59 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
             return !isShutDown
         }
         guard first else { return }
+        try await pinnedConnections.shutdown().get()
         try await client.shutdown()
     }
 
     /// What a rule of the server-trust policy makes of its requests.
     private enum RuleTrust {
-        /// Sent with this TLS configuration (the rule's roots added).
+        /// Sent by AsyncHTTPClient with this TLS configuration (the rule's roots added).
         case configured(TLSConfiguration)
+        /// Sent on the pinned path, verified in the handshake.
+        case pinned(PinnedConnections.TLS)
         /// Refused, for this reason.
         case refused(ServerTrustError.Reason)
     }
 
-    /// The TLS configuration of each rule of `policy`: `base` with the rule's roots added.
+    /// Where a request goes.
+    private enum Route {
+        /// Through AsyncHTTPClient, with the TLS configuration of a rule (`nil`: the client's).
+        case client(TLSConfiguration?)
+        /// Through the pinned path, with this TLS (`nil` for plain http) and rule host.
+        case pinned(PinnedConnections.TLS?, rule: String?)
+    }
+
+    /// The TLS configuration of each rule of `policy`: `base` with the rule's roots added; for a
+    /// rule with pins, the context and verifier of the pinned path.
     private static func configurations(
         of policy: ServerTrustPolicy?,
         base: TLSConfiguration
     ) -> [ServerTrustPolicy.Rule: RuleTrust] {
         var configurations: [ServerTrustPolicy.Rule: RuleTrust] = [:]
         for rule in policy?.rules ?? [] {
-            guard rule.pins.isEmpty else {
-                configurations[rule] = .refused(.notEnforceable(
-                    transport: "AsyncHTTPClientTransport",
-                    because: "AsyncHTTPClient offers no certificate-verification callback, so pins cannot be checked during the handshake"
-                ))
-                continue
-            }
             do {
                 var tls = base
                 if !rule.roots.isEmpty {
                     let roots = try rule.roots.map { try NIOSSLCertificate(bytes: Array($0.der), format: .der) }
                     tls.additionalTrustRoots.append(.certificates(roots))
                 }
-                configurations[rule] = .configured(tls)
+                if rule.pins.isEmpty {
+                    configurations[rule] = .configured(tls)
+                    continue
+                }
+                // The verification callback replaces BoringSSL's; it runs only with verification on.
+                tls.certificateVerification = .fullVerification
+                let verifier: PinVerifier
+                do {
+                    verifier = try PinVerifier(rule: rule, tls: base)
+                } catch {
+                    configurations[rule] = .refused(.notEnforceable(
+                        transport: "AsyncHTTPClientTransport",
+                        because: "swift-certificates cannot read a trusted root certificate"
+                    ))
+                    continue
+                }
+                configurations[rule] = .pinned(PinnedConnections.TLS(context: try NIOSSLContext(configuration: tls), verifier: verifier))
             } catch {
                 configurations[rule] = .refused(.notEnforceable(
                     transport: "AsyncHTTPClientTransport",
@@ -216,17 +274,23 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         return configurations
     }
 
-    /// The TLS configuration for a request to `url` under the server-trust policy: `nil` for a
-    /// host no rule covers; an error when the request must not be sent.
-    private func trust(for url: URL) -> Result<TLSConfiguration, ServerTrustError>? {
-        guard let serverTrust, let host = url.host, let rule = serverTrust.rule(for: host) else { return nil }
-        guard url.scheme?.lowercased() == "https" else {
+    /// Where a request to `url` goes under the server-trust policy, or the error when it must not
+    /// be sent.
+    private func route(for url: URL?) -> Result<Route, ServerTrustError> {
+        let isTLS = url?.scheme?.lowercased() == "https"
+        let fallback: Route = routesEverythingThroughNIO ? .pinned(isTLS ? unpinnedTLS : nil, rule: nil) : .client(nil)
+        guard let url, let serverTrust, let host = url.host, let rule = serverTrust.rule(for: host) else { return .success(fallback) }
+        guard isTLS else {
             return .failure(ServerTrustError(host: host, reason: .notEncrypted))
         }
         switch ruleTLS[rule] {
-        case let .configured(tls)?: return .success(tls)
+        case let .configured(tls)?:
+            return .success(routesEverythingThroughNIO
+                ? .pinned((try? NIOSSLContext(configuration: tls)).map { PinnedConnections.TLS(context: $0, verifier: nil) }, rule: nil)
+                : .client(tls))
+        case let .pinned(tls)?: return .success(.pinned(tls, rule: rule.host))
         case let .refused(reason)?: return .failure(ServerTrustError(host: host, reason: reason))
-        case nil: return nil
+        case nil: return .success(fallback)
         }
     }
 
@@ -247,15 +311,15 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
             var prepared: AsyncHTTPClient.HTTPClient.Request
             let callerChoseEncodings: Bool
             // The configuration of a covered host's rule (its roots added), or nil for the client's.
-            var ruleConfiguration: TLSConfiguration?
-            if let url = request.urlRequest.url, let trust = trust(for: url) {
-                switch trust {
-                case let .success(tls):
-                    ruleConfiguration = tls
-                case let .failure(refusal):
-                    observer.fail(refusal)
-                    return nil
-                }
+            let ruleConfiguration: TLSConfiguration?
+            switch route(for: request.urlRequest.url) {
+            case let .failure(refusal):
+                observer.fail(refusal)
+                return nil
+            case let .success(.pinned(tls, rule)):
+                return exchangePinned(request, tls: tls, rule: rule, observer: observer)
+            case let .success(.client(tls)):
+                ruleConfiguration = tls
             }
             do {
                 prepared = try RequestConversion.request(from: request, eventLoopGroup: client.eventLoopGroup)
@@ -285,6 +349,47 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
             return { [self] in
                 withExtendedLifetime(self) { delegate.cancel() }
             }
+        }
+    }
+
+    /// The exchange of `request` on the pinned path.
+    private func exchangePinned(
+        _ request: TransportRequest,
+        tls: PinnedConnections.TLS?,
+        rule: String?,
+        observer: Observer<HTTPResponsePart, any Error>
+    ) -> (@Sendable () -> Void)? {
+        if isShutDown.withLockedValue({ $0 }) {
+            observer.fail(URLError(.cancelled, userInfo: [NSLocalizedDescriptionKey: "The transport was shut down; the request was cancelled."]))
+            return nil
+        }
+        let prepared: PinnedExchange.Prepared
+        do {
+            prepared = try PinnedExchange.prepare(request, rule: rule, decompression: decompression)
+        } catch {
+            observer.fail(ErrorMapping.urlError(error))
+            return nil
+        }
+        if prepared.key.isTLS, tls == nil {
+            observer.fail(URLError(.secureConnectionFailed, userInfo: [
+                NSLocalizedDescriptionKey: "NIOSSL cannot make a TLS context of the transport's configuration.",
+                NSURLErrorFailingURLErrorKey: prepared.url,
+            ]))
+            return nil
+        }
+        let exchange = PinnedExchange(
+            prepared: prepared,
+            tls: tls,
+            pool: pinnedConnections,
+            observer: observer,
+            idleTimeout: request.urlRequest.timeoutInterval,
+            sweeper: sweeper,
+            decompression: decompression
+        )
+        exchange.start()
+        // Capturing `self` keeps the transport (so its connections) alive while the request runs.
+        return { [self] in
+            withExtendedLifetime(self) { exchange.cancel() }
         }
     }
 }
