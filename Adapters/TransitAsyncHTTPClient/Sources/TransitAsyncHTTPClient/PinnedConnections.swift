@@ -51,6 +51,8 @@ final class PinnedConnections: Sendable {
         /// Every open connection, idle or busy, for shutdown.
         var open: [ObjectIdentifier: any Channel] = [:]
         var isShutDown = false
+        /// Connections opened so far.
+        var opened = 0
     }
 
     private let state = NIOLockedValueBox(State())
@@ -70,6 +72,11 @@ final class PinnedConnections: Sendable {
     /// The number of open connections (for tests).
     var openCount: Int {
         state.withLockedValue { $0.open.count }
+    }
+
+    /// The number of connections opened so far (for tests).
+    var openedCount: Int {
+        state.withLockedValue { $0.opened }
     }
 
     /// An idle connection of `key` that is still open, taken out of the pool; `nil` for none.
@@ -166,6 +173,7 @@ final class PinnedConnections: Sendable {
                 let admitted = self.state.withLockedValue { state -> Bool in
                     guard !state.isShutDown else { return false }
                     state.open[ObjectIdentifier(channel)] = channel
+                    state.opened += 1
                     return true
                 }
                 channel.closeFuture.whenComplete { [weak self] _ in self?.closed(connection) }
