@@ -72,16 +72,41 @@ import Transit
 /// - **Server trust**: with a ``ServerTrustPolicy`` (`serverTrust:`), a request to a host a rule
 ///   covers trusts the rule's root certificates in addition to the configuration's (its own
 ///   `tlsConfiguration`, so a private authority is trusted for that host only); a failed handshake
-///   keeps the codes above. AsyncHTTPClient offers no certificate-verification callback, so pins
-///   cannot be checked during the handshake: a request to a host whose rule has pins fails with
-///   ``ServerTrustError`` (``ServerTrustError/Reason/notEnforceable(transport:because:)``) before
-///   any connection is opened, as does a plain `http` request to a covered host
-///   (``ServerTrustError/Reason/notEncrypted``). Other hosts are unaffected.
+///   keeps the codes above. A plain `http` request to a covered host fails with
+///   ``ServerTrustError`` (``ServerTrustError/Reason/notEncrypted``) before any connection is
+///   opened. Other hosts are unaffected.
+///
+///   AsyncHTTPClient offers no certificate-verification callback, so a request to a host whose
+///   rule has **pins** goes over the transport's own HTTP/1.1 connections (SwiftNIO, the same
+///   event loops), with the same rules as above: streaming, decoding, idle timeout, cancellation,
+///   unfollowed redirects and the error table. Their TLS handshake checks the chain the server
+///   presents before any byte of the request is written:
+///
+///   1. the chain is validated in full (swift-certificates' `Verifier`): it must lead to a root the
+///      configuration trusts (its `trustRoots`, the system's by default, and its
+///      `additionalTrustRoots`) or one of the rule's roots, every certificate within its dates,
+///      the leaf naming the host (or its IP address), whatever the configuration's
+///      `certificateVerification` says;
+///   2. a pin must then match a certificate of the **validated** chain (leaf, intermediates or
+///      root); a certificate the server sends that is not part of that chain never matches.
+///
+///   A chain that validates but matches no pin fails with ``ServerTrustError``
+///   (``ServerTrustError/Reason/pinMismatch``). A chain that does not validate fails with the
+///   table's codes (`.serverCertificateHasBadDate`, `.serverCertificateNotYetValid`,
+///   `.serverCertificateUntrusted` for an unknown authority or another host), with
+///   ``ServerTrustError/Reason/untrusted`` under `NSUnderlyingErrorKey`. Idle connections of
+///   those hosts are kept for reuse (at most 8 per host, port and rule, closed after a minute
+///   unused); a request whose reused connection closes before any byte of the response arrived
+///   is sent once more on a new connection when its method is idempotent. With a proxy in the
+///   configuration, a request to a pinned host fails with
+///   ``ServerTrustError/Reason/notEnforceable(transport:because:)``: those connections do not go
+///   through the proxy.
 ///
 /// Differences from ``URLSessionTransport`` that the seam allows: no cookie storage, no HTTP cache,
-/// and HTTP/2 over TLS when the server offers it.
+/// and HTTP/2 over TLS when the server offers it (pinned hosts: HTTP/1.1).
 ///
-/// Lifetime: the transport owns its AsyncHTTPClient client. ``shutdown()`` closes it; releasing
+/// Lifetime: the transport owns its AsyncHTTPClient client and its connections to pinned hosts.
+/// ``shutdown()`` closes them; releasing
 /// the transport shuts it down too (without waiting). A subscription in flight keeps its
 /// transport alive until it ends. ``shared`` lives as long as the process.
 ///
@@ -182,7 +207,7 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         let tlsConfiguration = configuration.tlsConfiguration ?? TLSConfiguration.makeClientConfiguration()
         self.tlsConfiguration = tlsConfiguration
         self.serverTrust = serverTrust
-        ruleTLS = Self.configurations(of: serverTrust, base: tlsConfiguration)
+        ruleTLS = Self.configurations(of: serverTrust, base: tlsConfiguration, proxied: configuration.proxy != nil)
         client = AsyncHTTPClient.HTTPClient(eventLoopGroup: eventLoopGroup, configuration: Self.required(configuration))
         sweeper = IdleSweeper(eventLoopGroup: eventLoopGroup)
         pinnedConnections = PinnedConnections(
@@ -234,13 +259,22 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
     }
 
     /// The TLS configuration of each rule of `policy`: `base` with the rule's roots added; for a
-    /// rule with pins, the context and verifier of the pinned path.
+    /// rule with pins, the context and verifier of the pinned path. With a proxy (`proxied`), rules
+    /// with pins are refused: the pinned path connects directly, and must not bypass the proxy.
     private static func configurations(
         of policy: ServerTrustPolicy?,
-        base: TLSConfiguration
+        base: TLSConfiguration,
+        proxied: Bool
     ) -> [ServerTrustPolicy.Rule: RuleTrust] {
         var configurations: [ServerTrustPolicy.Rule: RuleTrust] = [:]
         for rule in policy?.rules ?? [] {
+            if proxied, !rule.pins.isEmpty {
+                configurations[rule] = .refused(.notEnforceable(
+                    transport: "AsyncHTTPClientTransport",
+                    because: "pins are checked on the transport's own connections, which do not go through the configured proxy"
+                ))
+                continue
+            }
             do {
                 var tls = base
                 if !rule.roots.isEmpty {

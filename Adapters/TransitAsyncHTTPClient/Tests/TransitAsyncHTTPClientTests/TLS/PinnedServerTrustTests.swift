@@ -242,6 +242,24 @@ struct PinnedServerTrustTests {
         #expect(server.connectionCount == 0)
     }
 
+    @Test func withAProxyAPinnedHostFailsClosed() async throws {
+        let identity = try certificates.identity(.valid)
+        let server = try TLSTestServer(identity: identity)
+        defer { server.stop() }
+        var configuration = AsyncHTTPClientTransport.defaultConfiguration
+        configuration.proxy = .server(host: "127.0.0.1", port: 9)
+        let policy = try ServerTrustPolicy([.init(host: "127.0.0.1", roots: authorityRoot, pins: [Self.keyPin(identity.leaf)])])
+        let transport = AsyncHTTPClientTransport(configuration: configuration, serverTrust: policy)
+        defer { Task { try await transport.shutdown() } }
+        let error = await failure(transport, server.url("/secret"))
+        guard case .notEnforceable(_, let because)? = (error?.underlying as? ServerTrustError)?.reason else {
+            Issue.record("\(String(describing: error))")
+            return
+        }
+        #expect(because.contains("proxy"))
+        #expect(server.connectionCount == 0)
+    }
+
     // MARK: Routing, reuse, streaming
 
     @Test func aHostWithoutPinsStillGoesThroughAsyncHTTPClient() async throws {
