@@ -84,7 +84,8 @@ struct PinVerifier: Sendable {
     }
 
     /// The verdict on `presented` (leaf first), offered by the server at `host` (a name, or an IP
-    /// address without brackets). `now` reads the dates of a chain that failed, for its code.
+    /// address without brackets). The code of a chain that fails comes from its dates
+    /// (``CertificateDiagnosis/code(for:now:)``).
     func verify(_ presented: [NIOSSLCertificate], host: String) async -> Verdict {
         guard let first = presented.first, let leaf = try? Self.certificate(first) else {
             return .untrusted(.serverCertificateUntrusted)

@@ -341,4 +341,26 @@ struct PinnedServerTrustTests {
         #expect(received.withLockedValue { $0.afterCancel } == 0)
         #expect(received.withLockedValue { $0.completed } == false)
     }
+
+    @Test func shuttingDownCancelsAPinnedRequestInFlight() async throws {
+        let identity = try certificates.identity(.valid)
+        let server = try TLSTestServer(identity: identity, answer: .stream(first: 1000))
+        defer { server.stop() }
+        let transport = try transport(pins: [Self.keyPin(identity.leaf)])
+        let outcome = NIOLockedValueBox<(bytes: Int, failure: (any Error)?)>((0, nil))
+        let token = transport.exchange(TransportRequest(URLRequest(url: server.url("/stream")))).sink(
+            receiveCompletion: { completion in
+                if case .failure(let error) = completion { outcome.withLockedValue { $0.failure = error } }
+            },
+            receiveValue: { part in
+                if case .body(let data) = part { outcome.withLockedValue { $0.bytes += data.count } }
+            }
+        )
+        #expect(await server.waitUntil { outcome.withLockedValue { $0.bytes } == 1000 })
+        try await transport.shutdown()
+        #expect(await server.waitUntil { outcome.withLockedValue { $0.failure } != nil })
+        #expect((outcome.withLockedValue { $0.failure } as? URLError)?.code == .cancelled)
+        #expect(await server.waitUntil { server.closedConnectionCount == 1 })
+        withExtendedLifetime(token) {}
+    }
 }
