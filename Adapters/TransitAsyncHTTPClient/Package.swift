@@ -17,7 +17,8 @@ let package = Package(
         // depends on both already, so they add nothing to build.
         .package(url: "https://github.com/apple/swift-nio", from: "2.81.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.27.0"),
-        // Tests only: certificates minted at test time for the TLS test server.
+        // Chain validation and pin digests for pinned hosts; certificates minted at test time
+        // for the TLS test server.
         .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
         .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
         .package(url: "https://github.com/apple/swift-asn1", from: "1.1.0"),
@@ -35,6 +36,11 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOTLS", package: "swift-nio"),
+                // Pinned hosts: their chains validated and their pins matched in the handshake.
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
                 "CTransitZlib",
             ]
         ),

@@ -25,15 +25,18 @@ import Foundation
 /// sending it:
 ///
 /// - Roots are trusted **in addition** to the system's, for that host only.
-/// - Pins, when a rule has any, must match a certificate of the chain the server presents (a
-///   certificate pin the SHA-256 of its DER, a public-key pin the SHA-256 of its
-///   SubjectPublicKeyInfo); give several so that a key can rotate to a backup.
+/// - Pins, when a rule has any, must match a certificate of the server's chain once it is validated
+///   (leaf, intermediates or root; a certificate the server sends outside that chain never
+///   matches): a certificate pin the SHA-256 of its DER, a public-key pin the SHA-256 of its
+///   SubjectPublicKeyInfo. Pins never replace validation. Give several so that a key can rotate
+///   to a backup.
 /// - A plain `http` request to a covered host fails with ``ServerTrustError/Reason/notEncrypted``:
 ///   there is no server to verify.
 ///
 /// What each transport enforces is listed in the Security guide: ``URLSessionTransport`` on Apple
 /// platforms enforces roots and pins; on Linux it cannot enforce either and fails closed;
-/// `AsyncHTTPClientTransport` enforces roots and fails closed for rules with pins.
+/// `AsyncHTTPClientTransport` enforces roots, and pins in the TLS handshake of its own connections
+/// to pinned hosts.
 public struct ServerTrustPolicy: Sendable, Hashable {
     /// The rules, in the order given.
     public let rules: [Rule]
@@ -235,9 +238,14 @@ public struct ServerTrustError: Error, Sendable, Hashable, CustomStringConvertib
         case notEnforceable(transport: String, because: String)
         /// The request is plain `http`: there is no server certificate to verify.
         case notEncrypted
-        /// No certificate of the server's chain matches a pin of the rule.
+        /// The server's chain is valid, but no certificate of it matches a pin of the rule; the
+        /// request was not sent.
         case pinMismatch
-        /// The server's chain is not trusted by the rule's roots and the system's.
+        /// The server's chain is not trusted by the rule's roots and the transport's (an unknown
+        /// authority, a bad date, another host's certificate); the request was not sent. A
+        /// transport that reports such failures with `URLError` codes
+        /// (`.serverCertificateUntrusted`, `.serverCertificateHasBadDate`, …) gives this reason
+        /// under the error's `NSUnderlyingErrorKey`.
         case untrusted
     }
 

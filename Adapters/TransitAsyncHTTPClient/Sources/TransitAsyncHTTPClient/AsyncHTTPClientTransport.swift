@@ -72,16 +72,41 @@ import Transit
 /// - **Server trust**: with a ``ServerTrustPolicy`` (`serverTrust:`), a request to a host a rule
 ///   covers trusts the rule's root certificates in addition to the configuration's (its own
 ///   `tlsConfiguration`, so a private authority is trusted for that host only); a failed handshake
-///   keeps the codes above. AsyncHTTPClient offers no certificate-verification callback, so pins
-///   cannot be checked during the handshake: a request to a host whose rule has pins fails with
-///   ``ServerTrustError`` (``ServerTrustError/Reason/notEnforceable(transport:because:)``) before
-///   any connection is opened, as does a plain `http` request to a covered host
-///   (``ServerTrustError/Reason/notEncrypted``). Other hosts are unaffected.
+///   keeps the codes above. A plain `http` request to a covered host fails with
+///   ``ServerTrustError`` (``ServerTrustError/Reason/notEncrypted``) before any connection is
+///   opened. Other hosts are unaffected.
+///
+///   AsyncHTTPClient offers no certificate-verification callback, so a request to a host whose
+///   rule has **pins** goes over the transport's own HTTP/1.1 connections (SwiftNIO, the same
+///   event loops), with the same rules as above: streaming, decoding, idle timeout, cancellation,
+///   unfollowed redirects and the error table. Their TLS handshake checks the chain the server
+///   presents before any byte of the request is written:
+///
+///   1. the chain is validated in full (swift-certificates' `Verifier`): it must lead to a root the
+///      configuration trusts (its `trustRoots`, the system's by default, and its
+///      `additionalTrustRoots`) or one of the rule's roots, every certificate within its dates,
+///      the leaf naming the host (or its IP address), whatever the configuration's
+///      `certificateVerification` says;
+///   2. a pin must then match a certificate of the **validated** chain (leaf, intermediates or
+///      root); a certificate the server sends that is not part of that chain never matches.
+///
+///   A chain that validates but matches no pin fails with ``ServerTrustError``
+///   (``ServerTrustError/Reason/pinMismatch``). A chain that does not validate fails with the
+///   table's codes (`.serverCertificateHasBadDate`, `.serverCertificateNotYetValid`,
+///   `.serverCertificateUntrusted` for an unknown authority or another host), with
+///   ``ServerTrustError/Reason/untrusted`` under `NSUnderlyingErrorKey`. Idle connections of
+///   those hosts are kept for reuse (at most 8 per host, port and rule, closed after a minute
+///   unused); a request whose reused connection closes before any byte of the response arrived
+///   is sent once more on a new connection when its method is idempotent. With a proxy in the
+///   configuration, a request to a pinned host fails with
+///   ``ServerTrustError/Reason/notEnforceable(transport:because:)``: those connections do not go
+///   through the proxy.
 ///
 /// Differences from ``URLSessionTransport`` that the seam allows: no cookie storage, no HTTP cache,
-/// and HTTP/2 over TLS when the server offers it.
+/// and HTTP/2 over TLS when the server offers it (pinned hosts: HTTP/1.1).
 ///
-/// Lifetime: the transport owns its AsyncHTTPClient client. ``shutdown()`` closes it; releasing
+/// Lifetime: the transport owns its AsyncHTTPClient client and its connections to pinned hosts.
+/// ``shutdown()`` closes them; releasing
 /// the transport shuts it down too (without waiting). A subscription in flight keeps its
 /// transport alive until it ends. ``shared`` lives as long as the process.
 ///
@@ -125,9 +150,15 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
     let sweeper: IdleSweeper
     /// The server-trust policy given to the initialiser, if any.
     let serverTrust: ServerTrustPolicy?
-    /// For each rule of ``serverTrust``: the TLS configuration of its requests, or why its
-    /// requests are refused.
+    /// For each rule of ``serverTrust``: how its requests are sent, or why they are refused.
     private let ruleTLS: [ServerTrustPolicy.Rule: RuleTrust]
+    /// The connections of the requests to pinned hosts (the transport's own SwiftNIO path).
+    let pinnedConnections: PinnedConnections
+    /// Every request goes through the pinned path (https verified by the TLS configuration when
+    /// no pinned rule covers its host); for tests of that path.
+    private let routesEverythingThroughNIO: Bool
+    /// The TLS of an https request on the pinned path that no pinned rule covers (tests only).
+    private let unpinnedTLS: PinnedConnections.TLS?
     private let isShutDown = NIOLockedValueBox(false)
 
     /// Creates a transport with its own AsyncHTTPClient client (and so its own connection pool).
@@ -141,28 +172,59 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
     ///     its `decompression` by `.disabled` (the transport decodes bodies itself).
     ///   - decompression: whether gzip and deflate bodies are decoded, as `URLSessionTransport`
     ///     does (``Decompression/standard`` by default).
-    ///   - serverTrust: root certificates per host (see ``ServerTrustPolicy``); none by default. A
-    ///     request to a host whose rule has pins fails with ``ServerTrustError`` without being
-    ///     sent (AsyncHTTPClient offers no certificate-verification callback).
-    public init(
+    ///   - serverTrust: root certificates and pins per host (see ``ServerTrustPolicy``); none by
+    ///     default. A request to a host whose rule has pins goes over the transport's own
+    ///     HTTP/1.1 connections, whose TLS handshake validates the server's chain (the
+    ///     configuration's trust roots and the rule's) and then matches the pins against the
+    ///     validated chain; a failure ends the handshake before any byte of the request is sent.
+    public convenience init(
         eventLoopGroup: any EventLoopGroup = AsyncHTTPClient.HTTPClient.defaultEventLoopGroup,
         configuration: AsyncHTTPClient.HTTPClient.Configuration = AsyncHTTPClientTransport.defaultConfiguration,
         decompression: Decompression = .standard,
         serverTrust: ServerTrustPolicy? = nil
     ) {
+        self.init(
+            eventLoopGroup: eventLoopGroup,
+            configuration: configuration,
+            decompression: decompression,
+            serverTrust: serverTrust,
+            routesEverythingThroughNIO: false
+        )
+    }
+
+    /// A transport whose every request goes through the pinned path when
+    /// `routesEverythingThroughNIO` is set (plain http included, https verified by the
+    /// configuration's TLS unless a pinned rule covers the host): the conformance suite runs on
+    /// that path with it.
+    init(
+        eventLoopGroup: any EventLoopGroup = AsyncHTTPClient.HTTPClient.defaultEventLoopGroup,
+        configuration: AsyncHTTPClient.HTTPClient.Configuration = AsyncHTTPClientTransport.defaultConfiguration,
+        decompression: Decompression = .standard,
+        serverTrust: ServerTrustPolicy? = nil,
+        routesEverythingThroughNIO: Bool
+    ) {
         self.decompression = decompression
         let tlsConfiguration = configuration.tlsConfiguration ?? TLSConfiguration.makeClientConfiguration()
         self.tlsConfiguration = tlsConfiguration
         self.serverTrust = serverTrust
-        ruleTLS = Self.configurations(of: serverTrust, base: tlsConfiguration)
+        ruleTLS = Self.configurations(of: serverTrust, base: tlsConfiguration, proxied: configuration.proxy != nil)
         client = AsyncHTTPClient.HTTPClient(eventLoopGroup: eventLoopGroup, configuration: Self.required(configuration))
         sweeper = IdleSweeper(eventLoopGroup: eventLoopGroup)
+        pinnedConnections = PinnedConnections(
+            eventLoopGroup: eventLoopGroup,
+            connectTimeout: configuration.timeout.connect ?? .seconds(10)
+        )
+        self.routesEverythingThroughNIO = routesEverythingThroughNIO
+        unpinnedTLS = routesEverythingThroughNIO
+            ? (try? NIOSSLContext(configuration: tlsConfiguration)).map { PinnedConnections.TLS(context: $0, verifier: nil) }
+            : nil
     }
 
     deinit {
         if !isShutDown.withLockedValue({ $0 }) {
-            // Closes the pool's connections in the background; nothing waits for it.
+            // Closes the pools' connections in the background; nothing waits for it.
             client.shutdown().whenComplete { _ in }
+            pinnedConnections.shutdown().whenComplete { _ in }
         }
     }
 
@@ -174,28 +236,42 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
             return !isShutDown
         }
         guard first else { return }
+        try await pinnedConnections.shutdown().get()
         try await client.shutdown()
     }
 
     /// What a rule of the server-trust policy makes of its requests.
     private enum RuleTrust {
-        /// Sent with this TLS configuration (the rule's roots added).
+        /// Sent by AsyncHTTPClient with this TLS configuration (the rule's roots added).
         case configured(TLSConfiguration)
+        /// Sent on the pinned path, verified in the handshake.
+        case pinned(PinnedConnections.TLS)
         /// Refused, for this reason.
         case refused(ServerTrustError.Reason)
     }
 
-    /// The TLS configuration of each rule of `policy`: `base` with the rule's roots added.
+    /// Where a request goes.
+    private enum Route {
+        /// Through AsyncHTTPClient, with the TLS configuration of a rule (`nil`: the client's).
+        case client(TLSConfiguration?)
+        /// Through the pinned path, with this TLS (`nil` for plain http) and rule host.
+        case pinned(PinnedConnections.TLS?, rule: String?)
+    }
+
+    /// The TLS configuration of each rule of `policy`: `base` with the rule's roots added; for a
+    /// rule with pins, the context and verifier of the pinned path. With a proxy (`proxied`), rules
+    /// with pins are refused: the pinned path connects directly, and must not bypass the proxy.
     private static func configurations(
         of policy: ServerTrustPolicy?,
-        base: TLSConfiguration
+        base: TLSConfiguration,
+        proxied: Bool
     ) -> [ServerTrustPolicy.Rule: RuleTrust] {
         var configurations: [ServerTrustPolicy.Rule: RuleTrust] = [:]
         for rule in policy?.rules ?? [] {
-            guard rule.pins.isEmpty else {
+            if proxied, !rule.pins.isEmpty {
                 configurations[rule] = .refused(.notEnforceable(
                     transport: "AsyncHTTPClientTransport",
-                    because: "AsyncHTTPClient offers no certificate-verification callback, so pins cannot be checked during the handshake"
+                    because: "pins are checked on the transport's own connections, which do not go through the configured proxy"
                 ))
                 continue
             }
@@ -205,7 +281,23 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
                     let roots = try rule.roots.map { try NIOSSLCertificate(bytes: Array($0.der), format: .der) }
                     tls.additionalTrustRoots.append(.certificates(roots))
                 }
-                configurations[rule] = .configured(tls)
+                if rule.pins.isEmpty {
+                    configurations[rule] = .configured(tls)
+                    continue
+                }
+                // The verification callback replaces BoringSSL's; it runs only with verification on.
+                tls.certificateVerification = .fullVerification
+                let verifier: PinVerifier
+                do {
+                    verifier = try PinVerifier(rule: rule, tls: base)
+                } catch {
+                    configurations[rule] = .refused(.notEnforceable(
+                        transport: "AsyncHTTPClientTransport",
+                        because: "swift-certificates cannot read a trusted root certificate"
+                    ))
+                    continue
+                }
+                configurations[rule] = .pinned(PinnedConnections.TLS(context: try NIOSSLContext(configuration: tls), verifier: verifier))
             } catch {
                 configurations[rule] = .refused(.notEnforceable(
                     transport: "AsyncHTTPClientTransport",
@@ -216,17 +308,23 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         return configurations
     }
 
-    /// The TLS configuration for a request to `url` under the server-trust policy: `nil` for a
-    /// host no rule covers; an error when the request must not be sent.
-    private func trust(for url: URL) -> Result<TLSConfiguration, ServerTrustError>? {
-        guard let serverTrust, let host = url.host, let rule = serverTrust.rule(for: host) else { return nil }
-        guard url.scheme?.lowercased() == "https" else {
+    /// Where a request to `url` goes under the server-trust policy, or the error when it must not
+    /// be sent.
+    private func route(for url: URL?) -> Result<Route, ServerTrustError> {
+        let isTLS = url?.scheme?.lowercased() == "https"
+        let fallback: Route = routesEverythingThroughNIO ? .pinned(isTLS ? unpinnedTLS : nil, rule: nil) : .client(nil)
+        guard let url, let serverTrust, let host = url.host, let rule = serverTrust.rule(for: host) else { return .success(fallback) }
+        guard isTLS else {
             return .failure(ServerTrustError(host: host, reason: .notEncrypted))
         }
         switch ruleTLS[rule] {
-        case let .configured(tls)?: return .success(tls)
+        case let .configured(tls)?:
+            return .success(routesEverythingThroughNIO
+                ? .pinned((try? NIOSSLContext(configuration: tls)).map { PinnedConnections.TLS(context: $0, verifier: nil) }, rule: nil)
+                : .client(tls))
+        case let .pinned(tls)?: return .success(.pinned(tls, rule: rule.host))
         case let .refused(reason)?: return .failure(ServerTrustError(host: host, reason: reason))
-        case nil: return nil
+        case nil: return .success(fallback)
         }
     }
 
@@ -247,15 +345,15 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
             var prepared: AsyncHTTPClient.HTTPClient.Request
             let callerChoseEncodings: Bool
             // The configuration of a covered host's rule (its roots added), or nil for the client's.
-            var ruleConfiguration: TLSConfiguration?
-            if let url = request.urlRequest.url, let trust = trust(for: url) {
-                switch trust {
-                case let .success(tls):
-                    ruleConfiguration = tls
-                case let .failure(refusal):
-                    observer.fail(refusal)
-                    return nil
-                }
+            let ruleConfiguration: TLSConfiguration?
+            switch route(for: request.urlRequest.url) {
+            case let .failure(refusal):
+                observer.fail(refusal)
+                return nil
+            case let .success(.pinned(tls, rule)):
+                return exchangePinned(request, tls: tls, rule: rule, observer: observer)
+            case let .success(.client(tls)):
+                ruleConfiguration = tls
             }
             do {
                 prepared = try RequestConversion.request(from: request, eventLoopGroup: client.eventLoopGroup)
@@ -285,6 +383,47 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
             return { [self] in
                 withExtendedLifetime(self) { delegate.cancel() }
             }
+        }
+    }
+
+    /// The exchange of `request` on the pinned path.
+    private func exchangePinned(
+        _ request: TransportRequest,
+        tls: PinnedConnections.TLS?,
+        rule: String?,
+        observer: Observer<HTTPResponsePart, any Error>
+    ) -> (@Sendable () -> Void)? {
+        if isShutDown.withLockedValue({ $0 }) {
+            observer.fail(URLError(.cancelled, userInfo: [NSLocalizedDescriptionKey: "The transport was shut down; the request was cancelled."]))
+            return nil
+        }
+        let prepared: PinnedExchange.Prepared
+        do {
+            prepared = try PinnedExchange.prepare(request, rule: rule, decompression: decompression)
+        } catch {
+            observer.fail(ErrorMapping.urlError(error))
+            return nil
+        }
+        if prepared.key.isTLS, tls == nil {
+            observer.fail(URLError(.secureConnectionFailed, userInfo: [
+                NSLocalizedDescriptionKey: "NIOSSL cannot make a TLS context of the transport's configuration.",
+                NSURLErrorFailingURLErrorKey: prepared.url,
+            ]))
+            return nil
+        }
+        let exchange = PinnedExchange(
+            prepared: prepared,
+            tls: tls,
+            pool: pinnedConnections,
+            observer: observer,
+            idleTimeout: request.urlRequest.timeoutInterval,
+            sweeper: sweeper,
+            decompression: decompression
+        )
+        exchange.start()
+        // Capturing `self` keeps the transport (so its connections) alive while the request runs.
+        return { [self] in
+            withExtendedLifetime(self) { exchange.cancel() }
         }
     }
 }

@@ -39,6 +39,9 @@ struct TestCertificates: Sendable {
         /// Issued by another authority, that no client trusts, which the server sends along with
         /// the leaf (a chain to an unknown root).
         case unknownRoot
+        /// Issued by an intermediate authority that the authority issued; the server sends the
+        /// leaf, the intermediate and the authority.
+        case viaIntermediate
     }
 
     /// The authority's certificate: the root a client must trust to accept ``Kind/valid``.
@@ -74,6 +77,11 @@ struct TestCertificates: Sendable {
             return try leaf(issuer: authorityName, issuerKey: authorityKey, from: now - day, until: now + day, names: [.dnsName("wrong-host.example")], extra: [authority])
         case .selfSigned:
             return try leaf(issuer: nil, issuerKey: nil, from: now - day, until: now + day)
+        case .viaIntermediate:
+            let intermediateKey = P256.Signing.PrivateKey()
+            let intermediateName = try DistinguishedName { CommonName("Transit Test Intermediate") }
+            let intermediate = try Self.authority(name: intermediateName, key: intermediateKey, issuer: authorityName, issuerKey: authorityKey)
+            return try leaf(issuer: intermediateName, issuerKey: intermediateKey, from: now - day, until: now + day, extra: [Self.nio(intermediate), authority])
         case .unknownRoot:
             let otherKey = P256.Signing.PrivateKey()
             let otherName = try DistinguishedName { CommonName("Untrusted Test Authority") }
@@ -82,7 +90,14 @@ struct TestCertificates: Sendable {
         }
     }
 
-    private static func authority(name: DistinguishedName, key: P256.Signing.PrivateKey) throws -> Certificate {
+    /// An authority's certificate for `name` and `key`, issued by itself, or by `issuer` with
+    /// `issuerKey` (an intermediate).
+    static func authority(
+        name: DistinguishedName,
+        key: P256.Signing.PrivateKey,
+        issuer: DistinguishedName? = nil,
+        issuerKey: P256.Signing.PrivateKey? = nil
+    ) throws -> Certificate {
         let now = Date()
         return try Certificate(
             version: .v3,
@@ -90,14 +105,14 @@ struct TestCertificates: Sendable {
             publicKey: .init(key.publicKey),
             notValidBefore: now - 7 * 86400,
             notValidAfter: now + 7 * 86400,
-            issuer: name,
+            issuer: issuer ?? name,
             subject: name,
             signatureAlgorithm: .ecdsaWithSHA256,
             extensions: try Certificate.Extensions {
                 Critical(BasicConstraints.isCertificateAuthority(maxPathLength: nil))
                 Critical(KeyUsage(keyCertSign: true, cRLSign: true))
             },
-            issuerPrivateKey: .init(key)
+            issuerPrivateKey: .init(issuerKey ?? key)
         )
     }
 
@@ -138,7 +153,7 @@ struct TestCertificates: Sendable {
         )
     }
 
-    private static func nio(_ certificate: Certificate) throws -> NIOSSLCertificate {
+    static func nio(_ certificate: Certificate) throws -> NIOSSLCertificate {
         try NIOSSLCertificate(bytes: Array(certificate.serializeAsPEM().pemString.utf8), format: .pem)
     }
 }
