@@ -171,18 +171,18 @@ public final class LoopbackServer: Sendable {
     }
 
     /// How many connections the server has accepted since it started.
-    package var connectionCount: Int {
+    public var connectionCount: Int {
         core.state.withLock { $0.acceptedCount }
     }
 
     /// How many connections are open now.
-    package var openConnectionCount: Int {
+    public var openConnectionCount: Int {
         core.state.withLock { $0.connections.count }
     }
 
     /// How many connections ended because the client closed them (end of stream or reset seen
     /// while reading, waiting or writing), as opposed to the server closing them.
-    package var clientClosedConnectionCount: Int {
+    public var clientClosedConnectionCount: Int {
         core.state.withLock { $0.clientClosedCount }
     }
 
@@ -194,7 +194,7 @@ public final class LoopbackServer: Sendable {
     /// let closed = await server.waitUntil { server.clientClosedConnectionCount == 1 }
     /// #expect(closed)
     /// ```
-    package func waitUntil(timeout: Duration = .seconds(30), _ condition: @Sendable () -> Bool) async -> Bool {
+    public func waitUntil(timeout: Duration = .seconds(30), _ condition: @Sendable () -> Bool) async -> Bool {
         let deadline = ContinuousClock.now.advanced(by: timeout)
         while true {
             let generation = core.state.withLock { $0.generation }

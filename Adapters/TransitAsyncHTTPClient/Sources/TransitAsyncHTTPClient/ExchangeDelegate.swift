@@ -59,10 +59,7 @@ final class ExchangeDelegate: HTTPClientResponseDelegate, IdleSweeper.Exchange {
         self.callerChoseEncodings = callerChoseEncodings
         self.observer = observer
         self.sweeper = sweeper
-        // URLRequest's timeout is a positive number of seconds; anything else means none.
-        self.idleTimeout = idleTimeout > 0 && idleTimeout.isFinite
-            ? .nanoseconds(Int64(min(idleTimeout, 1e9) * 1e9))
-            : nil
+        self.idleTimeout = IdleSweeper.silenceAllowed(byTimeoutInterval: idleTimeout)
         state = NIOLockedValueBox(State(lastActivity: .now()))
     }
 

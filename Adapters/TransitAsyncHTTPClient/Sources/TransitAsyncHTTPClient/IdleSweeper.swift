@@ -111,3 +111,11 @@ final class IdleSweeper: Sendable {
         for exchange in idle { exchange.expire() }
     }
 }
+
+extension IdleSweeper {
+    /// `URLRequest.timeoutInterval` as the longest silence an exchange is allowed: a positive,
+    /// finite number of seconds (at most 10⁹); anything else means no limit.
+    static func silenceAllowed(byTimeoutInterval seconds: Double) -> TimeAmount? {
+        seconds > 0 && seconds.isFinite ? .nanoseconds(Int64(min(seconds, 1e9) * 1e9)) : nil
+    }
+}

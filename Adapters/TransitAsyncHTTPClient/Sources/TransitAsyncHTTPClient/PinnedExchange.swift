@@ -86,9 +86,7 @@ final class PinnedExchange: IdleSweeper.Exchange {
         self.observer = observer
         self.sweeper = sweeper
         self.decompression = decompression
-        self.idleTimeout = idleTimeout > 0 && idleTimeout.isFinite
-            ? .nanoseconds(Int64(min(idleTimeout, 1e9) * 1e9))
-            : nil
+        self.idleTimeout = IdleSweeper.silenceAllowed(byTimeoutInterval: idleTimeout)
         state = NIOLockedValueBox(State(lastActivity: .now()))
     }
 

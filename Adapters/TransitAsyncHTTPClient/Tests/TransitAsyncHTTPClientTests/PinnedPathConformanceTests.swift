@@ -34,7 +34,7 @@ struct PinnedPathReuseTests {
         let server = LoopbackServer()
         try server.start()
         defer { server.stop() }
-        server.enqueue([.text("one"), .text("two"), .text("three")])
+        for response: LoopbackResponse in [.text("one"), .text("two"), .text("three")] { server.enqueue(response) }
         let transport = AsyncHTTPClientTransport(routesEverythingThroughNIO: true)
         let client = Transit.HTTPClient(transport: transport)
         for expected in ["one", "two", "three"] {
@@ -51,7 +51,7 @@ struct PinnedPathReuseTests {
         let server = LoopbackServer()
         try server.start()
         defer { server.stop() }
-        server.enqueue([.text("one", headers: ["Connection": "close"]), .text("two")])
+        for response: LoopbackResponse in [.text("one", headers: ["Connection": "close"]), .text("two")] { server.enqueue(response) }
         let transport = AsyncHTTPClientTransport(routesEverythingThroughNIO: true)
         defer { Task { try await transport.shutdown() } }
         let client = Transit.HTTPClient(transport: transport)
@@ -65,7 +65,7 @@ struct PinnedPathReuseTests {
         try server.start()
         defer { server.stop() }
         // The second request finds the kept-alive connection closed without an answer.
-        server.enqueue([.text("one"), .dropConnection, .text("two")])
+        for response: LoopbackResponse in [.text("one"), .dropConnection, .text("two")] { server.enqueue(response) }
         let transport = AsyncHTTPClientTransport(routesEverythingThroughNIO: true)
         defer { Task { try await transport.shutdown() } }
         let client = Transit.HTTPClient(transport: transport)
@@ -79,7 +79,7 @@ struct PinnedPathReuseTests {
         let server = LoopbackServer()
         try server.start()
         defer { server.stop() }
-        server.enqueue([.text("one"), .dropConnection, .text("never")])
+        for response: LoopbackResponse in [.text("one"), .dropConnection, .text("never")] { server.enqueue(response) }
         let transport = AsyncHTTPClientTransport(routesEverythingThroughNIO: true)
         defer { Task { try await transport.shutdown() } }
         #expect(try await Transit.HTTPClient(transport: transport).send(URLRequest(url: server.url("/a"))).firstValue().text == "one")
