@@ -50,9 +50,6 @@ public struct DownloadedFile: Sendable {
     public let head: HTTPResponseHead
     /// The body's size in bytes.
     public let byteCount: Int64
-
-    /// The status line and headers as Foundation's `HTTPURLResponse`, made when first read.
-    public var response: HTTPURLResponse { head.urlResponse }
 }
 
 /// Writes one download: to a hidden temporary file beside the destination, renamed over the

@@ -20,7 +20,7 @@ import FoundationNetworking
 ///   added back on later hops;
 /// - `303 See Other`, and `301`/`302` answering a `POST`, continue as `GET` without the body;
 ///   `307` and `308` repeat the method and the body;
-/// - at most ``maxRedirects`` hops, then ``RedirectError/tooManyRedirects(_:)``.
+/// - at most `maxRedirects` hops (10 by default), then ``RedirectError/tooManyRedirects(_:)``.
 public struct RedirectPolicy: Sendable, Hashable {
     /// What the client does with a redirect.
     public enum Mode: Sendable, Hashable {
@@ -34,11 +34,12 @@ public struct RedirectPolicy: Sendable, Hashable {
     }
 
     /// What the client does with a redirect.
-    public var mode: Mode
+    var mode: Mode
     /// The most hops one request follows.
-    public var maxRedirects: Int
+    var maxRedirects: Int
 
-    /// Creates a policy.
+    /// Creates a policy: `mode` for every redirect, at most `maxRedirects` hops (a negative value
+    /// counts as zero).
     public init(_ mode: Mode, maxRedirects: Int = 10) {
         self.mode = mode
         self.maxRedirects = max(0, maxRedirects)

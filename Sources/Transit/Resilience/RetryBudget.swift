@@ -27,11 +27,11 @@ import Signals
 /// Thread safety: state behind one lock.
 public final class RetryBudget: Sendable {
     /// The share of requests that may be retried.
-    public let ratio: Double
+    let ratio: Double
     /// Retries allowed per second whatever the traffic (so a quiet client can still retry).
-    public let minRetriesPerSecond: Double
+    let minRetriesPerSecond: Double
     /// How far back requests and retries are counted.
-    public let window: Duration
+    let window: Duration
     private let slices = 10
     /// The length of a slice in seconds: `window / slices`, computed once.
     private let sliceSeconds: Double
