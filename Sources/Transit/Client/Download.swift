@@ -29,7 +29,7 @@ public struct DownloadProgress: Sendable, Hashable {
     public let expectedBytes: Int64?
 
     /// Creates a progress report.
-    public init(bytesReceived: Int64, expectedBytes: Int64?) {
+    init(bytesReceived: Int64, expectedBytes: Int64?) {
         self.bytesReceived = bytesReceived
         self.expectedBytes = expectedBytes
     }

@@ -15,7 +15,7 @@ import FoundationNetworking
 ///   them), and the client refuses user-info in every URL it sends;
 /// - a redirect that changes scheme, host or port drops every header ``Redaction`` treats as
 ///   secret (`Authorization`, `Proxy-Authorization`, `Cookie`, `X-API-Key`, `X-Auth-Token`, any
-///   name ending in `-Token`, `-Key`, `-Secret`, …: ``Redaction/isSensitiveHeader(_:)``) and
+///   name ending in `-Token`, `-Key`, `-Secret`, …: see ``Redaction``) and
 ///   every header the client adds to them (``HTTPClient/Configuration/sensitiveHeaders``), and they are not
 ///   added back on later hops;
 /// - `303 See Other`, and `301`/`302` answering a `POST`, continue as `GET` without the body;
