@@ -69,7 +69,7 @@ public struct RedirectPolicy: Sendable, Hashable {
 
 /// A redirect the client refused to follow.
 public enum RedirectError: Error, Hashable, Sendable, CustomStringConvertible, LocalizedError {
-    /// The request was redirected more times than ``RedirectPolicy/maxRedirects``.
+    /// The request was redirected more times than its policy allows (`RedirectPolicy(_:maxRedirects:)`).
     case tooManyRedirects(Int)
     /// A redirect from `https` to `http`. The URLs are given without user info, query or
     /// fragment.
@@ -88,7 +88,7 @@ public enum RedirectError: Error, Hashable, Sendable, CustomStringConvertible, L
         switch self {
         case .tooManyRedirects(let count):
             return "The request was redirected more than \(count) times; the server is probably looping. "
-                + "Raise RedirectPolicy.maxRedirects if the chain is expected."
+                + "Pass a larger maxRedirects to RedirectPolicy(_:maxRedirects:) if the chain is expected."
         case .insecureRedirect(let from, let to):
             return "Refused a redirect from \(from) to \(to): it downgrades https to http, which would send the "
                 + "request (and anything secret in it) unencrypted."

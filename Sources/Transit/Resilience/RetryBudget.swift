@@ -2,7 +2,7 @@ import Foundation
 import Signals
 
 /// A retry budget shared by every retry policy that names it (one per client, typically): across
-/// all of them, retries stay under ``ratio`` of requests plus a small floor per second, so a storm
+/// all of them, retries stay under a `ratio` of requests plus a small floor per second, so a storm
 /// of 5xx cannot multiply the load on a struggling server. (gRPC's retry throttling and Finagle's
 /// `RetryBudget` work this way; no Swift or iOS peer has one.)
 ///
@@ -13,7 +13,7 @@ import Signals
 /// ```
 ///
 /// Every request that `retry(_ policy:)` starts deposits in the budget; every retry withdraws.
-/// Over the last ``window``, a retry is allowed while
+/// Over the last `window`, a retry is allowed while
 /// `retries < ratio × requests + minRetriesPerSecond × window`. A retry the budget refuses fails
 /// the request with ``RetryBudgetExhausted``, which carries the failure it would have retried.
 ///
