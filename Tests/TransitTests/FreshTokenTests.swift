@@ -94,7 +94,7 @@ import TransitTesting
             let error = try #require(log.failure as? HTTPClientError)
             #expect(error == .badRequest())
             #expect(error.response?.request.url?.path == "/token", "the refresh's own error")
-            #expect(error.body == Data("invalid_grant".utf8))
+            #expect(error.response?.data == Data("invalid_grant".utf8))
             #expect(log.terminalCount == 1)
             #expect(log.violations == 0)
         }

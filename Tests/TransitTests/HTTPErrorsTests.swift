@@ -169,10 +169,10 @@ struct HTTPErrorsTests {
         let probe = RequestProbe(api.post(endpoint: "posts", body: Data("{}".utf8)).catchHTTPErrors())
         let error = try #require(probe.failure as? HTTPClientError)
         #expect(error == .unprocessableContent())
-        #expect(error.body == Data(#"{"error":"title is required"}"#.utf8))
-        #expect(error.value(forHTTPHeaderField: "x-request-id") == "abc-123")
-        #expect(error.headers["X-Request-Id"] == "abc-123")
-        #expect(error.headers["Content-Type"] == "application/json")
+        #expect(error.response?.data == Data(#"{"error":"title is required"}"#.utf8))
+        #expect(error.response?.value(forHTTPHeaderField: "x-request-id") == "abc-123")
+        #expect(error.response?.head.allHeaderFields["X-Request-Id"] == "abc-123")
+        #expect(error.response?.head.allHeaderFields["Content-Type"] == "application/json")
         #expect(error.response?.request.httpMethod == "POST")
         #expect(error.response?.request.url?.absoluteString == "https://api.example.com/v1/posts")
     }
@@ -258,6 +258,6 @@ struct HTTPErrorsTests {
         let response = makeResponse(status: code, headers: ["Retry-After": "5"])
         let error = try #require(makeHTTPError(for: response))
         #expect(error.retryAfter == nil)
-        #expect(error.value(forHTTPHeaderField: "Retry-After") == "5")
+        #expect(error.response?.value(forHTTPHeaderField: "Retry-After") == "5")
     }
 }

@@ -4,7 +4,7 @@ import FoundationNetworking
 #endif
 import Signals
 import Testing
-import Transit
+@testable import Transit
 import TransitTesting
 
 /// Secrets the tests put into URLs and headers; none may appear in any description.

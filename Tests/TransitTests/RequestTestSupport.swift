@@ -86,7 +86,7 @@ func makeResponse(
     request.httpMethod = method
     return HTTPResponse(
         data: Data(body.utf8),
-        response: HTTPURLResponse(url: url, statusCode: status, httpVersion: "HTTP/1.1", headerFields: headers)!,
+        head: HTTPResponseHead(HTTPURLResponse(url: url, statusCode: status, httpVersion: "HTTP/1.1", headerFields: headers)!),
         request: request
     )
 }

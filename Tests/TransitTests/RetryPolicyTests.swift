@@ -96,7 +96,7 @@ private func policy(
     }
 
     @Test func theDefaultPolicyIsDocumented() {
-        let p = RetryPolicy.default
+        let p = RetryPolicy()
         #expect(p.maxAttempts == 3 && p.baseDelay == .milliseconds(500) && p.multiplier == 2 && p.maxDelay == .seconds(30))
         #expect(p.jitter == .full && p.maxRetryAfter == .seconds(60) && !p.retryNonIdempotent)
         let r = p.random()
@@ -308,13 +308,13 @@ private func policy(
     @Test(arguments: [408, 500, 502, 503, 504])
     func transientStatuses(status: Int) throws {
         let error = try #require(HTTPClientError(statusCode: status) as (any HTTPError)? ?? HTTPServerError(statusCode: status))
-        #expect(RetryPolicy.default.isTransient(error))
+        #expect(RetryPolicy().isTransient(error))
     }
 
     @Test(arguments: [400, 401, 404, 429, 501, 505, 599])
     func nonTransientStatuses(status: Int) throws {
         let error = try #require(HTTPClientError(statusCode: status) as (any HTTPError)? ?? HTTPServerError(statusCode: status))
-        #expect(!RetryPolicy.default.isTransient(error))
+        #expect(!RetryPolicy().isTransient(error))
     }
 
     @Test func theDefaultSetsHoldTheDocumentedEntries() {

@@ -5,7 +5,7 @@ import FoundationNetworking
 #endif
 import Signals
 import Testing
-import Transit
+@testable import Transit
 
 @Suite struct TokenStoreTests {
     /// A store whose refresh sends `AuthToken(accessToken: next)` after one second on `scheduler`

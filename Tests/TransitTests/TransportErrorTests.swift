@@ -108,7 +108,7 @@ struct TransportErrorTests {
         #expect(error.urlError == nil)
         #expect(error.code == nil)
         #expect(error.method == .get)
-        #expect(!RetryPolicy.default.isTransient(error))
+        #expect(!RetryPolicy().isTransient(error))
     }
 
     @Test("an HTTP error status is not a transport error: it arrives as a response")
@@ -152,12 +152,12 @@ struct TransportErrorTests {
         #expect(policy.retryDelay(after: post, attempt: 1) == nil, "a timed-out POST may have been processed")
         #expect(policy.retryDelay(after: post, attempt: 1, method: .get) == nil, "the error's own method wins")
         #expect(policy.retryDelay(after: refusedPost, attempt: 1) == .seconds(1), "never reached the server: safe for any method")
-        #expect(RetryPolicy.default.isTransient(get) && RetryPolicy.neverReachedServer(refusedPost))
+        #expect(RetryPolicy().isTransient(get) && RetryPolicy.neverReachedServer(refusedPost))
         #expect(!RetryPolicy.neverReachedServer(get))
         // A bare URLError (a transport used without a client) says no method.
         #expect(policy.retryDelay(after: URLError(.timedOut), attempt: 1) == nil)
         #expect(policy.retryDelay(after: URLError(.timedOut), attempt: 1, method: .get) == .seconds(1))
-        #expect(RetryPolicy.default.isTransient(URLError(.networkConnectionLost)))
+        #expect(RetryPolicy().isTransient(URLError(.networkConnectionLost)))
     }
 
     @Test("the description names the method, the redacted URL and the failure; never a credential")

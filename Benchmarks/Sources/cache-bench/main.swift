@@ -231,7 +231,7 @@ struct GeneratedTransport: HTTPTransport {
         return Signal { observer in
             observer.send(.head(HTTPResponseHead(
                 url: request.urlRequest.url!, statusCode: 200,
-                headerFields: ["Cache-Control": "max-age=600", "Content-Length": "\(bytes)"]
+                fields: [HTTPField(name: "Cache-Control", value: "max-age=600"), HTTPField(name: "Content-Length", value: "\(bytes)")]
             )))
             for index in 0..<(bytes / 65536) {
                 observer.send(.body(Data(repeating: UInt8(truncatingIfNeeded: index), count: 65536)))

@@ -29,7 +29,7 @@ public struct DownloadProgress: Sendable, Hashable {
     public let expectedBytes: Int64?
 
     /// Creates a progress report.
-    public init(bytesReceived: Int64, expectedBytes: Int64?) {
+    init(bytesReceived: Int64, expectedBytes: Int64?) {
         self.bytesReceived = bytesReceived
         self.expectedBytes = expectedBytes
     }
@@ -50,9 +50,6 @@ public struct DownloadedFile: Sendable {
     public let head: HTTPResponseHead
     /// The body's size in bytes.
     public let byteCount: Int64
-
-    /// The status line and headers as Foundation's `HTTPURLResponse`, made when first read.
-    public var response: HTTPURLResponse { head.urlResponse }
 }
 
 /// Writes one download: to a hidden temporary file beside the destination, renamed over the

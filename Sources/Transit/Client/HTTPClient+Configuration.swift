@@ -41,12 +41,12 @@ extension HTTPClient {
         /// client without monitors builds no event.
         public var monitors: [any HTTPEventMonitor] = []
         /// The largest body a buffered request accepts (``HTTPClient/send(_:bodyFile:options:)``):
-        /// ``HTTPClient/defaultMaxResponseBytes``, 32 MiB, by default. A larger response fails with
+        /// 32 MiB by default. A larger response fails with
         /// ``ResponseTooLargeError`` as soon as that is known. ``RequestOptions`` can change it per
         /// request; a negative value counts as zero.
         public var maxResponseBytes: Int = HTTPClient.defaultMaxResponseBytes
         /// The total time a buffered request may take, redirects and waits included:
-        /// ``HTTPClient/defaultDeadline``, 300 seconds, by default. Streams and downloads have a
+        /// 300 seconds by default. Streams and downloads have a
         /// deadline only when their ``RequestOptions`` set one; the idle timeout
         /// (`URLRequest.timeoutInterval`, 60 s by default) applies separately. Deadlines are
         /// clamped, never refused: a negative one counts as zero (already passed), and one longer

@@ -32,8 +32,8 @@ public final class HTTPClient: Sendable {
     public static let shared = HTTPClient()
 
     /// The limit of a buffered response body unless the client or the request sets another:
-    /// 32 MiB.
-    public static let defaultMaxResponseBytes = 32 << 20
+    /// 32 MiB (``Configuration/maxResponseBytes`` states it to users).
+    @usableFromInline static let defaultMaxResponseBytes = 32 << 20
 
     /// The serial queue clients are timed on unless their ``Configuration/scheduler`` is another.
     ///
@@ -43,8 +43,8 @@ public final class HTTPClient: Sendable {
     public static let timerQueue = DispatchQueue(label: "Transit.HTTPClient.timers")
 
     /// The total deadline of a buffered request unless the client or the request sets another:
-    /// 300 seconds.
-    public static let defaultDeadline = Deadline.after(.seconds(300))
+    /// 300 seconds (``Configuration/deadline`` states it to users).
+    static let defaultDeadline = Deadline.after(.seconds(300))
 
     /// The configuration the client was created with.
     public let configuration: Configuration

@@ -15,12 +15,12 @@ import FoundationNetworking
 ///   them), and the client refuses user-info in every URL it sends;
 /// - a redirect that changes scheme, host or port drops every header ``Redaction`` treats as
 ///   secret (`Authorization`, `Proxy-Authorization`, `Cookie`, `X-API-Key`, `X-Auth-Token`, any
-///   name ending in `-Token`, `-Key`, `-Secret`, …: ``Redaction/isSensitiveHeader(_:)``) and
+///   name ending in `-Token`, `-Key`, `-Secret`, …: see ``Redaction``) and
 ///   every header the client adds to them (``HTTPClient/Configuration/sensitiveHeaders``), and they are not
 ///   added back on later hops;
 /// - `303 See Other`, and `301`/`302` answering a `POST`, continue as `GET` without the body;
 ///   `307` and `308` repeat the method and the body;
-/// - at most ``maxRedirects`` hops, then ``RedirectError/tooManyRedirects(_:)``.
+/// - at most `maxRedirects` hops (10 by default), then ``RedirectError/tooManyRedirects(_:)``.
 public struct RedirectPolicy: Sendable, Hashable {
     /// What the client does with a redirect.
     public enum Mode: Sendable, Hashable {
@@ -34,11 +34,12 @@ public struct RedirectPolicy: Sendable, Hashable {
     }
 
     /// What the client does with a redirect.
-    public var mode: Mode
+    var mode: Mode
     /// The most hops one request follows.
-    public var maxRedirects: Int
+    var maxRedirects: Int
 
-    /// Creates a policy.
+    /// Creates a policy: `mode` for every redirect, at most `maxRedirects` hops (a negative value
+    /// counts as zero).
     public init(_ mode: Mode, maxRedirects: Int = 10) {
         self.mode = mode
         self.maxRedirects = max(0, maxRedirects)
@@ -68,7 +69,7 @@ public struct RedirectPolicy: Sendable, Hashable {
 
 /// A redirect the client refused to follow.
 public enum RedirectError: Error, Hashable, Sendable, CustomStringConvertible, LocalizedError {
-    /// The request was redirected more times than ``RedirectPolicy/maxRedirects``.
+    /// The request was redirected more times than its policy allows (`RedirectPolicy(_:maxRedirects:)`).
     case tooManyRedirects(Int)
     /// A redirect from `https` to `http`. The URLs are given without user info, query or
     /// fragment.
@@ -87,7 +88,7 @@ public enum RedirectError: Error, Hashable, Sendable, CustomStringConvertible, L
         switch self {
         case .tooManyRedirects(let count):
             return "The request was redirected more than \(count) times; the server is probably looping. "
-                + "Raise RedirectPolicy.maxRedirects if the chain is expected."
+                + "Pass a larger maxRedirects to RedirectPolicy(_:maxRedirects:) if the chain is expected."
         case .insecureRedirect(let from, let to):
             return "Refused a redirect from \(from) to \(to): it downgrades https to http, which would send the "
                 + "request (and anything secret in it) unencrypted."

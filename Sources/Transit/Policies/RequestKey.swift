@@ -11,7 +11,7 @@ import FoundationNetworking
 /// of the request to group otherwise.
 public struct RequestKey: Sendable {
     /// The key of `request`; requests with equal keys share a rate limit and a cooldown.
-    public let key: @Sendable (URLRequest) -> String
+    let key: @Sendable (URLRequest) -> String
     /// Which built-in key this is (`nil` for a key made from a function), so that a client whose
     /// rate limiter and cooldowns group alike computes the key once per request.
     let builtIn: BuiltIn?
@@ -21,7 +21,8 @@ public struct RequestKey: Sendable {
         case originAndFirstSegment, origin
     }
 
-    /// A key made by `key`.
+    /// A key made by `key`: requests for which it returns equal strings share a rate limit and a
+    /// cooldown.
     public init(_ key: @escaping @Sendable (URLRequest) -> String) {
         self.key = key
         builtIn = nil

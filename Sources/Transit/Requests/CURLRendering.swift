@@ -8,7 +8,7 @@ extension URLRequest {
     /// `Authorization`, `Proxy-Authorization`, `Cookie` and API-key-like headers show
     /// `REDACTED` (the scheme of an `Authorization` stays: `Bearer REDACTED`), and so do URL user
     /// info and query values named like secrets (`token`, `key`, `password`, `code`, …; one list,
-    /// ``Redaction/isSensitiveName(_:)``, decides everywhere).
+    /// in ``Redaction``, decides everywhere).
     ///
     /// Every argument is single-quoted for a POSIX shell. A body of up to `maxBodyBytes` is shown
     /// with `--data-raw` only when it is a URL-encoded form or JSON (as its `Content-Type` says,

@@ -37,7 +37,7 @@ extension MultipartFormData {
     ///     rethrown.
     /// - Throws: a ``MultipartFormDataError`` (``MultipartFormDataError/unreadableFile(_:partName:reason:)``
     ///   names the file), or what `sink` threw.
-    public func write(blockSize: Int = 65_536, to sink: (Data) throws -> Void) throws {
+    func write(blockSize: Int = 65_536, to sink: (Data) throws -> Void) throws {
         try validate()
         var out = BlockBuffer(size: max(1, blockSize))
         let crlf = Data("\r\n".utf8)

@@ -29,8 +29,8 @@ import Foundation
 /// **Encoding.** Sent as a request body (`body: .multipart(form)`), a form whose parts are all in
 /// memory and at most ``maxInMemoryBodyBytes`` long goes as a `Data` body; any other form is first written to a temporary file in ``temporaryDirectory``,
 /// streaming each file in blocks of 64 KiB, then uploaded from that file, which is removed when
-/// the request ends. ``encodedData()``, ``write(blockSize:to:)`` and
-/// ``writeBody(to:blockSize:)`` encode a form without sending it.
+/// the request ends. ``encodedData()`` and ``writeBody(to:blockSize:)``
+/// encode a form without sending it.
 public struct MultipartFormData: Sendable {
     /// One part of the form.
     struct Part: Sendable {

@@ -1,7 +1,7 @@
 import Foundation
 
 /// Request bodies as they may be printed: a URL-encoded form or a JSON body with the value of
-/// every field whose name looks secret (``Redaction/isSensitiveName(_:)``) redacted; any other
+/// every field whose name looks secret (see ``Redaction``) redacted; any other
 /// body is not printed at all.
 extension Redaction {
     /// `body` as it may be printed, or `nil` when it must only be summarised (its length).

@@ -9,7 +9,7 @@ import FoundationNetworking
 ///
 /// What is redacted:
 /// - **URL user-info**: `https://alice:pa55@host/…` is shown as `https://***@host/…`.
-/// - **Query and fragment values whose name looks secret** (see ``isSensitiveName(_:)``):
+/// - **Query and fragment values whose name looks secret**:
 ///   `?page=2&access_token=abc` is shown as `?page=2&access_token=REDACTED`. A fragment of
 ///   `name=value` pairs is treated the same way (OAuth's implicit flow returns tokens there).
 /// - **Header values** of `Authorization`, `Proxy-Authorization`, `Cookie`, `Set-Cookie` and of
@@ -19,11 +19,19 @@ import FoundationNetworking
 /// - **Body fields** whose name looks secret, in a URL-encoded form or JSON body rendered by
 ///   `curlDescription(maxBodyBytes:)`; any other body is summarised, never printed.
 ///
+/// A name **looks secret** when, case-insensitively and with camelCase, `-`, `.` and spaces read
+/// as `_`, it is or ends with `token`, `access_token`, `refresh_token`, `id_token`, `key`,
+/// `api_key`, `apikey`, `password`, `passwd`, `secret`, `client_secret`, `assertion`,
+/// `signature`, `sig`, `auth`, `cookie`, `session` and a few more (`x-api-key`,
+/// `X-Amz-Signature`, `clientSecret`, `client_assertion`); `code`, `device_code`, `user_code` and
+/// `otp` count as whole names only. A percent-encoded name is decoded first. Redacted values read
+/// `REDACTED`.
+///
 /// Everything else is kept byte for byte, so a redacted URL still tells which endpoint failed.
 /// The functions are pure and may be called from any thread.
 public enum Redaction {
     /// What a secret value is replaced with.
-    public static let placeholder = "REDACTED"
+    static let placeholder = "REDACTED"
 
     /// What URL user-info (`user:password`) is replaced with.
     static let userInfoPlaceholder = "***"
@@ -56,7 +64,7 @@ public enum Redaction {
     /// name (`x-api-key`, `X-Amz-Signature`, `clientSecret`, `client_assertion`); and `code`,
     /// `device_code`, `user_code` and `otp` as whole names only. A percent-encoded name is
     /// decoded first.
-    public static func isSensitiveName(_ name: some StringProtocol) -> Bool {
+    static func isSensitiveName(_ name: some StringProtocol) -> Bool {
         let normalised = normalise(HTTPSyntax.percentDecoded(String(name)))
         if sensitiveExactNames.contains(normalised) { return true }
         return sensitiveWords.contains { word in
@@ -66,14 +74,14 @@ public enum Redaction {
 
     /// `true` if the header `field` carries a secret: `Authorization`, `Proxy-Authorization`,
     /// `Cookie`, `Set-Cookie`, or a name ``isSensitiveName(_:)`` accepts. Case-insensitive.
-    public static func isSensitiveHeader(_ field: String) -> Bool {
+    static func isSensitiveHeader(_ field: String) -> Bool {
         sensitiveHeaders.contains(field.lowercased()) || isSensitiveName(field)
     }
 
     /// `value` as it may be printed for the header `field`: ``placeholder`` for a sensitive header
     /// (keeping the scheme of an `Authorization` or `Proxy-Authorization` value, as in
     /// `Bearer REDACTED`), the value itself otherwise.
-    public static func redact(headerValue value: String, forField field: String) -> String {
+    static func redact(headerValue value: String, forField field: String) -> String {
         guard isSensitiveHeader(field) else { return value }
         let lowered = field.lowercased()
         if lowered == "authorization" || lowered == "proxy-authorization",
@@ -83,8 +91,11 @@ public enum Redaction {
         return placeholder
     }
 
-    /// `headers` with the value of every sensitive header redacted (see
-    /// ``redact(headerValue:forField:)``). Names are kept as they are.
+    /// `headers` with the value of every sensitive header redacted: `Authorization`,
+    /// `Proxy-Authorization`, `Cookie`, `Set-Cookie` and every name that looks secret show
+    /// `REDACTED`, keeping the scheme of an `Authorization` or `Proxy-Authorization` value
+    /// (`Bearer REDACTED`). Names are kept as they are. For a list of fields (a head's
+    /// ``HTTPResponseHead/fields``), pass one field at a time.
     public static func redact(headers: [String: String]) -> [String: String] {
         var redacted = headers
         for (field, value) in headers where isSensitiveHeader(field) {

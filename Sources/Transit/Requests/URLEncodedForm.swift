@@ -12,7 +12,7 @@ import Foundation
 /// not a `Dictionary`). Names and values are any strings: serialising encodes them as UTF-8, writes
 /// a space as `+`, keeps ASCII letters, digits and `*-._` as they are, and percent-encodes every other
 /// byte (`%2B` for `+`, `%26` for `&`, `%3D` for `=`, `%25` for `%`, `%0D%0A` for a line break), so
-/// `URLEncodedForm(parsing: form.encodedString) == form` for every form.
+/// `URLEncodedForm(parsing: Data(form.encodedString.utf8)) == form` for every form.
 ///
 /// Send one as a request body: `api.post(endpoint: "oauth/token", body: .form(form))` (see
 /// `RequestBody.form(_:)`).
@@ -118,8 +118,8 @@ public struct URLEncodedForm: Sendable, Hashable, ExpressibleByDictionaryLiteral
         self.fields = fields
     }
 
-    /// Reads a form from `text`'s UTF-8 bytes. See ``init(parsing:)-(Data)``.
-    public init(parsing text: String) {
+    /// Reads a form from `text`'s UTF-8 bytes, as ``init(parsing:)`` reads `Data(text.utf8)`.
+    init(parsing text: String) {
         self.init(parsing: Data(text.utf8))
     }
 

@@ -119,15 +119,8 @@ extension URLRequest {
         try settingValue(contentType, forHTTPHeaderField: "Content-Type").modified { $0.httpBody = data }
     }
 
-    /// A copy whose URL has `items` appended to its query, after any query it already has.
-    ///
-    /// Names and values are percent-encoded completely: every character except letters, digits
-    /// and `-._~` is encoded, so `+`, `&`, `=`, `#` and spaces in a value arrive as written
-    /// (`a+b` is sent as `a%2Bb`, which no server reads as `a b`). An item with a `nil` value is
-    /// sent as its bare name. The existing query is kept byte for byte.
-    ///
-    /// - Throws: ``URLRequestError/invalidURL`` for a request without a valid URL.
-    public consuming func addingQueryItems(_ items: [URLQueryItem]) throws -> URLRequest {
+    /// A copy whose URL has `items` appended to its query (see ``addingQueryItem(name:value:)``).
+    consuming func addingQueryItems(_ items: [URLQueryItem]) throws -> URLRequest {
         guard let url, var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else {
             throw URLRequestError.invalidURL
         }
@@ -142,7 +135,13 @@ extension URLRequest {
         return modified { $0.url = newURL }
     }
 
-    /// A copy with one query item `name=value` appended. See ``addingQueryItems(_:)``.
+    /// A copy whose URL has the query item `name=value` appended, after any query it already has;
+    /// chain calls to add more (a name may repeat).
+    ///
+    /// The name and the value are percent-encoded completely: every character except letters,
+    /// digits and `-._~` is encoded, so `+`, `&`, `=`, `#` and spaces in a value arrive as written
+    /// (`a+b` is sent as `a%2Bb`, which no server reads as `a b`). A `nil` value is sent as the
+    /// bare name. The existing query is kept byte for byte.
     ///
     /// - Throws: ``URLRequestError/invalidURL`` for a request without a valid URL.
     public consuming func addingQueryItem(name: String, value: String?) throws -> URLRequest {

@@ -2,7 +2,7 @@ import Foundation
 import Signals
 
 /// A retry budget shared by every retry policy that names it (one per client, typically): across
-/// all of them, retries stay under ``ratio`` of requests plus a small floor per second, so a storm
+/// all of them, retries stay under a `ratio` of requests plus a small floor per second, so a storm
 /// of 5xx cannot multiply the load on a struggling server. (gRPC's retry throttling and Finagle's
 /// `RetryBudget` work this way; no Swift or iOS peer has one.)
 ///
@@ -13,7 +13,7 @@ import Signals
 /// ```
 ///
 /// Every request that `retry(_ policy:)` starts deposits in the budget; every retry withdraws.
-/// Over the last ``window``, a retry is allowed while
+/// Over the last `window`, a retry is allowed while
 /// `retries < ratio × requests + minRetriesPerSecond × window`. A retry the budget refuses fails
 /// the request with ``RetryBudgetExhausted``, which carries the failure it would have retried.
 ///
@@ -27,11 +27,11 @@ import Signals
 /// Thread safety: state behind one lock.
 public final class RetryBudget: Sendable {
     /// The share of requests that may be retried.
-    public let ratio: Double
+    let ratio: Double
     /// Retries allowed per second whatever the traffic (so a quiet client can still retry).
-    public let minRetriesPerSecond: Double
+    let minRetriesPerSecond: Double
     /// How far back requests and retries are counted.
-    public let window: Duration
+    let window: Duration
     private let slices = 10
     /// The length of a slice in seconds: `window / slices`, computed once.
     private let sliceSeconds: Double

@@ -181,9 +181,6 @@ public struct RetryPolicy: Sendable {
         .cannotConnectToHost, .notConnectedToInternet, .dnsLookupFailed, .cannotFindHost,
     ]
 
-    /// The default policy: see ``init(maxAttempts:baseDelay:multiplier:maxDelay:jitter:maxRetryAfter:retryNonIdempotent:random:budget:retryableMethods:retryableStatusCodes:retryableURLErrorCodes:)``.
-    public static var `default`: RetryPolicy { RetryPolicy() }
-
     /// The back-off ceiling before retry number `retry` (1 for the first retry):
     /// `min(maxDelay, baseDelay × multiplier^(retry−1))`, never negative, never longer than
     /// about 285 years (however large the delays or the multiplier).

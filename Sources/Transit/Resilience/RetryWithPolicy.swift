@@ -10,7 +10,7 @@ extension Signal where Failure == any Error {
     /// ```swift
     /// api.get(endpoint: "posts")
     ///     .catchHTTPErrors()
-    ///     .retry(.default)
+    ///     .retry(RetryPolicy())
     /// ```
     ///
     /// - At most `policy.maxAttempts` subscriptions in all; the last failure is passed on.

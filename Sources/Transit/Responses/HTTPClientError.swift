@@ -142,16 +142,6 @@ public enum HTTPClientError: HTTPError, Hashable {
 
     public var response: HTTPResponse? { parts.response }
 
-    /// The standard reason phrase of the code ("Not Found"); for a code without one, Foundation's
-    /// name for it.
-    public var reasonPhrase: String { HTTPStatus.reasonPhrase(statusCode) }
-
-    /// The parsed `Retry-After` of a 429; `nil` for every other case.
-    public var retryAfter: Duration? {
-        if case .tooManyRequests(let retryAfter, _) = self { return retryAfter }
-        return nil
-    }
-
     public static func == (lhs: HTTPClientError, rhs: HTTPClientError) -> Bool {
         lhs.statusCode == rhs.statusCode
     }

@@ -22,17 +22,16 @@ public protocol HTTPError: Error, Sendable, CustomStringConvertible, LocalizedEr
 }
 
 extension HTTPError {
-    public var retryAfter: Duration? { nil }
+    /// The standard reason phrase of the code ("Not Found", "Bad Gateway"); for a code without
+    /// one, Foundation's name for it.
+    public var reasonPhrase: String { HTTPStatus.reasonPhrase(statusCode) }
 
-    /// The response body, if the response is known.
-    public var body: Data? { response?.data }
-
-    /// The response headers, if the response is known.
-    public var headers: [String: String] { response?.headers ?? [:] }
-
-    /// The value of a response header, matched case-insensitively.
-    public func value(forHTTPHeaderField field: String) -> String? {
-        response?.value(forHTTPHeaderField: field)
+    /// The `Retry-After` carried by ``HTTPClientError/tooManyRequests(retryAfter:response:)`` and
+    /// ``HTTPServerError/serviceUnavailable(retryAfter:response:)``; `nil` for every other error.
+    public var retryAfter: Duration? {
+        if case .tooManyRequests(let retryAfter, _) = self as? HTTPClientError { return retryAfter }
+        if case .serviceUnavailable(let retryAfter, _) = self as? HTTPServerError { return retryAfter }
+        return nil
     }
 
     /// `HTTP <code> <reason> for <METHOD> <URL>`, then the Retry-After the server asked for and

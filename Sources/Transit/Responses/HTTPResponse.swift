@@ -23,28 +23,15 @@ public struct HTTPResponse: Sendable {
         self.request = request
     }
 
-    /// Creates a response value from Foundation's response type.
-    public init(data: Data, response: HTTPURLResponse, request: URLRequest) {
-        self.init(data: data, head: HTTPResponseHead(response), request: request)
-    }
-
-    /// The status line and headers as Foundation's `HTTPURLResponse`, made the first time it is
-    /// read (see ``HTTPResponseHead/urlResponse``); ``head`` costs nothing and keeps repeated
-    /// fields.
-    public var response: HTTPURLResponse { head.urlResponse }
-
     /// The HTTP status code.
     public var statusCode: Int { head.statusCode }
 
-    /// The value of the header `field`, matched case-insensitively.
+    /// The value of the header `field`, matched case-insensitively (the values of a repeated
+    /// field joined with `", "`). Every field, in order, is in ``head``
+    /// (``HTTPResponseHead/fields``, ``HTTPResponseHead/values(forHTTPHeaderField:)``); Foundation's
+    /// `HTTPURLResponse` is ``HTTPResponseHead/urlResponse``.
     public func value(forHTTPHeaderField field: String) -> String? {
         head.value(forHTTPHeaderField: field)
-    }
-
-    /// The response headers, with the names the server sent (repeated fields joined with
-    /// `", "`).
-    public var headers: [String: String] {
-        head.allHeaderFields
     }
 
     /// The body decoded as UTF-8 text, or `nil` if it is not valid UTF-8.

@@ -76,8 +76,9 @@ public final class HTTPResponseHead: Sendable, CustomStringConvertible {
     }
 
     /// Creates a head from a dictionary of header fields (one value per name; the order of the
-    /// fields is the names' order).
-    public convenience init(url: URL, statusCode: Int, headerFields: [String: String] = [:]) {
+    /// fields is the names' order): for the library's stubs and caches, which keep one value per
+    /// name.
+    package convenience init(url: URL, statusCode: Int, headerFields: [String: String] = [:]) {
         self.init(
             url: url,
             statusCode: statusCode,

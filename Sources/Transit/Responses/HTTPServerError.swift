@@ -79,16 +79,6 @@ public enum HTTPServerError: HTTPError, Hashable {
 
     public var response: HTTPResponse? { parts.response }
 
-    /// The standard reason phrase of the code ("Bad Gateway"); for a code without one, Foundation's
-    /// name for it.
-    public var reasonPhrase: String { HTTPStatus.reasonPhrase(statusCode) }
-
-    /// The parsed `Retry-After` of a 503; `nil` for every other case.
-    public var retryAfter: Duration? {
-        if case .serviceUnavailable(let retryAfter, _) = self { return retryAfter }
-        return nil
-    }
-
     public static func == (lhs: HTTPServerError, rhs: HTTPServerError) -> Bool {
         lhs.statusCode == rhs.statusCode
     }

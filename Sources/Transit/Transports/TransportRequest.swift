@@ -41,8 +41,9 @@ public struct ResponseBodyFile: Sendable {
     /// Told the number of body bytes written so far, and the declared length when known.
     public let progress: @Sendable (_ written: Int64, _ expected: Int64?) -> Void
 
-    /// Creates a destination for a response body.
-    public init(url: URL, progress: @escaping @Sendable (_ written: Int64, _ expected: Int64?) -> Void) {
+    /// Creates a destination for a response body (the client makes one per download; transports
+    /// only read it).
+    package init(url: URL, progress: @escaping @Sendable (_ written: Int64, _ expected: Int64?) -> Void) {
         self.url = url
         self.progress = progress
     }

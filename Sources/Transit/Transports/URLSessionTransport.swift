@@ -154,7 +154,7 @@ public final class URLSessionTransport: HTTPTransport {
     }
 
     /// The number of requests in flight (subscribed, not yet finished, failed or cancelled).
-    public var activeTaskCount: Int {
+    var activeTaskCount: Int {
         delegate.table.activeTaskCount + (downloads.withLock { $0?.delegate.table.activeTaskCount } ?? 0)
     }
 

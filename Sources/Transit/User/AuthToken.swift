@@ -10,7 +10,8 @@ public struct AuthToken: Sendable, Hashable, Codable {
     /// The token the refresh closure trades for a new access token, if the server issued one.
     public var refreshToken: String?
     /// When the access token expires, if the server said so. Informational: Transit refreshes on
-    /// 401, never by reading a clock (time only comes from schedulers).
+    /// 401, never by reading a clock (time only comes from schedulers); compare it with the
+    /// time you trust (`token.expiresAt.map { $0 <= now } ?? false`).
     public var expiresAt: Date?
 
     /// Creates credentials.
@@ -21,7 +22,7 @@ public struct AuthToken: Sendable, Hashable, Codable {
     }
 
     /// `true` if ``expiresAt`` is known and not after `date`.
-    public func isExpired(at date: Date) -> Bool {
+    func isExpired(at date: Date) -> Bool {
         guard let expiresAt else { return false }
         return expiresAt <= date
     }

@@ -37,7 +37,7 @@ import Signals
 /// Thread safety: an immutable value; use it from any thread.
 public struct BasicCredentials: Authorizer, CustomStringConvertible, CustomReflectable {
     /// The user name sent.
-    public let username: String
+    let username: String
     /// Where the credentials may go; a request outside it is sent without them.
     public let scope: CredentialScope
     /// `Basic <base64>`, computed once (it holds the password: never printed).

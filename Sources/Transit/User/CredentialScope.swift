@@ -2,9 +2,9 @@ import Foundation
 
 /// Where an authorizer's credentials may go: named hosts, over https.
 ///
-/// Credentials are added only to requests whose host is one of ``hosts`` (exactly, or a
+/// Credentials are added only to requests whose host is one of the scope's hosts (exactly, or a
 /// subdomain for an entry written `*.example.com`) and whose scheme is `https` — or `http` when
-/// ``insecureHTTP`` allows it (loopback only, for tests and development, unless you say
+/// ``InsecureHTTP`` allows it (loopback only, for tests and development, unless you say
 /// otherwise).
 public struct CredentialScope: Sendable, Hashable {
     /// When credentials may travel over plain `http`.
@@ -20,11 +20,12 @@ public struct CredentialScope: Sendable, Hashable {
     }
 
     /// The hosts, lowercased; `*.example.com` matches every subdomain of `example.com`.
-    public let hosts: Set<String>
+    let hosts: Set<String>
     /// When plain `http` is allowed.
-    public let insecureHTTP: InsecureHTTP
+    let insecureHTTP: InsecureHTTP
 
-    /// Creates a scope.
+    /// Creates a scope: `hosts` (any case; `*.example.com` matches every subdomain of
+    /// `example.com`), over `https`, or plain `http` as `insecureHTTP` allows.
     public init(hosts: Set<String>, insecureHTTP: InsecureHTTP = .refused) {
         self.hosts = Set(hosts.map { $0.lowercased() })
         self.insecureHTTP = insecureHTTP

@@ -4,7 +4,7 @@ import FoundationNetworking
 #endif
 import Signals
 import Testing
-import Transit
+@testable import Transit
 import TransitTesting
 
 /// The URLError code of a failure from a client: bare, or inside the client's wrapper
@@ -237,7 +237,7 @@ struct SeamTests {
             "x-api-key": "k", "Accept": "text/plain",
         ])))
         #expect(probe.values.first?.text == "file")
-        #expect(probe.values.first?.response.url?.host == "cdn.example.net")
+        #expect(probe.values.first?.head.urlResponse.url?.host == "cdn.example.net")
         let second = try #require(transport.requests.last)
         #expect(second.url?.absoluteString == "https://cdn.example.net/file")
         for name in ["Authorization", "Cookie", "Proxy-Authorization", "X-API-Key"] {

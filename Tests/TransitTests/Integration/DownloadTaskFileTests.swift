@@ -4,7 +4,7 @@ import FoundationNetworking
 #endif
 import Signals
 import Testing
-import Transit
+@testable import Transit
 import TransitTesting
 
 /// `URLSessionTransport(downloadTasks: true)`: `URLSession` writes a download task's body to a

@@ -4,7 +4,7 @@ import FoundationNetworking
 #endif
 import Signals
 import Testing
-import Transit
+@testable import Transit
 import TransitTesting
 
 /// Downloads that continue where an interrupted transfer stopped (`Range`/`If-Range`), over

@@ -4,7 +4,7 @@ import FoundationNetworking
 #endif
 import Signals
 import Testing
-import Transit
+@testable import Transit
 import TransitTesting
 
 /// The seam over real sockets: `HTTPClient` on `URLSessionTransport` against loopback servers.
@@ -167,7 +167,7 @@ struct SeamIntegrationTests {
             let probe = try await self.await(makeClient().download(URLRequest(url: server.url("/f")), to: folder.appendingPathComponent("f")))
             let error = try #require(probe.failure as? HTTPClientError)
             #expect(error.statusCode == 404)
-            #expect(error.body.map { String(decoding: $0, as: UTF8.self) } == "no such file")
+            #expect(error.response.map { String(decoding: $0.data, as: UTF8.self) } == "no such file")
             #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).isEmpty)
         }
     }

@@ -4,7 +4,7 @@ import FoundationNetworking
 #endif
 import Signals
 import Testing
-import Transit
+@testable import Transit
 import TransitTesting
 
 /// `StubURLProtocol` behind a real `URLSession` (through `URLSessionTransport`): canned answers,

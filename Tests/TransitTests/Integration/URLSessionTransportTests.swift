@@ -4,7 +4,7 @@ import FoundationNetworking
 #endif
 import Signals
 import Testing
-import Transit
+@testable import Transit
 import TransitTesting
 
 /// `URLSessionTransport` over real sockets, against the loopback server. Wall-clock tests with

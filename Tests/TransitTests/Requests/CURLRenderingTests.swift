@@ -3,7 +3,7 @@ import Foundation
 import FoundationNetworking
 #endif
 import Testing
-import Transit
+@testable import Transit
 
 @Suite("cURL rendering")
 struct CURLRenderingTests {
