@@ -317,3 +317,15 @@ func makeDownloadFolder() throws -> URL {
     try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
     return folder
 }
+
+/// `count` bytes, the `i`-th being `byte(i)`, written in place: under the thread sanitizer a `map`
+/// over millions of indices takes seconds of a cooperative thread, and starves the tests running
+/// beside it.
+func patternedData(count: Int, _ byte: (Int) -> UInt8) -> Data {
+    var data = Data(count: count)
+    data.withUnsafeMutableBytes { raw in
+        let bytes = raw.bindMemory(to: UInt8.self)
+        for index in 0..<count { bytes[index] = byte(index) }
+    }
+    return data
+}

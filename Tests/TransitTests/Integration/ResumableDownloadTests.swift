@@ -12,7 +12,7 @@ import TransitTesting
 /// progress says, and that bytes of two representations are never mixed.
 @Suite("Resumable downloads over URLSessionTransport")
 struct ResumableDownloadTests {
-    static let body = Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 8) })
+    static let body = patternedData(count: 300_000) { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 8) }
     static let cut = 100_000
     static let etag = "\"v1\""
 

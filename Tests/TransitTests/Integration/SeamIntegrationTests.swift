@@ -104,7 +104,7 @@ struct SeamIntegrationTests {
     }
 
     @Test func aDownloadAppearsOnlyComplete() async throws {
-        let body = Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+        let body = patternedData(count: 300_000) { UInt8(truncatingIfNeeded: $0 &* 31) }
         let folder = try makeDownloadFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
         let destination = folder.appendingPathComponent("file.bin")
@@ -132,7 +132,7 @@ struct SeamIntegrationTests {
     /// Chunks are gathered into 1 MiB writes: a body of several writes and a partial last one
     /// arrives byte for byte, and progress still counts every chunk as it arrives.
     @Test func aLargeDownloadIsWrittenWholeAcrossGatheredWrites() async throws {
-        let body = Data((0..<(5 << 20) + 12_345).map { UInt8(truncatingIfNeeded: $0 &* 131 &+ $0 >> 12) })
+        let body = patternedData(count: (5 << 20) + 12_345) { UInt8(truncatingIfNeeded: $0 &* 131 &+ $0 >> 12) }
         let folder = try makeDownloadFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
         let destination = folder.appendingPathComponent("large.bin")
@@ -173,7 +173,7 @@ struct SeamIntegrationTests {
     }
 
     @Test func anUploadStreamsTheFile() async throws {
-        let payload = Data((0..<200_000).map { UInt8(truncatingIfNeeded: $0) })
+        let payload = patternedData(count: 200_000) { UInt8(truncatingIfNeeded: $0) }
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("transit-up-\(UUID().uuidString)")
         try payload.write(to: file)
         defer { try? FileManager.default.removeItem(at: file) }

@@ -29,7 +29,7 @@ struct TransportDownloadTests {
     @Test func theTransportWritesTheBodyDeliversNoBodyPartsAndReportsProgress() async throws {
         let transport = URLSessionTransport(configuration: .ephemeral, downloadTasks: true)
         #expect(transport.writesResponseBodiesToFiles)
-        let body = Data((0..<(3 << 20) + 777).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ $0 >> 9) })
+        let body = patternedData(count: (3 << 20) + 777) { UInt8(truncatingIfNeeded: $0 &* 7 &+ $0 >> 9) }
         let folder = try makeDownloadFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
         let file = folder.appendingPathComponent("body")
@@ -102,7 +102,7 @@ struct TransportDownloadTests {
     }
 
     @Test func aDownloadFollowsARedirectToAnotherOriginWithoutTheToken() async throws {
-        let body = Data((0..<200_000).map { UInt8(truncatingIfNeeded: $0 &* 13) })
+        let body = patternedData(count: 200_000) { UInt8(truncatingIfNeeded: $0 &* 13) }
         let folder = try makeDownloadFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
         let destination = folder.appendingPathComponent("file")

@@ -70,7 +70,7 @@ struct URLSessionTransportTests {
         try await withLoopbackServer(handler: { .text("\($0.body.count)") }) { server in
             var request = URLRequest(url: server.url("/upload"))
             request.httpMethod = "POST"
-            let body = Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+            let body = patternedData(count: 300_000) { UInt8(truncatingIfNeeded: $0 &* 31) }
             request.httpBody = body
             let recorder = try await sendAndWait(makeTransport(), request)
             #expect(recorder.responses.first?.text == "300000")
