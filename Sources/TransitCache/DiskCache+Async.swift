@@ -8,7 +8,12 @@ extension DiskCache {
     ///
     /// - Throws: `CancellationError` if the task is cancelled before the work starts on the
     ///   queue (the work then does not run); once started, the work runs to the end.
-    func perform<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+    ///
+    /// `whenQueued` is called once the work waits on the queue (tests cancel a task there).
+    func perform<T: Sendable>(
+        whenQueued: (@Sendable () -> Void)? = nil,
+        _ work: @escaping @Sendable () throws -> T
+    ) async throws -> T {
         try Task.checkCancellation()
         let cancelled = Locked(false)
         return try await withTaskCancellationHandler {
@@ -20,6 +25,7 @@ extension DiskCache {
                     }
                     continuation.resume(with: Result { try work() })
                 }
+                whenQueued?()
             }
         } onCancel: {
             cancelled.withLock { $0 = true }

@@ -59,8 +59,13 @@ struct AsyncAndSignalTests {
         let folder = try TemporaryFolder()
         let cache = try DiskCache(directory: folder.url)
         let gate = QueueGate(cache)
-        let task = Task { try await cache.store(payload(1), forKey: "a") }
-        for _ in 0..<100 { await Task.yield() }
+        // `store(_:forKey:)` is this call; the hook tells when its work waits behind the gate.
+        let (queued, continuation) = AsyncStream<Void>.makeStream()
+        let task = Task {
+            try await cache.perform(whenQueued: { continuation.yield() }) { try cache.store(payload(1), forKey: "a") }
+        }
+        var waiting = queued.makeAsyncIterator()
+        _ = await waiting.next()
         task.cancel()
         gate.open()
         await #expect(throws: CancellationError.self) { try await task.value }
