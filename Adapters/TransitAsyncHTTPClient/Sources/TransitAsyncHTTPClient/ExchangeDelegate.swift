@@ -140,42 +140,21 @@ final class ExchangeDelegate: HTTPClientResponseDelegate, IdleSweeper.Exchange {
 
     func didReceiveHead(task: AsyncHTTPClient.HTTPClient.Task<Void>, _ head: NIOHTTP1.HTTPResponseHead) -> EventLoopFuture<Void> {
         touch()
-        var fields = Self.fields(head.headers)
-        if case .enabled(let maxRatio) = decompression, head.headers.contains(name: "Content-Encoding") {
-            switch ContentDecoder.coding(for: head.headers[canonicalForm: "Content-Encoding"].joined(separator: ",")) {
-            case .success(let coding)?:
-                let decoder = ContentDecoder(coding: coding, maxRatio: maxRatio, url: url)
-                state.withLockedValue { $0.decoder = decoder }
-                // The delivered body is decoded: these describe the encoded one.
-                fields.removeAll { Self.describesEncodedBody($0.name) }
-            case .failure(let unsupported)? where !callerChoseEncodings:
-                return task.eventLoop.makeFailedFuture(URLError(.cannotDecodeContentData, userInfo: [
-                    NSLocalizedDescriptionKey: "The response body is encoded as \"\(unsupported.value)\", which AsyncHTTPClientTransport "
-                        + "cannot decode (it decodes gzip and deflate). Send your own Accept-Encoding to receive such a body as it is.",
-                    NSURLErrorFailingURLErrorKey: url,
-                ]))
-            case .failure?, nil:
-                break
-            }
+        switch Self.decoding(head, url: url, decompression: decompression, callerChoseEncodings: callerChoseEncodings) {
+        case .success(let (fields, decoder)):
+            if let decoder { state.withLockedValue { $0.decoder = decoder } }
+            observer.send(.head(Transit.HTTPResponseHead(url: url, statusCode: Int(head.status.code), fields: fields)))
+            return task.eventLoop.makeSucceededVoidFuture()
+        case .failure(let error):
+            return task.eventLoop.makeFailedFuture(error)
         }
-        observer.send(.head(Transit.HTTPResponseHead(url: url, statusCode: Int(head.status.code), fields: fields)))
-        return task.eventLoop.makeSucceededVoidFuture()
     }
 
     func didReceiveBodyPart(task: AsyncHTTPClient.HTTPClient.Task<Void>, _ buffer: ByteBuffer) -> EventLoopFuture<Void> {
         touch()
-        guard buffer.readableBytes > 0 else { return task.eventLoop.makeSucceededVoidFuture() }
-        guard let decoder = state.withLockedValue({ $0.decoder }) else {
-            observer.send(.body(Self.data(buffer)))
-            return task.eventLoop.makeSucceededVoidFuture()
-        }
-        // Piece by piece, so a chunk that expands a lot is never whole in memory, and a consumer
-        // that cancels (a size limit reached) stops the decoding.
-        decoder.feed(buffer)
         do {
-            while let piece = try decoder.next() {
-                if state.withLockedValue({ $0.ended }) { break }
-                observer.send(.body(piece))
+            try Self.deliver(buffer, decoder: state.withLockedValue { $0.decoder }, to: observer) {
+                state.withLockedValue { $0.ended }
             }
         } catch {
             return task.eventLoop.makeFailedFuture(error)
@@ -186,6 +165,57 @@ final class ExchangeDelegate: HTTPClientResponseDelegate, IdleSweeper.Exchange {
     func didFinishRequest(task: AsyncHTTPClient.HTTPClient.Task<Void>) throws {
         // A truncated encoded body fails rather than ending as if complete.
         try state.withLockedValue { $0.decoder }?.finish()
+    }
+
+    /// The fields to deliver for `head`, and the decoder its body needs under `decompression`
+    /// (`nil`: the body is delivered as it is); or the error for an encoding the transport cannot
+    /// decode, unless the caller asked for encodings itself (it then gets the body as sent).
+    static func decoding(
+        _ head: NIOHTTP1.HTTPResponseHead,
+        url: URL,
+        decompression: AsyncHTTPClientTransport.Decompression,
+        callerChoseEncodings: Bool
+    ) -> Result<(fields: [HTTPField], decoder: ContentDecoder?), URLError> {
+        var fields = fields(head.headers)
+        guard case .enabled(let maxRatio) = decompression, head.headers.contains(name: "Content-Encoding") else {
+            return .success((fields, nil))
+        }
+        switch ContentDecoder.coding(for: head.headers[canonicalForm: "Content-Encoding"].joined(separator: ",")) {
+        case .success(let coding)?:
+            // The delivered body is decoded: these describe the encoded one.
+            fields.removeAll { describesEncodedBody($0.name) }
+            return .success((fields, ContentDecoder(coding: coding, maxRatio: maxRatio, url: url)))
+        case .failure(let unsupported)? where !callerChoseEncodings:
+            return .failure(URLError(.cannotDecodeContentData, userInfo: [
+                NSLocalizedDescriptionKey: "The response body is encoded as \"\(unsupported.value)\", which AsyncHTTPClientTransport "
+                    + "cannot decode (it decodes gzip and deflate). Send your own Accept-Encoding to receive such a body as it is.",
+                NSURLErrorFailingURLErrorKey: url,
+            ]))
+        case .failure?, nil:
+            return .success((fields, nil))
+        }
+    }
+
+    /// Delivers the body chunk `buffer` to `observer`, decoded by `decoder` when there is one:
+    /// piece by piece, so a chunk that expands a lot is never whole in memory, and stopping as
+    /// soon as `ended()` says the exchange ended (a consumer that cancels, a size limit reached).
+    /// Throws the decoder's error.
+    static func deliver(
+        _ buffer: ByteBuffer,
+        decoder: ContentDecoder?,
+        to observer: Observer<HTTPResponsePart, any Error>,
+        ended: () -> Bool
+    ) throws {
+        guard buffer.readableBytes > 0 else { return }
+        guard let decoder else {
+            observer.send(.body(data(buffer)))
+            return
+        }
+        decoder.feed(buffer)
+        while let piece = try decoder.next() {
+            if ended() { break }
+            observer.send(.body(piece))
+        }
     }
 
     /// A body chunk as `Data`: sharing the buffer's storage when the chunk fills at least half of

@@ -318,40 +318,25 @@ final class PinnedExchange: IdleSweeper.Exchange {
     }
 
     private func receiveHead(_ head: NIOHTTP1.HTTPResponseHead) {
-        var fields = ExchangeDelegate.fields(head.headers)
-        if case .enabled(let maxRatio) = decompression, head.headers.contains(name: "Content-Encoding") {
-            switch ContentDecoder.coding(for: head.headers[canonicalForm: "Content-Encoding"].joined(separator: ",")) {
-            case .success(let coding)?:
-                let decoder = ContentDecoder(coding: coding, maxRatio: maxRatio, url: prepared.url)
-                state.withLockedValue { $0.decoder = decoder }
-                fields.removeAll { ExchangeDelegate.describesEncodedBody($0.name) }
-            case .failure(let unsupported)? where !prepared.callerChoseEncodings:
-                fail(URLError(.cannotDecodeContentData, userInfo: [
-                    NSLocalizedDescriptionKey: "The response body is encoded as \"\(unsupported.value)\", which AsyncHTTPClientTransport "
-                        + "cannot decode (it decodes gzip and deflate). Send your own Accept-Encoding to receive such a body as it is.",
-                    NSURLErrorFailingURLErrorKey: prepared.url,
-                ]))
-                return
-            case .failure?, nil:
-                break
-            }
+        let decoding = ExchangeDelegate.decoding(
+            head, url: prepared.url, decompression: decompression, callerChoseEncodings: prepared.callerChoseEncodings
+        )
+        guard case .success(let (fields, decoder)) = decoding else {
+            if case .failure(let error) = decoding { fail(error) }
+            return
         }
         let keepAlive = head.isKeepAlive && prepared.head.isKeepAlive
-        state.withLockedValue { $0.responseKeepAlive = keepAlive }
+        state.withLockedValue {
+            $0.decoder = decoder
+            $0.responseKeepAlive = keepAlive
+        }
         observer.send(.head(Transit.HTTPResponseHead(url: prepared.url, statusCode: Int(head.status.code), fields: fields)))
     }
 
     private func receiveBody(_ buffer: ByteBuffer) {
-        guard buffer.readableBytes > 0 else { return }
-        guard let decoder = state.withLockedValue({ $0.decoder }) else {
-            observer.send(.body(ExchangeDelegate.data(buffer)))
-            return
-        }
-        decoder.feed(buffer)
         do {
-            while let piece = try decoder.next() {
-                if state.withLockedValue({ $0.ended }) { break }
-                observer.send(.body(piece))
+            try ExchangeDelegate.deliver(buffer, decoder: state.withLockedValue { $0.decoder }, to: observer) {
+                state.withLockedValue { $0.ended }
             }
         } catch {
             fail(error)
