@@ -85,3 +85,9 @@ func asyncHTTPClientDeclared(base: String) -> BenchDeclaredService {
 func asyncHTTPClientStreamingClient() -> Transit.HTTPClient {
     Transit.HTTPClient(transport: AsyncHTTPClientTransport())
 }
+
+/// The adapter alone: its exchange collected, with no client above it, so the adapter's own cost
+/// and the client's can be told apart.
+func asyncHTTPClientTransport() -> AsyncHTTPClientTransport {
+    AsyncHTTPClientTransport()
+}

@@ -381,6 +381,7 @@ func makeContenders(base: String) -> [(name: String, key: String, makeStart: (To
     let ahcService = asyncHTTPClientChain(base: base)
     let ahcPolicyService = asyncHTTPClientPolicies(base: base)
     let ahcDeclaredService = asyncHTTPClientDeclared(base: base)
+    let ahcTransport = asyncHTTPClientTransport()
     return [
         ("raw URLSession (completion handler)", "raw", { _ in completionHandlerStart(rawSession, url) }),
         ("raw URLSession (completion handler), no cookies or URLCache", "raw-plain", { _ in completionHandlerStart(plainSession, url) }),
@@ -406,6 +407,12 @@ func makeContenders(base: String) -> [(name: String, key: String, makeStart: (To
             policyService.posts.map(\.count)
         }),
         ("raw AsyncHTTPClient", "ahc-raw", { _ in rawAsyncHTTPClientStart(url: url.absoluteString) }),
+        ("AsyncHTTPClient adapter (exchange collected)", "ahc-transport", signalStart {
+            ahcTransport.send(jsonRequest(url)).tryMap { response in
+                guard response.statusCode == 200 else { throw URLError(.badServerResponse) }
+                return response.data.count
+            }
+        }),
         ("README PostService chain on the AsyncHTTPClient adapter", "ahc-chain", signalStart {
             ahcService.posts.map(\.count)
         }),
