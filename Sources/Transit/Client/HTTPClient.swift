@@ -51,9 +51,9 @@ public final class HTTPClient: Sendable {
 
     /// The transport requests are sent with.
     let transport: any HTTPTransport
-    /// The headers added to every request that does not set them itself: the configuration's
-    /// default headers and its user agent.
-    let defaultHeaders: [String: String]
+    /// The header fields added to every request that does not set them itself: the
+    /// configuration's default headers and its user agent, in the order of their names.
+    let defaultFields: [HTTPField]
     /// The monitors and the clock of their events; `nil` without monitors, so that nothing is
     /// built for them.
     let events: HTTPEventSink?
@@ -94,8 +94,8 @@ public final class HTTPClient: Sendable {
            !headers.keys.contains(where: { $0.caseInsensitiveCompare("User-Agent") == .orderedSame }) {
             headers["User-Agent"] = userAgent
         }
-        defaultHeaders = headers
-        defaultHeaderError = headers.sorted { $0.key < $1.key }.lazy.compactMap { URLRequest.checkHeader($0.key, $0.value) }.first
+        defaultFields = headers.sorted { $0.key < $1.key }.map { HTTPField(name: $0.key, value: $0.value) }
+        defaultHeaderError = defaultFields.lazy.compactMap { URLRequest.checkHeader($0.name, $0.value) }.first
         scheduler = configuration.scheduler
         events = configuration.monitors.isEmpty ? nil : HTTPEventSink(monitors: configuration.monitors, scheduler: scheduler)
         maxResponseBytes = max(0, configuration.maxResponseBytes)
@@ -153,15 +153,21 @@ public final class HTTPClient: Sendable {
         bodyFile: URL? = nil,
         options: RequestOptions = RequestOptions()
     ) -> Signal<HTTPResponse, any Error> {
+        send(TransportRequest(request, bodyFile: bodyFile), options: options)
+    }
+
+    /// ``send(_:bodyFile:options:)`` for a request Transit carries: what every buffered request
+    /// of a ``RESTAPI`` goes through.
+    func send(_ request: consuming TransportRequest, options: RequestOptions) -> Signal<HTTPResponse, any Error> {
         let limit = options.maxResponseBytes ?? maxResponseBytes
         let deadline = Self.timed(options.deadline ?? self.deadline)
-        let buffered: @Sendable (consuming URLRequest) -> Signal<HTTPResponse, any Error> = { request in
+        let buffered: @Sendable (consuming TransportRequest) -> Signal<HTTPResponse, any Error> = { request in
             self.prepared(request) { sent in
                 // The deadline is timed by the collecting stage itself: one stage fewer per request.
-                let response = self.parts(of: TransportRequest(sent, bodyFile: bodyFile), options: options)
+                let response = self.parts(of: sent, options: options)
                     .collectResponse(for: sent, maxBytes: limit, events: self.events, deadline: deadline, deadlines: self.deadlines)
-                guard self.coalescesRequests, bodyFile == nil, let key = Coalescer.key(for: sent) else { return response }
-                return self.coalescer.send(key + "\n\(limit)", response, request: sent, events: self.events)
+                guard self.coalescesRequests, sent.bodyFile == nil, let key = Coalescer.key(for: sent) else { return response }
+                return self.coalescer.send(key + "\n\(limit)", response, request: sent.urlRequest, events: self.events)
             }
         }
         guard let authorizer else { return buffered(request) }
@@ -180,11 +186,11 @@ public final class HTTPClient: Sendable {
     /// `body` for `request` with the authorizer's credentials added on every subscription, when
     /// the request is in its scope (streams and downloads: no renewal on 401).
     private func withCredentials<Output>(
-        _ request: URLRequest,
-        _ body: @escaping @Sendable (URLRequest) -> Signal<Output, any Error>
+        _ request: TransportRequest,
+        _ body: @escaping @Sendable (TransportRequest) -> Signal<Output, any Error>
     ) -> Signal<Output, any Error> {
         guard let authorizer, let url = request.url, authorizer.scope.allows(url) else { return body(request) }
-        return Signal(tryDeferred: { body(try authorizer.authorize(request)) })
+        return Signal(tryDeferred: { body(try Self.authorize(request, by: authorizer)) })
     }
 
     /// A signal that sends `request` and delivers its response as it arrives: the head, then
@@ -198,9 +204,14 @@ public final class HTTPClient: Sendable {
         bodyFile: URL? = nil,
         options: RequestOptions = RequestOptions()
     ) -> Signal<HTTPResponsePart, any Error> {
+        stream(TransportRequest(request, bodyFile: bodyFile), options: options)
+    }
+
+    /// ``stream(_:bodyFile:options:)`` for a request Transit carries.
+    func stream(_ request: TransportRequest, options: RequestOptions) -> Signal<HTTPResponsePart, any Error> {
         withCredentials(request) { request in
             self.prepared(request) { sent in
-                var parts = self.parts(of: TransportRequest(sent, bodyFile: bodyFile), options: options, deadline: Self.timed(options.deadline), sent: sent)
+                var parts = self.parts(of: sent, options: options, deadline: Self.timed(options.deadline))
                 if let limit = options.maxResponseBytes { parts = parts.limitingBody(to: limit) }
                 return parts
             }
@@ -227,11 +238,18 @@ public final class HTTPClient: Sendable {
         to destination: URL,
         options: RequestOptions = RequestOptions()
     ) -> Signal<DownloadEvent, any Error> {
+        download(TransportRequest(request), to: destination, options: options)
+    }
+
+    /// ``download(_:to:options:)`` for a request Transit carries.
+    func download(_ request: TransportRequest, to destination: URL, options: RequestOptions) -> Signal<DownloadEvent, any Error> {
         let transportWrites = transport.writesResponseBodiesToFiles
         return withCredentials(request) { request in
             self.prepared(request) { sent in
-                DownloadWriter.signal(to: destination, request: sent, maxBytes: options.maxResponseBytes, transportWrites: transportWrites) { request, file in
-                    self.parts(of: TransportRequest(request, responseBodyFile: file), options: options, deadline: Self.timed(options.deadline), sent: request)
+                DownloadWriter.signal(to: destination, request: sent.urlRequest, maxBytes: options.maxResponseBytes, transportWrites: transportWrites) { request, file in
+                    var attempt = TransportRequest(request)
+                    attempt.responseBodyFile = file
+                    return self.parts(of: attempt, options: options, deadline: Self.timed(options.deadline))
                 }
             }
         }
@@ -241,25 +259,18 @@ public final class HTTPClient: Sendable {
     /// request, and the monitors are told about it.
     ///
     /// `request` is consumed so that, when the caller passes its last reference, adding the
-    /// default headers changes it in place instead of copying it.
+    /// default headers changes its fields in place instead of copying them.
     private func prepared<Output>(
-        _ request: consuming URLRequest,
-        _ body: (URLRequest) -> Signal<Output, any Error>
+        _ request: consuming TransportRequest,
+        _ body: (TransportRequest) -> Signal<Output, any Error>
     ) -> Signal<Output, any Error> {
-        // The request's own refusals first, then the client's; both checked before any header is
-        // set (Foundation traps on a URL-less request and drops values with line breaks).
-        let headers = request.allHTTPHeaderFields ?? [:]
-        if let error = Self.validate(request, headers: headers) ?? defaultHeaderError { return Signal(error: error) }
-        // The default headers the request lacks, added in one assignment: every field was checked
-        // above, and each `setValue` would cost a copy of the header dictionary and a
-        // capitalisation pass in Linux Foundation (a few percent of a loopback request).
-        var merged: [String: String]?
-        for (field, value) in defaultHeaders where !headers.keys.contains(where: { HTTPSyntax.sameFieldName($0, field) }) {
-            if merged == nil { merged = headers }
-            merged?[field] = value
-        }
+        // The request's own refusals first, then the client's; both before anything is sent.
+        if let error = Self.validate(request) ?? defaultHeaderError { return Signal(error: error) }
         var prepared = consume request
-        if let merged { prepared.allHTTPHeaderFields = merged }
+        // The default fields the request lacks, after its own (every one was checked once).
+        for field in defaultFields where !prepared.headerFields.contains(where: { HTTPSyntax.sameFieldName($0.name, field.name) }) {
+            prepared.headerFields.append(field)
+        }
         let sent = prepared
         return monitored(body(sent), sent)
     }
@@ -268,13 +279,12 @@ public final class HTTPClient: Sendable {
     private func parts(
         of request: TransportRequest,
         options: RequestOptions,
-        deadline: Duration?,
-        sent: URLRequest
+        deadline: Duration?
     ) -> Signal<HTTPResponsePart, any Error> {
         let parts = parts(of: request, options: options)
         guard let deadline else { return parts }
         // The deadline's `URLError(.timedOut)` carries the request like a transport's would.
-        return parts.within(deadline, deadlines: deadlines, for: sent, events: events)
+        return parts.within(deadline, deadlines: deadlines, for: request, events: events)
     }
 
     /// The parts of `request`'s final response: after the shared cooldown and the rate limit,
@@ -285,13 +295,14 @@ public final class HTTPClient: Sendable {
     ) -> Signal<HTTPResponsePart, any Error> {
         let events = self.events
         let scheduler = self.scheduler
-        let sent = request.urlRequest
+        // A policy that reports about the request gets it as a `URLRequest`, made once.
+        let sent = cooldowns != nil || (rateLimiter != nil && events != nil) ? request.urlRequest : nil
         // Each policy's key is computed once per request. A request that may go at once (a free
         // token, no cooldown: the common case) is subscribed directly; only one that must wait
         // goes through the permit or clearance signal.
-        let cooldownKey = cooldowns?.key.key(sent)
+        let cooldownKey = cooldowns?.key.key(for: request)
         var onFinalHead: (@Sendable (HTTPResponseHead) -> Void)?
-        if let cooldowns, let cooldownKey {
+        if let cooldowns, let cooldownKey, let sent {
             onFinalHead = { head in cooldowns.record(head, for: sent, key: cooldownKey, on: scheduler, events: events) }
         }
         var parts = RedirectingExchange.signal(
@@ -310,16 +321,16 @@ public final class HTTPClient: Sendable {
                 let key = if let cooldownKey, let cooldowns, rateLimiter.key.isSame(as: cooldowns.key) {
                     cooldownKey
                 } else {
-                    rateLimiter.key.key(sent)
+                    rateLimiter.key.key(for: request)
                 }
-                let waited = Self.rateLimitReport(sent, to: events)
+                let waited = sent.flatMap { Self.rateLimitReport($0, to: events) }
                 permitted = { Self.afterPermit(of: rateLimiter, key: key, on: scheduler, waited: waited, exchange) }
             } else {
                 permitted = { exchange }
             }
             let cooldowns = self.cooldowns
             parts = Signal(deferred: {
-                guard let cooldowns, let cooldownKey, !cooldowns.isClear(forKey: cooldownKey, on: scheduler) else { return permitted() }
+                guard let cooldowns, let cooldownKey, let sent, !cooldowns.isClear(forKey: cooldownKey, on: scheduler) else { return permitted() }
                 return cooldowns.clearance(forKey: cooldownKey, on: scheduler, request: sent, events: events).flatMap(maxConcurrent: 1) { _ in permitted() }
             })
         }
@@ -347,8 +358,9 @@ public final class HTTPClient: Sendable {
 
     /// `signal`, reported to the monitors as ``HTTPEvent/Kind/requestStarted``,
     /// ``HTTPEvent/Kind/responseReceived(_:)`` and ``HTTPEvent/Kind/requestFailed(_:)``.
-    private func monitored<Output>(_ signal: Signal<Output, any Error>, _ sent: URLRequest) -> Signal<Output, any Error> {
+    private func monitored<Output>(_ signal: Signal<Output, any Error>, _ request: TransportRequest) -> Signal<Output, any Error> {
         guard let events else { return signal }
+        let sent = request.urlRequest
         return signal.handleEvents(
             receiveSubscription: { events.emit(.requestStarted, request: sent) },
             receiveValue: { value in

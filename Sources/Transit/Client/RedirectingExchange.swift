@@ -55,8 +55,7 @@ enum RedirectingExchange {
 
     /// One exchange on the transport (on one origin of a failover group); its failures carry the request (``HTTPClient/annotate(_:sentWith:events:)``).
     private static func hop(_ request: TransportRequest, on transport: any HTTPTransport) -> Signal<HTTPResponsePart, any Error> {
-        let sent = request.urlRequest
-        return transport.exchange(request).mapError { HTTPClient.annotate($0, sentWith: sent) }
+        transport.exchange(request).mapError { HTTPClient.annotate($0, sentWith: request.urlRequest) }
     }
 
     /// ``hop(_:on:)``, reported to the client's monitors as one attempt.
@@ -66,9 +65,8 @@ enum RedirectingExchange {
         events: HTTPEventSink,
         mark: AttemptMonitoring.RedirectMark?
     ) -> Signal<HTTPResponsePart, any Error> {
-        let sent = request.urlRequest
-        return AttemptMonitoring.signal(request: request, sink: events, redirectMark: mark) { request in
-            transport.exchange(request).mapError { HTTPClient.annotate($0, sentWith: sent, events: events) }
+        AttemptMonitoring.signal(request: request, sink: events, redirectMark: mark) { request in
+            transport.exchange(request).mapError { HTTPClient.annotate($0, sentWith: request.urlRequest, events: events) }
         }
     }
 
@@ -195,7 +193,7 @@ enum RedirectingExchange {
         ) -> Bool {
             guard let origin = failover.plan.first,
                   let urlError = (error as? TransportError)?.urlError ?? (error as? URLError),
-                  HostFailover.failsOver(urlError, method: request.urlRequest.httpMethod ?? "GET")
+                  HostFailover.failsOver(urlError, method: request.method.rawValue)
             else { return false }
             let group = failover.group
             group.markFailed(origin, on: scheduler)
@@ -240,7 +238,7 @@ extension HTTPResponse {
     func answersCredentials(sentIn scope: CredentialScope?) -> Bool {
         guard credentialsReachedServer else { return false }
         if let scope { return scope.allows(head.url) }
-        guard let sent = request.url else { return false }
+        guard let sent = sent.url else { return false }
         return RedirectPolicy.sameOrigin(sent, head.url)
     }
 }

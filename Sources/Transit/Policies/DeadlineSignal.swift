@@ -12,7 +12,7 @@ extension Signal where Failure == any Error {
     func within(
         _ deadline: Duration,
         deadlines: Deadlines,
-        for request: URLRequest,
+        for request: TransportRequest,
         events: HTTPEventSink?
     ) -> Signal<Output, any Error> {
         let upstream = self
@@ -38,14 +38,14 @@ extension Deadlines {
     /// (the buffered send).
     func arm<Value>(
         _ deadline: Duration,
-        for request: URLRequest,
+        for request: TransportRequest,
         events: HTTPEventSink?,
         cancelling scope: CancellationToken,
         failing observer: Observer<Value, any Error>
     ) -> UInt64 {
         add(after: deadline) {
             scope.cancel()
-            observer.fail(HTTPClient.annotate(Self.deadlinePassed(deadline), sentWith: request, events: events))
+            observer.fail(HTTPClient.annotate(Self.deadlinePassed(deadline), sentWith: request.urlRequest, events: events))
         }
     }
 

@@ -85,10 +85,10 @@ extension RESTAPI {
         endpoint: String,
         body: (any RequestBodyConvertible)? = nil,
         options: RequestOptions = RequestOptions(),
-        modifier: @escaping RequestModifier = { $0 }
+        modifier: RequestModifier? = nil
     ) -> Signal<HTTPResponse, any Error> {
-        send(method: method, endpoint: endpoint, body: body, modifier: modifier) { client, request, file in
-            client.send(request, bodyFile: file, options: options)
+        send(method: method, endpoint: endpoint, body: body, modifier: modifier) { client, request in
+            client.send(request, options: options)
         }
     }
 
@@ -96,7 +96,7 @@ extension RESTAPI {
     public func get(
         endpoint: String,
         options: RequestOptions = RequestOptions(),
-        modifier: @escaping RequestModifier = { $0 }
+        modifier: RequestModifier? = nil
     ) -> Signal<HTTPResponse, any Error> {
         request(method: .get, endpoint: endpoint, options: options, modifier: modifier)
     }
@@ -105,7 +105,7 @@ extension RESTAPI {
     public func head(
         endpoint: String,
         options: RequestOptions = RequestOptions(),
-        modifier: @escaping RequestModifier = { $0 }
+        modifier: RequestModifier? = nil
     ) -> Signal<HTTPResponse, any Error> {
         request(method: .head, endpoint: endpoint, options: options, modifier: modifier)
     }
@@ -115,7 +115,7 @@ extension RESTAPI {
         endpoint: String,
         body: (any RequestBodyConvertible)? = nil,
         options: RequestOptions = RequestOptions(),
-        modifier: @escaping RequestModifier = { $0 }
+        modifier: RequestModifier? = nil
     ) -> Signal<HTTPResponse, any Error> {
         request(method: .delete, endpoint: endpoint, body: body, options: options, modifier: modifier)
     }
@@ -130,7 +130,7 @@ extension RESTAPI {
         endpoint: String,
         body: (any RequestBodyConvertible)? = nil,
         options: RequestOptions = RequestOptions(),
-        modifier: @escaping RequestModifier = { $0 }
+        modifier: RequestModifier? = nil
     ) -> Signal<HTTPResponse, any Error> {
         request(method: .post, endpoint: endpoint, body: body, options: options, modifier: modifier)
     }
@@ -140,7 +140,7 @@ extension RESTAPI {
         endpoint: String,
         body: (any RequestBodyConvertible)? = nil,
         options: RequestOptions = RequestOptions(),
-        modifier: @escaping RequestModifier = { $0 }
+        modifier: RequestModifier? = nil
     ) -> Signal<HTTPResponse, any Error> {
         request(method: .put, endpoint: endpoint, body: body, options: options, modifier: modifier)
     }
@@ -150,7 +150,7 @@ extension RESTAPI {
         endpoint: String,
         body: (any RequestBodyConvertible)? = nil,
         options: RequestOptions = RequestOptions(),
-        modifier: @escaping RequestModifier = { $0 }
+        modifier: RequestModifier? = nil
     ) -> Signal<HTTPResponse, any Error> {
         request(method: .patch, endpoint: endpoint, body: body, options: options, modifier: modifier)
     }
@@ -170,10 +170,10 @@ extension RESTAPI {
         endpoint: String,
         body: (any RequestBodyConvertible)? = nil,
         options: RequestOptions = RequestOptions(),
-        modifier: @escaping RequestModifier = { $0 }
+        modifier: RequestModifier? = nil
     ) -> Signal<HTTPResponsePart, any Error> {
-        send(method: method, endpoint: endpoint, body: body, modifier: modifier) { client, request, file in
-            client.stream(request, bodyFile: file, options: options)
+        send(method: method, endpoint: endpoint, body: body, modifier: modifier) { client, request in
+            client.stream(request, options: options)
         }
     }
 
@@ -183,9 +183,9 @@ extension RESTAPI {
         endpoint: String,
         to destination: URL,
         options: RequestOptions = RequestOptions(),
-        modifier: @escaping RequestModifier = { $0 }
+        modifier: RequestModifier? = nil
     ) -> Signal<DownloadEvent, any Error> {
-        send(method: .get, endpoint: endpoint, body: nil, modifier: modifier) { client, request, _ in
+        send(method: .get, endpoint: endpoint, body: nil, modifier: modifier) { client, request in
             client.download(request, to: destination, options: options)
         }
     }
@@ -202,19 +202,25 @@ extension RESTAPI {
         method: HTTPMethod,
         endpoint: String,
         body: (any RequestBodyConvertible)?,
-        modifier: @escaping RequestModifier,
-        through: @escaping @Sendable (HTTPClient, consuming URLRequest, URL?) -> Signal<Output, any Error>
+        modifier: RequestModifier?,
+        through: @escaping @Sendable (HTTPClient, consuming TransportRequest) -> Signal<Output, any Error>
     ) -> Signal<Output, any Error> {
         // `self` is read inside the subscription, so a computed `baseURL` or `client` is read
         // again on every attempt.
         let api = self
         let body = body?.requestBody
         return Signal(tryDeferred: {
-            var request = URLRequest(url: try BuiltURLs.url(base: api.baseURL, endpoint: endpoint))
+            let url = try BuiltURLs.url(base: api.baseURL, endpoint: endpoint)
             guard HTTPSyntax.isToken(method.rawValue) else { throw URLRequestError.invalidMethod(method.rawValue) }
+            // Without a body or a modifier, no `URLRequest` is made at all.
+            guard body != nil || modifier != nil else { return through(api.client, TransportRequest(method: method, url: url)) }
+            var request = URLRequest(url: url)
             if method != .get { request.httpMethod = method.rawValue }  // GET is the default
-            guard let body else { return through(api.client, try modifier(consume request), nil) }
-            return body.sending(try modifier(try body.prepared(consume request)), by: api.client, through: through)
+            let modify = modifier ?? { $0 }
+            guard let body else { return through(api.client, TransportRequest(try modify(consume request))) }
+            return body.sending(try modify(try body.prepared(consume request)), by: api.client) { client, request, file in
+                through(client, TransportRequest(request, bodyFile: file))
+            }
         })
     }
 }

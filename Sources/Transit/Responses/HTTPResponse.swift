@@ -10,17 +10,24 @@ public struct HTTPResponse: Sendable {
     public let data: Data
     /// The status line and header fields, as the server sent them.
     public let head: HTTPResponseHead
-    /// The request that was sent, as the transport sent it.
-    public let request: URLRequest
+    /// The request that was sent, as the transport sent it (made as a `URLRequest` when read).
+    public var request: URLRequest { sent.urlRequest }
+    /// The request that was sent, as Transit carries it.
+    let sent: TransportRequest
     /// The monitors of the client that received the response, so that operators further down
     /// the chain (retries, token refreshes) report to them. `nil` for a client without monitors.
     var eventSink: HTTPEventSink?
 
     /// Creates a response value.
     public init(data: Data, head: HTTPResponseHead, request: URLRequest) {
+        self.init(data: data, head: head, sent: TransportRequest(request))
+    }
+
+    /// A response to `sent`.
+    init(data: Data, head: HTTPResponseHead, sent: TransportRequest) {
         self.data = data
         self.head = head
-        self.request = request
+        self.sent = sent
     }
 
     /// The HTTP status code.

@@ -21,7 +21,7 @@ extension Signal where Output == HTTPResponsePart, Failure == any Error {
     /// It is the same as `within(_:deadlines:for:events:)` before the collection, in one stage
     /// instead of two: the buffered send's path, taken by every request.
     func collectResponse(
-        for request: URLRequest,
+        for request: TransportRequest,
         maxBytes: Int,
         events: HTTPEventSink? = nil,
         deadline: Duration? = nil,
@@ -71,7 +71,7 @@ extension Signal where Output == HTTPResponsePart, Failure == any Error {
                             NSLocalizedDescriptionKey: "The transport ended without a response head.",
                         ]))
                     }
-                    var response = HTTPResponse(data: body, head: head, request: request)
+                    var response = HTTPResponse(data: body, head: head, sent: request)
                     response.eventSink = events
                     observer.send(response)
                     observer.finish()

@@ -54,6 +54,7 @@ extension HTTPTransport {
         _ request: URLRequest,
         maxResponseBytes: Int = HTTPClient.defaultMaxResponseBytes
     ) -> Signal<HTTPResponse, any Error> {
-        exchange(TransportRequest(request)).collectResponse(for: request, maxBytes: maxResponseBytes)
+        let request = TransportRequest(request)
+        return exchange(request).collectResponse(for: request, maxBytes: maxResponseBytes)
     }
 }

@@ -80,11 +80,11 @@ extension HTTPClient {
     /// reported to `events` (the client's monitors) by the store; another authorizer's renewal is
     /// reported here (``HTTPEvent/Kind/authorizerRenewalStarted`` and how it ended).
     static func authorized(
-        _ request: URLRequest,
+        _ request: TransportRequest,
         by authorizer: any Authorizer,
         scheduler: any Scheduler,
         events: HTTPEventSink?,
-        attempt: @escaping @Sendable (consuming URLRequest) -> Signal<HTTPResponse, any Error>
+        attempt: @escaping @Sendable (consuming TransportRequest) -> Signal<HTTPResponse, any Error>
     ) -> Signal<HTTPResponse, any Error> {
         guard let url = request.url, authorizer.scope.allows(url) else { return attempt(request) }
         // One stage rather than `deferred` and two `flatMap`s: every request in the scope passes
@@ -103,12 +103,14 @@ extension HTTPClient {
     /// `attempt` for `request` with the authorizer's credentials added now; fails with the
     /// authorizer's error if it cannot add them.
     static func sendAuthorized(
-        _ request: URLRequest,
+        _ request: TransportRequest,
         by authorizer: any Authorizer,
-        attempt: (consuming URLRequest) -> Signal<HTTPResponse, any Error>
+        store: TokenStore?,
+        attempt: (consuming TransportRequest) -> Signal<HTTPResponse, any Error>
     ) -> Signal<HTTPResponse, any Error> {
         do {
-            return attempt(try authorizer.authorize(request))
+            if let store { return attempt(try authorize(request, with: store.credential)) }
+            return attempt(try authorize(request, by: authorizer))
         } catch {
             return Signal(error: error)
         }
@@ -118,7 +120,7 @@ extension HTTPClient {
 /// What ``HTTPClient/authorized(_:by:scheduler:events:attempt:)`` sends: the request, its authorizer and
 /// how to attempt it, shared by every subscription.
 private final class AuthorizedExchange: Sendable {
-    let request: URLRequest
+    let request: TransportRequest
     let authorizer: any Authorizer
     /// The authorizer, when it is a ``TokenStore``: a store's renewal needs only the refresh
     /// being subscribed (read at subscription, no closure made unless a 401 comes), and a store
@@ -129,14 +131,14 @@ private final class AuthorizedExchange: Sendable {
     let events: HTTPEventSink?
     /// Where another authorizer's renewal is reported (the client's monitors); `nil` for a store.
     let report: HTTPEventSink?
-    let attempt: @Sendable (consuming URLRequest) -> Signal<HTTPResponse, any Error>
+    let attempt: @Sendable (consuming TransportRequest) -> Signal<HTTPResponse, any Error>
 
     init(
-        request: URLRequest,
+        request: TransportRequest,
         authorizer: any Authorizer,
         scheduler: any Scheduler,
         events: HTTPEventSink?,
-        attempt: @escaping @Sendable (consuming URLRequest) -> Signal<HTTPResponse, any Error>
+        attempt: @escaping @Sendable (consuming TransportRequest) -> Signal<HTTPResponse, any Error>
     ) {
         self.request = request
         self.authorizer = authorizer
@@ -176,7 +178,7 @@ private final class AuthorizedExchange: Sendable {
 
         func start() {
             // The observer captures this object alone, so it needs no context of its own.
-            HTTPClient.sendAuthorized(exchange.request, by: exchange.authorizer, attempt: exchange.attempt)
+            HTTPClient.sendAuthorized(exchange.request, by: exchange.authorizer, store: exchange.store, attempt: exchange.attempt)
                 .observe(Observer { [self] event in receiveFirst(event) }, in: scope)
         }
 
@@ -201,7 +203,7 @@ private final class AuthorizedExchange: Sendable {
                     report?.emit(.authorizerRenewalEnded(renewed: true), request: rejected)
                     // Stop waiting (releases this waiter), then send the request again, once.
                     waiting.cancel()
-                    HTTPClient.sendAuthorized(exchange.request, by: exchange.authorizer, attempt: exchange.attempt)
+                    HTTPClient.sendAuthorized(exchange.request, by: exchange.authorizer, store: exchange.store, attempt: exchange.attempt)
                         .observe(observer, in: scope)
                 case .failed(let error):
                     report?.emit(.authorizerRenewalFailed(error), request: rejected)

@@ -82,6 +82,11 @@ public final class TokenStore: Sendable {
         state.withLock { $0.credential.token }
     }
 
+    /// The current credentials as they are written into a request.
+    var credential: BearerCredential {
+        state.withLock { $0.credential }
+    }
+
     /// `true` while a refresh is running.
     public var isRefreshing: Bool {
         state.withLock { $0.flight != nil }

@@ -346,7 +346,7 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
             let callerChoseEncodings: Bool
             // The configuration of a covered host's rule (its roots added), or nil for the client's.
             let ruleConfiguration: TLSConfiguration?
-            switch route(for: request.urlRequest.url) {
+            switch route(for: request.url) {
             case let .failure(refusal):
                 observer.fail(refusal)
                 return nil
@@ -369,7 +369,7 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
             let delegate = ExchangeDelegate(
                 url: prepared.url,
                 observer: observer,
-                idleTimeout: request.urlRequest.timeoutInterval,
+                idleTimeout: request.timeoutInterval,
                 sweeper: sweeper,
                 decompression: decompression,
                 callerChoseEncodings: callerChoseEncodings,
@@ -416,7 +416,7 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
             tls: tls,
             pool: pinnedConnections,
             observer: observer,
-            idleTimeout: request.urlRequest.timeoutInterval,
+            idleTimeout: request.timeoutInterval,
             sweeper: sweeper,
             decompression: decompression
         )

@@ -23,8 +23,7 @@ enum RequestConversion {
     static let fileChunkSize = 128 << 10
 
     static func request(from request: TransportRequest, eventLoopGroup: any EventLoopGroup) throws -> AsyncHTTPClient.HTTPClient.Request {
-        let urlRequest = request.urlRequest
-        guard let url = urlRequest.url else {
+        guard let url = request.url else {
             throw URLError(.badURL, userInfo: [NSLocalizedDescriptionKey: "The request has no URL."])
         }
         switch url.scheme {
@@ -38,24 +37,25 @@ enum RequestConversion {
         case nil:
             throw URLError(.badURL, userInfo: [NSLocalizedDescriptionKey: "The request's URL has no scheme.", NSURLErrorFailingURLErrorKey: url])
         }
+        // The fields in their order, a repeated field as many times as it was given.
         var headers = HTTPHeaders()
-        if let fields = urlRequest.allHTTPHeaderFields, !fields.isEmpty {
-            headers.reserveCapacity(fields.count)
-            for (name, value) in fields {
-                headers.add(name: name, value: value)
+        if !request.headerFields.isEmpty {
+            headers.reserveCapacity(request.headerFields.count)
+            for field in request.headerFields {
+                headers.add(name: field.name, value: field.value)
             }
         }
         let body: AsyncHTTPClient.HTTPClient.Body?
         if let file = request.bodyFile {
             body = try fileBody(file, eventLoopGroup: eventLoopGroup)
-        } else if let data = urlRequest.httpBody {
+        } else if let data = request.body {
             body = .bytes(data)
-        } else if urlRequest.httpBodyStream != nil {
+        } else if request.bodyStream != nil {
             throw unsupported(url, "A request body from httpBodyStream is not supported; give the body as httpBody or as a body file")
         } else {
             body = nil
         }
-        let method = urlRequest.httpMethod.map { HTTPMethod(rawValue: $0) } ?? .GET
+        let method: NIOHTTP1.HTTPMethod = request.method == .get ? .GET : NIOHTTP1.HTTPMethod(rawValue: request.method.rawValue)
         return try AsyncHTTPClient.HTTPClient.Request(url: url, method: method, headers: headers, body: body)
     }
 
