@@ -70,11 +70,16 @@ func asyncHTTPClientPolicies(base: String) -> BenchPolicyService {
 /// default header asks for JSON, so the chain has no per-call modifier — the shape whose cost
 /// is compared with raw AsyncHTTPClient.
 func asyncHTTPClientDeclared(base: String) -> BenchDeclaredService {
+    declaredOnClient(base: base, transport: AsyncHTTPClientTransport())
+}
+
+/// The request declared on the client, on `transport`.
+func declaredOnClient(base: String, transport: any HTTPTransport) -> BenchDeclaredService {
     let tokens = TokenStore(
         token: AuthToken(accessToken: bearerToken),
         scope: CredentialScope(hosts: ["127.0.0.1"], insecureHTTP: .loopbackOnly)
     ) { current in Signal(value: current) }
-    let client = Transit.HTTPClient(transport: AsyncHTTPClientTransport()) {
+    let client = Transit.HTTPClient(transport: transport) {
         $0.defaultHeaders = ["Accept": "application/json"]
         $0.authorizer = tokens
     }

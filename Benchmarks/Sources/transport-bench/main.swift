@@ -473,6 +473,7 @@ func makeInMemoryContenders(base: String) -> [(name: String, key: String, makeSt
         tokens: TokenStore(token: AuthToken(accessToken: bearerToken)) { current in Signal(value: current) }
     )
     let policyService = BenchPolicyService.make(base: base, transport: InMemoryTransport())
+    let declaredService = declaredOnClient(base: base, transport: InMemoryTransport())
     // What the request currency alone costs: the `URLRequest` the chain builds (from a URL
     // already built, as the client's table of built URLs gives it), the README's modifier in its
     // README spelling and with `consume`, and the reads of its method, URL and headers that the
@@ -510,6 +511,7 @@ func makeInMemoryContenders(base: String) -> [(name: String, key: String, makeSt
         })),
         ("README PostService chain, in memory", "mem-chain", signalStart { service.posts.map(\.count) }),
         ("README service, every policy on, in memory", "mem-policies", signalStart { policyService.posts.map(\.count) }),
+        ("request declared on the client (authoriser, default headers), in memory", "mem-declared", signalStart { declaredService.posts.map(\.count) }),
     ]
 }
 

@@ -20,28 +20,110 @@ import FoundationNetworking
 /// case-insensitively, as HTTP's do. A `URLRequest` holds one value per name, so fields repeated
 /// under one name are joined with `", "` in ``urlRequest`` (RFC 9110, section 5.3).
 public struct TransportRequest: Sendable {
+    /// The fields, behind one reference: a request is handed from stage to stage and kept by its
+    /// response, and each copy then costs one reference count instead of one per field.
+    /// Copied on write, so the value semantics are a struct's.
+    private final class Storage: @unchecked Sendable {
+        // Mutated only through a uniquely referenced storage (``TransportRequest/unique()``),
+        // so no two threads ever see one storage change.
+        var method: HTTPMethod
+        var url: URL?
+        var headerFields: [HTTPField]
+        var body: Data?
+        var bodyFile: URL?
+        var responseBodyFile: ResponseBodyFile?
+        var settings: URLRequest?
+        var changed: Bool
+
+        init(
+            method: HTTPMethod, url: URL?, headerFields: [HTTPField], body: Data?, bodyFile: URL?,
+            responseBodyFile: ResponseBodyFile?, settings: URLRequest?, changed: Bool
+        ) {
+            self.method = method
+            self.url = url
+            self.headerFields = headerFields
+            self.body = body
+            self.bodyFile = bodyFile
+            self.responseBodyFile = responseBodyFile
+            self.settings = settings
+            self.changed = changed
+        }
+
+        func copy() -> Storage {
+            Storage(
+                method: method, url: url, headerFields: headerFields, body: body, bodyFile: bodyFile,
+                responseBodyFile: responseBodyFile, settings: settings, changed: changed
+            )
+        }
+    }
+
+    private var storage: Storage
+
+    /// The storage, copied first if another request shares it.
+    private mutating func unique() -> Storage {
+        if !isKnownUniquelyReferenced(&storage) { storage = storage.copy() }
+        return storage
+    }
+
     /// The method.
-    public var method: HTTPMethod { didSet { changed = true } }
+    public var method: HTTPMethod {
+        get { storage.method }
+        set {
+            let storage = unique()
+            storage.method = newValue
+            storage.changed = true
+        }
+    }
+
     /// The URL (`nil` only for a request made from a `URLRequest` without one, which the client
     /// refuses with ``URLRequestError/invalidURL`` before anything is sent).
-    public var url: URL? { didSet { changed = true } }
+    public var url: URL? {
+        get { storage.url }
+        set {
+            let storage = unique()
+            storage.url = newValue
+            storage.changed = true
+        }
+    }
+
     /// The header fields, in order.
-    public var headerFields: [HTTPField] { didSet { changed = true } }
+    public var headerFields: [HTTPField] {
+        get { storage.headerFields }
+        _modify {
+            let storage = unique()
+            storage.changed = true
+            yield &storage.headerFields
+        }
+    }
+
     /// The body held in memory, if any. When ``bodyFile`` is set, it is the body instead.
-    public var body: Data? { didSet { changed = true } }
+    public var body: Data? {
+        get { storage.body }
+        set {
+            let storage = unique()
+            storage.body = newValue
+            storage.changed = true
+        }
+    }
+
     /// A file whose contents are the body, streamed from disk without being read into memory.
     /// When set, ``body`` is ignored.
-    public var bodyFile: URL?
+    public var bodyFile: URL? {
+        get { storage.bodyFile }
+        set { unique().bodyFile = newValue }
+    }
+
     /// Where a transport whose ``HTTPTransport/writesResponseBodiesToFiles`` is `true` writes
     /// the response body itself, instead of delivering it as ``HTTPResponsePart/body(_:)``
     /// parts. Other transports ignore it. ``HTTPClient`` sets it for downloads only.
-    public var responseBodyFile: ResponseBodyFile?
+    public var responseBodyFile: ResponseBodyFile? {
+        get { storage.responseBodyFile }
+        set { unique().responseBodyFile = newValue }
+    }
+
     /// The `URLRequest` this request was made from, for the settings beyond the four fields
     /// above; `nil` for a request Transit built itself (Foundation's defaults).
-    var settings: URLRequest?
-    /// Whether the method, URL, fields or body changed since the request was made from
-    /// ``settings``: if not, ``urlRequest`` is ``settings`` as it is.
-    private var changed = false
+    var settings: URLRequest? { storage.settings }
 
     /// A request of `method` to `url`, with `headerFields` and `body`.
     public init(
@@ -52,26 +134,27 @@ public struct TransportRequest: Sendable {
         bodyFile: URL? = nil,
         responseBodyFile: ResponseBodyFile? = nil
     ) {
-        self.method = method
-        self.url = url
-        self.headerFields = headerFields
-        self.body = body
-        self.bodyFile = bodyFile
-        self.responseBodyFile = responseBodyFile
-        settings = nil
+        storage = Storage(
+            method: method, url: url, headerFields: headerFields, body: body, bodyFile: bodyFile,
+            responseBodyFile: responseBodyFile, settings: nil, changed: false
+        )
     }
 
     /// The request `urlRequest` describes (its method, URL, header fields and `httpBody`; its
     /// other settings are kept for ``urlRequest``), with its body streamed from `bodyFile` when
     /// given.
     public init(_ urlRequest: URLRequest, bodyFile: URL? = nil, responseBodyFile: ResponseBodyFile? = nil) {
-        method = urlRequest.httpMethod.map { HTTPMethod(rawValue: $0) } ?? .get
-        url = urlRequest.url
-        headerFields = (urlRequest.allHTTPHeaderFields ?? [:]).map { HTTPField(name: $0.key, value: $0.value) }
-        body = urlRequest.httpBody
-        self.bodyFile = bodyFile
-        self.responseBodyFile = responseBodyFile
-        settings = urlRequest
+        storage = Storage(
+            method: urlRequest.httpMethod.map { HTTPMethod(rawValue: $0) } ?? .get,
+            url: urlRequest.url,
+            headerFields: (urlRequest.allHTTPHeaderFields ?? [:]).map { HTTPField(name: $0.key, value: $0.value) },
+            body: urlRequest.httpBody,
+            bodyFile: bodyFile,
+            responseBodyFile: responseBodyFile,
+            settings: urlRequest,
+            // The fields are the URLRequest's own: it is given back as it is until one changes.
+            changed: false
+        )
     }
 
     /// The request as a Foundation `URLRequest`: the settings of the `URLRequest` it was made
@@ -81,7 +164,7 @@ public struct TransportRequest: Sendable {
         get {
             var request: URLRequest
             if let settings {
-                if !changed { return settings }
+                if !storage.changed { return settings }
                 request = settings
                 if request.url != url { request.url = url }
             } else if let url {
