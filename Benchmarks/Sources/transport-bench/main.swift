@@ -434,7 +434,7 @@ struct InMemoryTransport: HTTPTransport {
 
     func exchange(_ request: TransportRequest) -> Signal<HTTPResponsePart, any Error> {
         let body = body
-        let url = request.urlRequest.url ?? URL(string: "http://127.0.0.1/")!
+        let url = request.url ?? URL(string: "http://127.0.0.1/")!
         return Signal { observer in
             let head = HTTPResponseHead(url: url, statusCode: 200, fields: [
                 HTTPField(name: "Content-Type", value: "application/json"),

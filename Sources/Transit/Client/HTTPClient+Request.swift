@@ -7,15 +7,9 @@ extension HTTPClient {
     /// Why `request` cannot be sent, or `nil`: a URL that is not `http(s)` with a host (or that
     /// carries credentials), a method that is not a token, a header field name or value that is
     /// not valid, a body stream, a timeout that is not a positive number of seconds.
-    static func validate(_ request: TransportRequest) -> URLRequestError? {
+    static func validate(_ request: TransportRequest.Fields) -> URLRequestError? {
         guard let url = request.url else { return .invalidURL }
         if let error = check(url) { return error }
-        if let settings = request.settings {
-            let timeout = settings.timeoutInterval
-            // NaN fails the first comparison.
-            guard timeout > 0, timeout <= URLRequest.maximumTimeoutInterval else { return .invalidTimeout(timeout) }
-            if settings.httpBodyStream != nil { return .bodyStreamNotSupported }
-        }
         if request.method != .get, !HTTPSyntax.isToken(request.method.rawValue) { return .invalidMethod(request.method.rawValue) }
         for field in request.headerFields {
             if let error = URLRequest.checkHeader(field.name, field.value) { return error }
@@ -28,7 +22,7 @@ extension HTTPClient {
     static func authorize(_ request: consuming TransportRequest, by authorizer: any Authorizer) throws -> TransportRequest {
         guard let store = authorizer as? TokenStore else {
             var authorized = consume request
-            authorized.urlRequest = try authorizer.authorize(authorized.urlRequest)
+            try authorized.changeURLRequest { $0 = try authorizer.authorize($0) }
             return authorized
         }
         return try authorize(request, with: store.credential)
@@ -64,6 +58,7 @@ extension Coalescer {
     /// header fields (names in any case, in any order); `nil` for a method other than GET and
     /// HEAD, which is never shared.
     static func key(for request: TransportRequest) -> String? {
+        if case .foundation(let urlRequest) = request.form { return key(for: urlRequest) }
         let method = request.method.rawValue
         guard method == "GET" || method == "HEAD", let url = request.url?.absoluteString else { return nil }
         let headers = TransportRequest.dictionary(of: request.headerFields)

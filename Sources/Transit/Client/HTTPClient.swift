@@ -265,14 +265,45 @@ public final class HTTPClient: Sendable {
         _ body: (TransportRequest) -> Signal<Output, any Error>
     ) -> Signal<Output, any Error> {
         // The request's own refusals first, then the client's; both before anything is sent.
-        if let error = Self.validate(request) ?? defaultHeaderError { return Signal(error: error) }
+        // Then the default fields the request lacks, after its own (every one was checked once).
         var prepared = consume request
-        // The default fields the request lacks, after its own (every one was checked once).
-        for field in defaultFields where !prepared.headerFields.contains(where: { HTTPSyntax.sameFieldName($0.name, field.name) }) {
-            prepared.headerFields.append(field)
+        if prepared.isMadeFromURLRequest {
+            let (error, merged) = foundationDefaults(for: prepared)
+            if let error { return Signal(error: error) }
+            // Changed in place: the `URLRequest` is referenced only by `prepared` here (Linux
+            // Foundation copies the whole request when changing a shared one).
+            if let merged { prepared.changeURLRequest { $0.allHTTPHeaderFields = merged } }
+        } else {
+            let (error, missing) = defaultFields(missingFrom: prepared)
+            if let error { return Signal(error: error) }
+            if !missing.isEmpty { prepared.headerFields += missing }
         }
         let sent = prepared
         return monitored(body(sent), sent)
+    }
+
+    /// For a request Transit built: why it cannot be sent, or else the default fields it lacks.
+    private func defaultFields(missingFrom request: borrowing TransportRequest) -> (URLRequestError?, [HTTPField]) {
+        guard case .fields(let own) = request.form else { return (nil, []) }
+        if let error = Self.validate(own) ?? defaultHeaderError { return (error, []) }
+        return (nil, defaultFields.filter { field in !own.headerFields.contains { HTTPSyntax.sameFieldName($0.name, field.name) } })
+    }
+
+    /// For a request made from a `URLRequest`: why it cannot be sent, or else its header
+    /// dictionary with the default headers it lacks added (`nil` when it lacks none). Checked
+    /// before any header is set: Foundation traps on a URL-less request and drops values with
+    /// line breaks. The defaults are added in one assignment: each `setValue` would cost a copy of
+    /// the header dictionary and a capitalisation pass in Linux Foundation.
+    private func foundationDefaults(for request: borrowing TransportRequest) -> (URLRequestError?, [String: String]?) {
+        guard case .foundation(let urlRequest) = request.form else { return (nil, nil) }
+        let headers = urlRequest.allHTTPHeaderFields ?? [:]
+        if let error = Self.validate(urlRequest, headers: headers) ?? defaultHeaderError { return (error, nil) }
+        var merged: [String: String]?
+        for field in defaultFields where !headers.keys.contains(where: { HTTPSyntax.sameFieldName($0, field.name) }) {
+            if merged == nil { merged = headers }
+            merged?[field.name] = field.value
+        }
+        return (nil, merged)
     }
 
     /// ``parts(of:options:)`` with the deadline (which includes the waits) enforced.

@@ -20,40 +20,39 @@ import FoundationNetworking
 /// case-insensitively, as HTTP's do. A `URLRequest` holds one value per name, so fields repeated
 /// under one name are joined with `", "` in ``urlRequest`` (RFC 9110, section 5.3).
 public struct TransportRequest: Sendable {
-    /// The fields, behind one reference: a request is handed from stage to stage and kept by its
-    /// response, and each copy then costs one reference count instead of one per field.
-    /// Copied on write, so the value semantics are a struct's.
-    private final class Storage: @unchecked Sendable {
-        // Mutated only through a uniquely referenced storage (``TransportRequest/unique()``),
-        // so no two threads ever see one storage change.
+    /// The four fields of a request Transit built.
+    struct Fields {
         var method: HTTPMethod
         var url: URL?
         var headerFields: [HTTPField]
         var body: Data?
+    }
+
+    /// What a request is made of: its own fields, or the `URLRequest` it was given (read and
+    /// changed through Foundation, so a request that arrives as a `URLRequest` — from a modifier,
+    /// from ``HTTPClient/send(_:bodyFile:options:)`` — is never taken apart and put together
+    /// again).
+    enum Form {
+        case fields(Fields)
+        case foundation(URLRequest)
+        /// Only while a `URLRequest` is changed in place (see ``TransportRequest/changeURLRequest(_:)``).
+        case moving
+    }
+
+    /// The form and the files, behind one reference: a request is handed from stage to stage and
+    /// kept by its response, and each copy then costs one reference count. Copied on write, so
+    /// the value semantics are a struct's.
+    private final class Storage: @unchecked Sendable {
+        // Mutated only through a uniquely referenced storage (``TransportRequest/unique()``), so
+        // no two threads ever see one storage change.
+        var form: Form
         var bodyFile: URL?
         var responseBodyFile: ResponseBodyFile?
-        var settings: URLRequest?
-        var changed: Bool
 
-        init(
-            method: HTTPMethod, url: URL?, headerFields: [HTTPField], body: Data?, bodyFile: URL?,
-            responseBodyFile: ResponseBodyFile?, settings: URLRequest?, changed: Bool
-        ) {
-            self.method = method
-            self.url = url
-            self.headerFields = headerFields
-            self.body = body
+        init(form: Form, bodyFile: URL?, responseBodyFile: ResponseBodyFile?) {
+            self.form = form
             self.bodyFile = bodyFile
             self.responseBodyFile = responseBodyFile
-            self.settings = settings
-            self.changed = changed
-        }
-
-        func copy() -> Storage {
-            Storage(
-                method: method, url: url, headerFields: headerFields, body: body, bodyFile: bodyFile,
-                responseBodyFile: responseBodyFile, settings: settings, changed: changed
-            )
         }
     }
 
@@ -61,48 +60,96 @@ public struct TransportRequest: Sendable {
 
     /// The storage, copied first if another request shares it.
     private mutating func unique() -> Storage {
-        if !isKnownUniquelyReferenced(&storage) { storage = storage.copy() }
+        if !isKnownUniquelyReferenced(&storage) {
+            storage = Storage(form: storage.form, bodyFile: storage.bodyFile, responseBodyFile: storage.responseBodyFile)
+        }
         return storage
+    }
+
+    /// What the request is made of.
+    var form: Form { storage.form }
+
+    /// Whether the request is made from a `URLRequest` (read without copying it).
+    var isMadeFromURLRequest: Bool {
+        if case .foundation = storage.form { return true }
+        return false
+    }
+
+    /// Changes the request's fields: its own, or those of the `URLRequest` it was given, in
+    /// place (the `URLRequest` is the storage's only reference to it while it changes, so
+    /// Foundation does not copy it).
+    private mutating func change(fields: (inout Fields) -> Void, urlRequest: (inout URLRequest) -> Void) {
+        let storage = unique()
+        switch storage.form {
+        case .fields(var own):
+            storage.form = .moving
+            fields(&own)
+            storage.form = .fields(own)
+        case .foundation(var request):
+            storage.form = .moving
+            urlRequest(&request)
+            storage.form = .foundation(request)
+        case .moving:
+            preconditionFailure("a request changed while it changes")
+        }
     }
 
     /// The method.
     public var method: HTTPMethod {
-        get { storage.method }
+        get {
+            switch storage.form {
+            case .fields(let own): own.method
+            case .foundation(let request): request.httpMethod.map { HTTPMethod(rawValue: $0) } ?? .get
+            case .moving: preconditionFailure("a request read while it changes")
+            }
+        }
         set {
-            let storage = unique()
-            storage.method = newValue
-            storage.changed = true
+            change(fields: { $0.method = newValue }, urlRequest: { $0.httpMethod = newValue.rawValue })
         }
     }
 
     /// The URL (`nil` only for a request made from a `URLRequest` without one, which the client
     /// refuses with ``URLRequestError/invalidURL`` before anything is sent).
     public var url: URL? {
-        get { storage.url }
+        get {
+            switch storage.form {
+            case .fields(let own): own.url
+            case .foundation(let request): request.url
+            case .moving: preconditionFailure("a request read while it changes")
+            }
+        }
         set {
-            let storage = unique()
-            storage.url = newValue
-            storage.changed = true
+            change(fields: { $0.url = newValue }, urlRequest: { $0.url = newValue })
         }
     }
 
-    /// The header fields, in order.
+    /// The header fields, in order. (A request made from a `URLRequest` has them in the order of
+    /// its header dictionary, one per name; setting fields repeated under one name there joins
+    /// their values with `", "`.)
     public var headerFields: [HTTPField] {
-        get { storage.headerFields }
-        _modify {
-            let storage = unique()
-            storage.changed = true
-            yield &storage.headerFields
+        get {
+            switch storage.form {
+            case .fields(let own): own.headerFields
+            case .foundation(let request): Self.fields(of: request)
+            case .moving: preconditionFailure("a request read while it changes")
+            }
+        }
+        set {
+            change(fields: { $0.headerFields = newValue }, urlRequest: { $0.allHTTPHeaderFields = Self.dictionary(of: newValue) })
         }
     }
 
     /// The body held in memory, if any. When ``bodyFile`` is set, it is the body instead.
     public var body: Data? {
-        get { storage.body }
+        get {
+            switch storage.form {
+            case .fields(let own): own.body
+            case .foundation(let request): request.httpBody
+            case .moving: preconditionFailure("a request read while it changes")
+            }
+        }
         set {
-            let storage = unique()
-            storage.body = newValue
-            storage.changed = true
+            change(fields: { $0.body = newValue }, urlRequest: { $0.httpBody = newValue })
         }
     }
 
@@ -121,10 +168,6 @@ public struct TransportRequest: Sendable {
         set { unique().responseBodyFile = newValue }
     }
 
-    /// The `URLRequest` this request was made from, for the settings beyond the four fields
-    /// above; `nil` for a request Transit built itself (Foundation's defaults).
-    var settings: URLRequest? { storage.settings }
-
     /// A request of `method` to `url`, with `headerFields` and `body`.
     public init(
         method: HTTPMethod = .get,
@@ -135,69 +178,74 @@ public struct TransportRequest: Sendable {
         responseBodyFile: ResponseBodyFile? = nil
     ) {
         storage = Storage(
-            method: method, url: url, headerFields: headerFields, body: body, bodyFile: bodyFile,
-            responseBodyFile: responseBodyFile, settings: nil, changed: false
-        )
-    }
-
-    /// The request `urlRequest` describes (its method, URL, header fields and `httpBody`; its
-    /// other settings are kept for ``urlRequest``), with its body streamed from `bodyFile` when
-    /// given.
-    public init(_ urlRequest: URLRequest, bodyFile: URL? = nil, responseBodyFile: ResponseBodyFile? = nil) {
-        storage = Storage(
-            method: urlRequest.httpMethod.map { HTTPMethod(rawValue: $0) } ?? .get,
-            url: urlRequest.url,
-            headerFields: (urlRequest.allHTTPHeaderFields ?? [:]).map { HTTPField(name: $0.key, value: $0.value) },
-            body: urlRequest.httpBody,
+            form: .fields(Fields(method: method, url: url, headerFields: headerFields, body: body)),
             bodyFile: bodyFile,
-            responseBodyFile: responseBodyFile,
-            settings: urlRequest,
-            // The fields are the URLRequest's own: it is given back as it is until one changes.
-            changed: false
+            responseBodyFile: responseBodyFile
         )
     }
 
-    /// The request as a Foundation `URLRequest`: the settings of the `URLRequest` it was made
-    /// from (Foundation's defaults otherwise), with this request's method, URL, header fields and
-    /// body. Setting it replaces all of them; ``bodyFile`` and ``responseBodyFile`` stay.
+    /// The request `urlRequest` describes, every setting of it kept, with its body streamed
+    /// from `bodyFile` when given.
+    public init(_ urlRequest: URLRequest, bodyFile: URL? = nil, responseBodyFile: ResponseBodyFile? = nil) {
+        storage = Storage(form: .foundation(urlRequest), bodyFile: bodyFile, responseBodyFile: responseBodyFile)
+    }
+
+    /// The request as a Foundation `URLRequest`: the one it was made from (with any change made
+    /// since), or, for a request Transit built, one with Foundation's defaults and this request's
+    /// method, URL, header fields and body. Setting it replaces all of them; ``bodyFile`` and
+    /// ``responseBodyFile`` stay.
     public var urlRequest: URLRequest {
         get {
-            var request: URLRequest
-            if let settings {
-                if !storage.changed { return settings }
-                request = settings
-                if request.url != url { request.url = url }
-            } else if let url {
-                request = URLRequest(url: url)
-            } else {
-                // A request Transit built whose URL was then removed: Foundation makes a
-                // `URLRequest` only from a URL, so one is made and taken away again.
-                request = URLRequest(url: URL(fileURLWithPath: "/"))
-                request.url = nil
+            switch storage.form {
+            case .foundation(let request):
+                return request
+            case .fields(let own):
+                var request: URLRequest
+                if let url = own.url {
+                    request = URLRequest(url: url)
+                } else {
+                    // A request Transit built whose URL was then removed: Foundation makes a
+                    // `URLRequest` only from a URL, so one is made and taken away again.
+                    request = URLRequest(url: URL(fileURLWithPath: "/"))
+                    request.url = nil
+                }
+                if own.method != .get { request.httpMethod = own.method.rawValue }
+                if !own.headerFields.isEmpty { request.allHTTPHeaderFields = Self.dictionary(of: own.headerFields) }
+                if let body = own.body { request.httpBody = body }
+                return request
+            case .moving:
+                preconditionFailure("a request read while it changes")
             }
-            let currentMethod = request.httpMethod ?? "GET"
-            if currentMethod != method.rawValue { request.httpMethod = method.rawValue }
-            let fields = Self.dictionary(of: headerFields)
-            if (request.allHTTPHeaderFields ?? [:]) != fields { request.allHTTPHeaderFields = fields }
-            if request.httpBody != body { request.httpBody = body }
-            return request
         }
         set {
-            self = TransportRequest(newValue, bodyFile: bodyFile, responseBodyFile: responseBodyFile)
+            unique().form = .foundation(newValue)
         }
+    }
+
+    /// Changes the `URLRequest` of a request made from one in place; a request Transit built is
+    /// made a `URLRequest` first.
+    mutating func changeURLRequest<Result>(_ body: (inout URLRequest) throws -> Result) rethrows -> Result {
+        if case .fields = storage.form { urlRequest = urlRequest }
+        let storage = unique()
+        guard case .foundation(var request) = storage.form else { preconditionFailure("a request changed while it changes") }
+        storage.form = .moving
+        defer { storage.form = .foundation(request) }
+        return try body(&request)
     }
 
     /// The idle timeout a transport applies: the `timeoutInterval` of the `URLRequest` this
     /// request was made from, else Foundation's default of 60 seconds.
     public var timeoutInterval: TimeInterval {
-        settings?.timeoutInterval ?? 60
+        if case .foundation(let request) = storage.form { return request.timeoutInterval }
+        return 60
     }
 
     /// The `httpBodyStream` of the `URLRequest` this request was made from, if any. Transit's
     /// client refuses such a request (``URLRequestError/bodyStreamNotSupported``); a transport
     /// given one directly should refuse it too rather than send it without its body.
     public var bodyStream: InputStream? {
-        settings?.httpBodyStream
+        if case .foundation(let request) = storage.form { return request.httpBodyStream }
+        return nil
     }
 
     /// The value of the header field `name` (matched case-insensitively), the values of a
@@ -213,11 +261,25 @@ public struct TransportRequest: Sendable {
     /// Sets the header field `name` to `value` (both already checked), replacing every field of
     /// that name in any case, at the place of the first one; a `nil` value removes them.
     mutating func setValue(_ value: String?, forHTTPHeaderField name: String) {
-        let first = headerFields.firstIndex { HTTPSyntax.sameFieldName($0.name, name) }
-        if first != nil { headerFields.removeAll { HTTPSyntax.sameFieldName($0.name, name) } }
-        guard let value else { return }
-        // No field before `first` had the name, so it is still the place of the first one.
-        headerFields.insert(HTTPField(name: name, value: value), at: first ?? headerFields.endIndex)
+        change(fields: { own in
+            let first = own.headerFields.firstIndex { HTTPSyntax.sameFieldName($0.name, name) }
+            if first != nil { own.headerFields.removeAll { HTTPSyntax.sameFieldName($0.name, name) } }
+            guard let value else { return }
+            // No field before `first` had the name, so it is still the place of the first one.
+            own.headerFields.insert(HTTPField(name: name, value: value), at: first ?? own.headerFields.endIndex)
+        }, urlRequest: { request in
+            if let value {
+                request.setCheckedHeader(value, canonicalName: name)
+            } else {
+                request.setValue(nil, forHTTPHeaderField: name)
+            }
+        })
+    }
+
+    /// The fields of `request`'s header dictionary.
+    static func fields(of request: URLRequest) -> [HTTPField] {
+        guard let dictionary = request.allHTTPHeaderFields, !dictionary.isEmpty else { return [] }
+        return dictionary.map { HTTPField(name: $0.key, value: $0.value) }
     }
 
     /// The fields as a `URLRequest` holds them: one value per name (the first spelling of the

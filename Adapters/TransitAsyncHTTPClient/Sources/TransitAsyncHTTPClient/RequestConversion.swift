@@ -40,7 +40,7 @@ enum RequestConversion {
         // The fields in their order, a repeated field as many times as it was given.
         var headers = HTTPHeaders()
         if !request.headerFields.isEmpty {
-            headers.reserveCapacity(request.headerFields.count)
+            headers.reserveCapacity(request.headerFields.count + 1)  // and the Accept-Encoding the adapter may add
             for field in request.headerFields {
                 headers.add(name: field.name, value: field.value)
             }
