@@ -14,8 +14,8 @@ import Signals
 /// ```
 ///
 /// It also checks the event contract as it goes: ``violations`` counts events delivered after a
-/// terminal event (always zero for a correct signal), and ``overlaps`` counts deliveries that
-/// started while another one was still running (always zero: signals serialise their events).
+/// terminal event and deliveries that started while another one was still running (always zero
+/// for a correct signal: it ends once and serialises its events).
 ///
 /// Thread safety: every member may be used from any thread; events may arrive on any thread.
 public final class SignalRecorder<Output: Sendable, Failure: Error>: Sendable {
@@ -30,7 +30,6 @@ public final class SignalRecorder<Output: Sendable, Failure: Error>: Sendable {
         var records: [Record] = []
         var violations = 0
         var delivering = false
-        var overlaps = 0
         var token: CancellationToken?
     }
 
@@ -81,7 +80,7 @@ public final class SignalRecorder<Output: Sendable, Failure: Error>: Sendable {
         let time = scheduler?.now
         let overlapped = state.withLock { state -> Bool in
             defer { state.delivering = true }
-            if state.delivering { state.overlaps += 1 }
+            if state.delivering { state.violations += 1 }
             if state.records.last?.event.isTerminal == true { state.violations += 1 }
             state.records.append(Record(event: event, time: time))
             return state.delivering
@@ -115,11 +114,9 @@ public final class SignalRecorder<Output: Sendable, Failure: Error>: Sendable {
         return nil
     }
 
-    /// Events received after a terminal event. Always zero for a correct signal.
+    /// Breaches of the event contract: events received after a terminal event, and deliveries
+    /// that started while another was still running. Always zero for a correct signal.
     public var violations: Int { state.withLock { $0.violations } }
-
-    /// Deliveries that started while another was still running. Always zero for a correct signal.
-    public var overlaps: Int { state.withLock { $0.overlaps } }
 }
 
 extension SignalRecorder.Record: CustomStringConvertible {

@@ -9,8 +9,8 @@ import Transit
 /// sockets (``LoopbackServer``s on 127.0.0.1).
 ///
 /// Each ``Check`` is an async function that takes a factory of the transport under test, starts
-/// its own servers, and throws a ``ConformanceFailure`` that says what was expected and what
-/// happened. The suite depends on no test framework; with Swift Testing, one test per check:
+/// its own servers, and throws an error whose description names the check and says what was
+/// expected and what happened. The suite depends on no test framework; with Swift Testing, one test per check:
 ///
 /// ```swift
 /// @Test(arguments: TransportConformance.checks)
@@ -45,7 +45,7 @@ public enum TransportConformance {
     public typealias MakeTransport = @Sendable () async throws -> any HTTPTransport
 
     /// One named behaviour every transport must have.
-    public struct Check: Sendable, Hashable, CustomStringConvertible {
+    public struct Check: Sendable, CustomStringConvertible {
         /// A short name, unique in ``TransportConformance/checks``.
         public let name: String
         /// What the check proves.
@@ -60,8 +60,9 @@ public enum TransportConformance {
 
         /// Runs the check against transports made by `makeTransport`.
         ///
-        /// - Throws: ``ConformanceFailure`` (named after this check) if the transport does not
-        ///   behave; any other error (a server that cannot start) is wrapped in one too.
+        /// - Throws: an error whose description names this check and says what was expected and
+        ///   what happened, if the transport does not behave; any other error (a server that
+        ///   cannot start) is reported the same way.
         public func run(_ makeTransport: @escaping MakeTransport) async throws {
             do {
                 try await body(makeTransport)
@@ -73,13 +74,8 @@ public enum TransportConformance {
             }
         }
 
+        /// The check's ``name``, which names a test run per check.
         public var description: String { name }
-
-        public static func == (lhs: Check, rhs: Check) -> Bool { lhs.name == rhs.name }
-
-        public func hash(into hasher: inout Hasher) {
-            hasher.combine(name)
-        }
     }
 
     /// How long a check waits for something that must happen (a part, the end, a connection
@@ -91,11 +87,6 @@ public enum TransportConformance {
     /// ```
     @TaskLocal public static var eventTimeout: Duration = .seconds(30)
 
-    /// Every check, in a stable order.
+    /// Every check, in a stable order; `checks.first { $0.name == name }` finds one by name.
     public static let checks: [Check] = exchangeChecks + failureChecks + challengeChecks + encodingChecks + clientChecks
-
-    /// The check called `name`, if there is one.
-    public static func check(named name: String) -> Check? {
-        checks.first { $0.name == name }
-    }
 }

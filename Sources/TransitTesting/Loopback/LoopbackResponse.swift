@@ -16,7 +16,7 @@ import Transit
 /// be set on the value. Delays are real wall-clock time: the server is a real server.
 public struct LoopbackResponse: Sendable {
     /// How the body goes out.
-    enum Body: Sendable, Equatable {
+    enum Body: Sendable {
         /// In one piece, with a `Content-Length` header (unless the response sets its own).
         case whole(Data)
         /// With `Transfer-Encoding: chunked`, one chunk per element, waiting `interval` between
