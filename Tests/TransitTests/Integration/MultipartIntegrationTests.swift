@@ -19,7 +19,7 @@ struct MultipartIntegrationTests {
         /// far above what a request takes, since under the thread sanitizer, with the whole suite
         /// running in parallel on two cores, a 50 MiB upload has taken 80 s.
         init(_ server: LoopbackServer, patience: Duration = .seconds(300)) {
-            baseURL = server.baseURL.absoluteString
+            baseURL = server.url().absoluteString
             let configuration = URLSessionConfiguration.ephemeral
             configuration.timeoutIntervalForRequest = patience.timeInterval
             client = HTTPClient(transport: URLSessionTransport(configuration: configuration)) { $0.deadline = .after(patience) }
