@@ -37,16 +37,13 @@ public final class SignalRecorder<Output: Sendable, Failure: Error>: Sendable {
     /// The scheduler whose clock stamps each event.
     let scheduler: TestScheduler?
 
-    /// A recorder that is not subscribed yet; pass ``observer`` to a signal, or call
-    /// ``subscribe(to:)``. With a `scheduler`, each event is stamped with its `now`.
-    public init(scheduler: TestScheduler? = nil) {
+    /// A recorder subscribed to `signal` at once, if one is given: it keeps that subscription
+    /// until ``cancel()`` or until the recorder is released. Without a signal the recorder is not
+    /// subscribed yet; pass ``observer`` to a signal, or call ``subscribe(to:)``. With a
+    /// `scheduler`, each event is stamped with its `now`.
+    public init(_ signal: Signal<Output, Failure>? = nil, scheduler: TestScheduler? = nil) {
         self.scheduler = scheduler
-    }
-
-    /// A recorder subscribed to `signal` at once. It keeps the subscription until ``cancel()``
-    /// or until the recorder is released.
-    public convenience init(_ signal: Signal<Output, Failure>, scheduler: TestScheduler? = nil) {
-        self.init(scheduler: scheduler)
+        guard let signal else { return }
         let token = CancellationToken()
         state.withLock { $0.token = token }
         signal.observe(observer, in: token)

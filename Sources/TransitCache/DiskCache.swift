@@ -184,7 +184,7 @@ public final class DiskCache: Sendable {
             metadata: Data(fields.metadata),
             createdAt: Date(cacheMilliseconds: fields.createdAt),
             lastUsedAt: Date(cacheMilliseconds: fields.lastUse),
-            ttl: fields.ttl > 0 ? .milliseconds(fields.ttl) : nil,
+            expiresAt: fields.expiresAt.map { Date(cacheMilliseconds: $0) },
             pinCount: Int(fields.pinCount)
         )
     }

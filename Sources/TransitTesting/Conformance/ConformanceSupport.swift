@@ -37,7 +37,7 @@ func requireEqual<T: Equatable>(_ actual: T, _ expected: T, _ what: String) thro
     }
 }
 
-/// The bounds of every real-time wait in the checks (see ``TransportConformance/eventTimeout``).
+/// The bounds of every real-time wait in the checks (see `TransportConformance.eventTimeout`).
 enum ConformanceTimeout {
     static var event: Duration { TransportConformance.eventTimeout }
 }

@@ -27,7 +27,7 @@ public struct LoopbackRequest: Sendable, CustomStringConvertible {
     /// has no `?`.
     package let query: String?
     /// The protocol version from the request line (`HTTP/1.1`).
-    public let version: String
+    package let version: String
     /// The header fields, in the order they were sent; each name keeps the case the client
     /// used.
     public let headers: [HTTPField]

@@ -6,7 +6,7 @@ import Transit
 /// body, or drop the connection without answering.
 ///
 /// Build one with a factory (``status(_:headers:body:)``, ``text(_:status:headers:)``,
-/// ``json(_:status:headers:)``, ``json(encoding:encoder:status:headers:)``,
+/// ``json(_:status:headers:)``,
 /// ``chunked(_:interval:status:headers:)``, ``paced(_:interval:status:headers:)``,
 /// ``ranged(_:for:etag:lastModified:headers:)`` for byte ranges, ``raw(_:)``,
 /// ``dropConnection``, ``LoopbackResponse/scripted(status:headers:contentLength:_:)`` for a body
@@ -111,25 +111,14 @@ public struct LoopbackResponse: Sendable {
     }
 
     /// A response whose body is `json` (a JSON document as text), with
-    /// `Content-Type: application/json` unless `headers` names another.
+    /// `Content-Type: application/json` unless `headers` names another. For an `Encodable`
+    /// value, `.status(200, headers: ["Content-Type": "application/json"], body: try JSONEncoder().encode(value))`.
     public static func json(_ json: String, status: Int = 200, headers: [String: String] = [:]) -> LoopbackResponse {
         var headers = headers
         if !headers.keys.contains(where: { HTTPSyntax.sameFieldName($0, "Content-Type") }) {
             headers["Content-Type"] = "application/json"
         }
         return .status(status, headers: headers, body: Data(json.utf8))
-    }
-
-    /// A response whose body is `value` encoded with `encoder`, with
-    /// `Content-Type: application/json`.
-    public static func json<T: Encodable>(
-        encoding value: T,
-        encoder: JSONEncoder = JSONEncoder(),
-        status: Int = 200,
-        headers: [String: String] = [:]
-    ) throws -> LoopbackResponse {
-        let data = try encoder.encode(value)
-        return .json(String(decoding: data, as: UTF8.self), status: status, headers: headers)
     }
 
     /// A response with a chunked body: each element of `chunks` is one chunk on the wire, and

@@ -60,7 +60,7 @@ struct MultipartIntegrationTests {
             #expect(received.headers.value(for: "Content-Length") == String(received.body.count))
             let parts = try MultipartFormDataParser.parse(received.body, contentType: contentType)
             #expect(parts.map(\.name) == ["title", "video", "thumb"])
-            #expect(parts[0].text == "Holiday \"2025\"")
+            #expect(String(decoding: parts[0].body, as: UTF8.self) == "Holiday \"2025\"")
             #expect(parts[0].rawName == "title")
             #expect(parts[1].filename == "video.mp4")
             #expect(parts[1].contentType == "video/mp4")

@@ -20,9 +20,7 @@ struct TransportConformanceSelfTests {
     private func failure(of name: String, on transport: some HTTPTransport) async throws -> ConformanceFailure {
         let check = try #require(TransportConformance.checks.first { $0.name == name })
         do {
-            try await TransportConformance.$eventTimeout.withValue(.seconds(2)) {
-                try await check.run { transport }
-            }
+            try await check.run(eventTimeout: .seconds(2)) { transport }
         } catch let failure as ConformanceFailure {
             #expect(failure.check == name)
             return failure
