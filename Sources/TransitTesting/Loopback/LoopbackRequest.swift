@@ -93,7 +93,7 @@ public struct LoopbackRequest: Sendable, CustomStringConvertible {
     }
 
     /// The body decoded as UTF-8, or `nil` if it is not valid UTF-8.
-    public var text: String? {
+    var text: String? {
         String(data: body, encoding: .utf8)
     }
 

@@ -58,7 +58,7 @@ struct URLSessionTransportTests {
             for request in requests {
                 #expect(request.path == "/posts/1")
                 #expect(request.queryItems.first { $0.name == "draft" }?.value == "true")
-                #expect(request.text == #"{"title":"\#(request.method)"}"#)
+                #expect(String(data: request.body, encoding: .utf8) == #"{"title":"\#(request.method)"}"#)
                 #expect(request.value(forHTTPHeaderField: "Content-Type") == "application/json")
                 #expect(request.value(forHTTPHeaderField: "Authorization") == "Bearer t0k3n")
                 #expect(request.value(forHTTPHeaderField: "Content-Length") == "\(request.body.count)")
