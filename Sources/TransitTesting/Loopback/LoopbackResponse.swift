@@ -56,7 +56,7 @@ public struct LoopbackResponse: Sendable {
 
     /// The status code.
     var status: Int
-    /// The reason phrase on the status line; `nil` uses the standard phrase for ``status`` (the
+    /// The reason phrase on the status line; `nil` uses the standard phrase for the status (the
     /// one Transit's `HTTPClientError.reasonPhrase` gives).
     public var reason: String?
     /// Header fields, sent in this order (a field may repeat). `Content-Length`,
