@@ -52,7 +52,7 @@ func demonstrateCaching(narrator: Narrator, check: (Bool, String) -> Void) async
     defer { try? FileManager.default.removeItem(at: folder) }
     let cache: HTTPCache
     do {
-        cache = try HTTPCache(directory: folder)
+        cache = try HTTPCache(records: DiskCache(directory: folder))
     } catch {
         check(false, "the HTTP cache opened (\(error))")
         return

@@ -70,7 +70,7 @@ final class ForumServer: Sendable {
     }
 
     /// `http://127.0.0.1:<port>`.
-    var baseURL: String { server.baseURL.absoluteString }
+    var baseURL: String { server.url().absoluteString }
 
     /// Makes every access token issued so far invalid, as if they had all expired.
     func expireAccessTokens() {
@@ -131,7 +131,7 @@ final class ForumServer: Sendable {
                 return .json(#"{"error":"slow_down"}"#, status: 429, headers: ["Retry-After": "\(rateLimit)"])
             }
             var posts = posts
-            if let user = request.queryValue("userId") {
+            if let user = request.queryItems.first(where: { $0.name == "userId" })?.value {
                 guard let userId = Int(user) else { return .json(#"{"error":"userId must be a number"}"#, status: 400) }
                 posts = posts.filter { $0.userId == userId }
             }

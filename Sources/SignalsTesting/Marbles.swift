@@ -1,31 +1,10 @@
 import Signals
 
-/// Marble diagrams: a time line written as text, one character per tick of virtual time.
-///
-/// | symbol | meaning |
-/// |---|---|
-/// | `-` | a tick in which nothing happens |
-/// | any other character | a value, named by that character, in its tick |
-/// | `\|` | the signal finishes |
-/// | `#` | the signal fails |
-/// | `[ab]` | several events in the same tick (here `a`, then `b`) |
-/// | space | nothing: use it to line diagrams up |
-///
-/// `"a-b--c|"` sends `a` at tick 0, `b` at tick 2, `c` at tick 5 and finishes at tick 6. Use
-/// `Signal.marbles(_:values:failure:scheduler:frame:)` to build a source from a diagram, and
-/// ``SignalRecorder/marbles(frame:from:symbol:)`` to draw what a recorder received, so a test of
-/// a time-based operator reads as its specification:
-///
-/// ```swift
-/// let scheduler = TestScheduler()
-/// let input = Signal<String, Never>.marbles("a-b--c|", scheduler: scheduler)
-/// let recorder = SignalRecorder(input.debounce(for: .seconds(1), scheduler: scheduler), scheduler: scheduler)
-/// scheduler.run()
-/// #expect(recorder.marbles() == "-a-b--|")
-/// ```
-public enum Marbles {
+/// Marble diagrams: the parser and the drawer behind `Signal.marbles(_:values:failure:scheduler:frame:)`
+/// and ``SignalRecorder/marbles(frame:from:symbol:)``, which document the notation.
+package enum Marbles {
     /// One event of a diagram.
-    public enum Symbol: Equatable, Sendable {
+    package enum Symbol: Equatable, Sendable {
         /// A value, named by its character.
         case value(Character)
         /// `|`: the signal finishes.
@@ -35,14 +14,14 @@ public enum Marbles {
     }
 
     /// What was wrong with a diagram; its description names the diagram and the mistake.
-    public struct SyntaxError: Error, Equatable, CustomStringConvertible {
+    package struct SyntaxError: Error, Equatable, CustomStringConvertible {
         /// The diagram.
         let diagram: String
         /// What is wrong with it.
         let reason: String
 
         /// Says what is wrong, and where.
-        public var description: String {
+        package var description: String {
             "Marble diagram \"\(diagram)\": \(reason)"
         }
     }
@@ -51,7 +30,7 @@ public enum Marbles {
     ///
     /// - Throws: ``SyntaxError`` for an unclosed or nested `[`, a `]` without `[`, an empty
     ///   group, or an event after the terminal event.
-    public static func parse(_ diagram: String) throws -> [(tick: Int, symbol: Symbol)] {
+    package static func parse(_ diagram: String) throws -> [(tick: Int, symbol: Symbol)] {
         var events: [(tick: Int, symbol: Symbol)] = []
         var tick = 0
         var inGroup = false
@@ -112,7 +91,7 @@ public enum Marbles {
     /// Draws `events` (each with its tick) as a diagram: a tick with no event is `-`, a tick with
     /// one event its symbol, a tick with several a group `[…]`. The diagram ends with the last
     /// event's tick.
-    public static func draw(_ events: [(tick: Int, symbol: String)]) -> String {
+    package static func draw(_ events: [(tick: Int, symbol: String)]) -> String {
         guard let last = events.map(\.tick).max() else { return "" }
         var byTick = [[String]](repeating: [], count: last + 1)
         for event in events where event.tick >= 0 { byTick[event.tick].append(event.symbol) }
@@ -130,6 +109,29 @@ extension Signal {
     /// A cold signal that plays `diagram` on `scheduler`, one tick every `frame`, counted from
     /// each subscription: a value character sends `values[character]`, `|` finishes, `#` fails
     /// with `failure`.
+    ///
+    /// A marble diagram is a time line written as text, one character per tick of virtual time:
+    ///
+    /// | symbol | meaning |
+    /// |---|---|
+    /// | `-` | a tick in which nothing happens |
+    /// | any other character | a value, named by that character, in its tick |
+    /// | `\|` | the signal finishes |
+    /// | `#` | the signal fails |
+    /// | `[ab]` | several events in the same tick (here `a`, then `b`) |
+    /// | space | nothing: use it to line diagrams up |
+    ///
+    /// `"a-b--c|"` sends `a` at tick 0, `b` at tick 2, `c` at tick 5 and finishes at tick 6.
+    /// ``SignalRecorder/marbles(frame:from:symbol:)`` draws what a recorder received the same
+    /// way, so a test of a time-based operator reads as its specification:
+    ///
+    /// ```swift
+    /// let scheduler = TestScheduler()
+    /// let input = Signal<String, Never>.marbles("a-b--c|", scheduler: scheduler)
+    /// let recorder = SignalRecorder(input.debounce(for: .seconds(1), scheduler: scheduler), scheduler: scheduler)
+    /// scheduler.run()
+    /// #expect(recorder.marbles() == "-a-b--|")
+    /// ```
     ///
     /// A diagram that cannot be parsed, a value character missing from `values`, or `#` without
     /// a `failure` is a mistake in the test: it is reported with `preconditionFailure`, naming
@@ -211,15 +213,16 @@ private struct MarbleTimeline<Output: Sendable, Failure: Error>: Sendable {
 }
 
 extension SignalRecorder {
-    /// What the recorder received, drawn as a marble diagram: the event at virtual time `t` is in
-    /// tick `(t - origin) / frame` (rounded down); values are drawn by `symbol`, `|` is finished
-    /// and `#` failed.
+    /// What the recorder received, drawn as a marble diagram (see
+    /// `Signal.marbles(_:values:failure:scheduler:frame:)` for the notation): the event at virtual
+    /// time `t` is in tick `(t - origin) / frame` (rounded down); values are drawn by `symbol`
+    /// (by default their description), `|` is finished and `#` failed.
     ///
     /// Needs a recorder made with a scheduler (events without a time are left out).
     public func marbles(
         frame: Duration = .seconds(1),
         from origin: Duration = .zero,
-        symbol: (Output) -> String
+        symbol: (Output) -> String = { String(describing: $0) }
     ) -> String {
         Marbles.draw(records.compactMap { record -> (tick: Int, symbol: String)? in
             guard let time = record.time else { return nil }
@@ -230,13 +233,5 @@ extension SignalRecorder {
             case .failed: return (tick, "#")
             }
         })
-    }
-}
-
-extension SignalRecorder where Output: CustomStringConvertible {
-    /// What the recorder received, drawn as a marble diagram, each value by its description (see
-    /// ``marbles(frame:from:symbol:)``).
-    public func marbles(frame: Duration = .seconds(1), from origin: Duration = .zero) -> String {
-        marbles(frame: frame, from: origin) { $0.description }
     }
 }

@@ -14,8 +14,8 @@ import Signals
 /// ```
 ///
 /// It also checks the event contract as it goes: ``violations`` counts events delivered after a
-/// terminal event (always zero for a correct signal), and ``overlaps`` counts deliveries that
-/// started while another one was still running (always zero: signals serialise their events).
+/// terminal event and deliveries that started while another one was still running (always zero
+/// for a correct signal: it ends once and serialises its events).
 ///
 /// Thread safety: every member may be used from any thread; events may arrive on any thread.
 public final class SignalRecorder<Output: Sendable, Failure: Error>: Sendable {
@@ -30,7 +30,6 @@ public final class SignalRecorder<Output: Sendable, Failure: Error>: Sendable {
         var records: [Record] = []
         var violations = 0
         var delivering = false
-        var overlaps = 0
         var token: CancellationToken?
     }
 
@@ -38,16 +37,13 @@ public final class SignalRecorder<Output: Sendable, Failure: Error>: Sendable {
     /// The scheduler whose clock stamps each event.
     let scheduler: TestScheduler?
 
-    /// A recorder that is not subscribed yet; pass ``observer`` to a signal, or call
-    /// ``subscribe(to:)``. With a `scheduler`, each event is stamped with its `now`.
-    public init(scheduler: TestScheduler? = nil) {
+    /// A recorder subscribed to `signal` at once, if one is given: it keeps that subscription
+    /// until ``cancel()`` or until the recorder is released. Without a signal the recorder is not
+    /// subscribed yet; pass ``observer`` to a signal, or call ``subscribe(to:)``. With a
+    /// `scheduler`, each event is stamped with its `now`.
+    public init(_ signal: Signal<Output, Failure>? = nil, scheduler: TestScheduler? = nil) {
         self.scheduler = scheduler
-    }
-
-    /// A recorder subscribed to `signal` at once. It keeps the subscription until ``cancel()``
-    /// or until the recorder is released.
-    public convenience init(_ signal: Signal<Output, Failure>, scheduler: TestScheduler? = nil) {
-        self.init(scheduler: scheduler)
+        guard let signal else { return }
         let token = CancellationToken()
         state.withLock { $0.token = token }
         signal.observe(observer, in: token)
@@ -81,7 +77,7 @@ public final class SignalRecorder<Output: Sendable, Failure: Error>: Sendable {
         let time = scheduler?.now
         let overlapped = state.withLock { state -> Bool in
             defer { state.delivering = true }
-            if state.delivering { state.overlaps += 1 }
+            if state.delivering { state.violations += 1 }
             if state.records.last?.event.isTerminal == true { state.violations += 1 }
             state.records.append(Record(event: event, time: time))
             return state.delivering
@@ -115,11 +111,9 @@ public final class SignalRecorder<Output: Sendable, Failure: Error>: Sendable {
         return nil
     }
 
-    /// Events received after a terminal event. Always zero for a correct signal.
+    /// Breaches of the event contract: events received after a terminal event, and deliveries
+    /// that started while another was still running. Always zero for a correct signal.
     public var violations: Int { state.withLock { $0.violations } }
-
-    /// Deliveries that started while another was still running. Always zero for a correct signal.
-    public var overlaps: Int { state.withLock { $0.overlaps } }
 }
 
 extension SignalRecorder.Record: CustomStringConvertible {

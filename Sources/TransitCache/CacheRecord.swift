@@ -14,15 +14,11 @@ public struct CacheRecord: Sendable, Equatable {
     public let createdAt: Date
     /// When the record was used before this read (its creation, if it had not been read).
     public let lastUsedAt: Date
-    /// How long the record lives after ``createdAt``; `nil` if it never expires.
-    public let ttl: Duration?
+    /// When the record expires — ``createdAt`` plus the TTL it was stored with — or `nil` if it
+    /// never does.
+    public let expiresAt: Date?
     /// How many times the record is pinned; a pinned record is never evicted or collected.
     public let pinCount: Int
-
-    /// When the record expires, or `nil` if it never does.
-    public var expiresAt: Date? {
-        ttl.map { createdAt.addingTimeInterval($0.timeInterval) }
-    }
 
     /// `true` if the record is pinned at least once.
     var isPinned: Bool { pinCount > 0 }

@@ -1,17 +1,31 @@
 import Foundation
 import Signals
 
-// The async forms of DiskCache's blocking methods: the same behaviour, run on the cache's own
-// queue so that no thread of the cooperative pool blocks on file I/O.
+// The async way into DiskCache: any of its blocking methods, run on the cache's own queue so that
+// no thread of the cooperative pool blocks on file I/O.
 extension DiskCache {
-    /// Runs `work` on the cache's queue and returns its result.
+    /// Runs `work` with this cache on the cache's own queue, never on a thread of the cooperative
+    /// pool, and returns its result: the `async` form of every blocking method, with the same
+    /// behaviour.
     ///
-    /// - Throws: `CancellationError` if the task is cancelled before the work starts on the
-    ///   queue (the work then does not run); once started, the work runs to the end.
+    /// ```swift
+    /// let record = try await cache.perform { try $0.record(forKey: key) }
+    /// try await cache.perform { try $0.store(data, forKey: key, ttl: .seconds(300)) }
+    /// let pin = Signal(operation: { try await cache.perform { try $0.pin(key) } })   // as a cold signal
+    /// ```
+    ///
+    /// - Throws: what `work` throws, or `CancellationError` if the task is cancelled before the
+    ///   work starts on the queue (the work then does not run); once started, the work runs to
+    ///   the end.
+    public func perform<T: Sendable>(_ work: @escaping @Sendable (DiskCache) throws -> T) async throws -> T {
+        try await perform(whenQueued: nil) { try work(self) }
+    }
+
+    /// Runs `work` on the cache's queue and returns its result, as ``perform(_:)``.
     ///
     /// `whenQueued` is called once the work waits on the queue (tests cancel a task there).
     func perform<T: Sendable>(
-        whenQueued: (@Sendable () -> Void)? = nil,
+        whenQueued: (@Sendable () -> Void)?,
         _ work: @escaping @Sendable () throws -> T
     ) async throws -> T {
         try Task.checkCancellation()
@@ -30,48 +44,5 @@ extension DiskCache {
         } onCancel: {
             cancelled.withLock { $0 = true }
         }
-    }
-
-    /// The record stored under `key`; see ``record(forKey:includingExpired:)``.
-    public func record(forKey key: String, includingExpired: Bool = false) async throws -> CacheRecord? {
-        try await perform { try self.record(forKey: key, includingExpired: includingExpired) }
-    }
-
-    /// Whether a fresh record is stored under `key`; see ``containsRecord(forKey:)``.
-    public func containsRecord(forKey key: String) async throws -> Bool {
-        try await perform { try self.containsRecord(forKey: key) }
-    }
-
-    /// Stores `data` under `key`; see ``store(_:forKey:ttl:metadata:)``.
-    public func store(_ data: Data, forKey key: String, ttl: Duration? = nil, metadata: Data = Data()) async throws {
-        try await perform { try self.store(data, forKey: key, ttl: ttl, metadata: metadata) }
-    }
-
-    /// Removes the record stored under `key`; see ``removeRecord(forKey:)``.
-    public func removeRecord(forKey key: String) async throws {
-        try await perform { try self.removeRecord(forKey: key) }
-    }
-
-    /// Removes every record; see ``removeAll()``.
-    public func removeAll() async throws {
-        try await perform { try self.removeAll() }
-    }
-
-    /// Pins the record stored under `key`; see ``pin(_:)``.
-    @discardableResult
-    public func pin(_ key: String) async throws -> Int {
-        try await perform { try self.pin(key) }
-    }
-
-    /// Removes one pin; see ``unpin(_:)``.
-    @discardableResult
-    public func unpin(_ key: String) async throws -> Int {
-        try await perform { try self.unpin(key) }
-    }
-
-    /// Collects garbage; see ``collectGarbage()``.
-    @discardableResult
-    public func collectGarbage() async throws -> GarbageCollectionReport {
-        try await perform { try self.collectGarbage() }
     }
 }

@@ -33,9 +33,10 @@ import Darwin
 ///   any process — does not commit: the folder's generation, kept in the lock file, changes, and
 ///   every commit reads it again under the folder lock.
 ///
-/// The synchronous methods block the calling thread on file I/O. Each operation also has an
-/// `async` form that runs the work on the cache's own queue, never on a thread of the
-/// cooperative pool; as a cold signal, it is `Signal(operation: { try await cache.pin(key) })`.
+/// The methods block the calling thread on file I/O. From `async` code, run them with
+/// ``perform(_:)``, which runs the work on the cache's own queue, never on a thread of the
+/// cooperative pool: `try await cache.perform { try $0.pin(key) }`; as a cold signal, it is
+/// `Signal(operation: { try await cache.perform { try $0.pin(key) } })`.
 ///
 /// ```swift
 /// let cache = try DiskCache(directory: cachesURL.appending(path: "thumbnails"))
@@ -183,7 +184,7 @@ public final class DiskCache: Sendable {
             metadata: Data(fields.metadata),
             createdAt: Date(cacheMilliseconds: fields.createdAt),
             lastUsedAt: Date(cacheMilliseconds: fields.lastUse),
-            ttl: fields.ttl > 0 ? .milliseconds(fields.ttl) : nil,
+            expiresAt: fields.expiresAt.map { Date(cacheMilliseconds: $0) },
             pinCount: Int(fields.pinCount)
         )
     }

@@ -179,7 +179,7 @@ func useReadOnlyFolder(_ directory: URL) throws {
 /// Fetches a cacheable response with `body` through an HTTP cache in `directory` (the network
 /// is a stub transport); returns the body bytes received and the cache's events, named.
 func fetchThroughCache(_ directory: URL, body: Data) throws -> (Int, String) {
-    let cache = try HTTPCache(directory: directory)
+    let cache = try HTTPCache(records: DiskCache(directory: directory))
     let stub = StubTransport()
     stub.stub(.get, path: "/data").thenRespond(.status(200, headers: ["Cache-Control": "max-age=600"], body: body))
     let events = Locked<[String]>([])

@@ -21,25 +21,25 @@ private final class QueueGate: Sendable {
 
 @Suite("DiskCache: async/await and signals")
 struct AsyncAndSignalTests {
-    @Test("every operation has an async twin")
+    @Test("every operation runs from async code through perform")
     func asyncAPI() async throws {
         let folder = try TemporaryFolder()
         let cache = try DiskCache(directory: folder.url, configuration: virtualConfiguration(TestScheduler()))
-        try await cache.store(payload(1), forKey: "a", ttl: .seconds(60), metadata: Data("m".utf8))
-        let record = try #require(try await cache.record(forKey: "a"))
+        try await cache.perform { try $0.store(payload(1), forKey: "a", ttl: .seconds(60), metadata: Data("m".utf8)) }
+        let record = try #require(try await cache.perform { try $0.record(forKey: "a") })
         #expect(record.data == payload(1))
         #expect(record.metadata == Data("m".utf8))
-        #expect(try await cache.containsRecord(forKey: "a"))
-        #expect(try await cache.pin("a") == 1)
-        #expect(try await cache.unpin("a") == 0)
-        let report = try await cache.collectGarbage()
+        #expect(try await cache.perform { try $0.containsRecord(forKey: "a") })
+        #expect(try await cache.perform { try $0.pin("a") } == 1)
+        #expect(try await cache.perform { try $0.unpin("a") } == 0)
+        let report = try await cache.perform { try $0.collectGarbage() }
         #expect(report == GarbageCollectionReport())
-        try await cache.removeRecord(forKey: "a")
-        #expect(try await cache.record(forKey: "a") == nil)
-        try await cache.store(payload(2), forKey: "b")
-        try await cache.removeAll()
-        #expect(try await !cache.containsRecord(forKey: "b"))
-        await #expect(throws: CacheError.recordNotFound(key: "none")) { try await cache.pin("none") }
+        try await cache.perform { try $0.removeRecord(forKey: "a") }
+        #expect(try await cache.perform { try $0.record(forKey: "a") } == nil)
+        try await cache.perform { try $0.store(payload(2), forKey: "b") }
+        try await cache.perform { try $0.removeAll() }
+        #expect(try await !cache.perform { try $0.containsRecord(forKey: "b") })
+        await #expect(throws: CacheError.recordNotFound(key: "none")) { try await cache.perform { try $0.pin("none") } }
     }
 
     @Test("a cancelled task does not start the work")
@@ -48,10 +48,10 @@ struct AsyncAndSignalTests {
         let cache = try DiskCache(directory: folder.url)
         let task = Task {
             withUnsafeCurrentTask { $0?.cancel() }
-            try await cache.store(payload(1), forKey: "a")
+            try await cache.perform { try $0.store(payload(1), forKey: "a") }
         }
         await #expect(throws: CancellationError.self) { try await task.value }
-        #expect(try await !cache.containsRecord(forKey: "a"))
+        #expect(try await !cache.perform { try $0.containsRecord(forKey: "a") })
     }
 
     @Test("a task cancelled while its work waits for the cache's queue does not run it")
@@ -69,28 +69,28 @@ struct AsyncAndSignalTests {
         task.cancel()
         gate.open()
         await #expect(throws: CancellationError.self) { try await task.value }
-        #expect(try await !cache.containsRecord(forKey: "a"))
+        #expect(try await !cache.perform { try $0.containsRecord(forKey: "a") })
     }
 
     @Test("the signals are cold: nothing happens until subscribed, and every subscription runs again")
     func signalsAreCold() async throws {
         let folder = try TemporaryFolder()
         let cache = try DiskCache(directory: folder.url)
-        let store = Signal(operation: { try await cache.store(payload(1), forKey: "a") })
-        let pin = Signal(operation: { try await cache.pin("a") })
-        #expect(try await !cache.containsRecord(forKey: "a"))
+        let store = Signal(operation: { try await cache.perform { try $0.store(payload(1), forKey: "a") } })
+        let pin = Signal(operation: { try await cache.perform { try $0.pin("a") } })
+        #expect(try await !cache.perform { try $0.containsRecord(forKey: "a") })
         try await store.firstValue()
-        #expect(try await cache.record(forKey: "a")?.data == payload(1))
+        #expect(try await cache.perform { try $0.record(forKey: "a") }?.data == payload(1))
         #expect(try await pin.firstValue() == 1)
         #expect(try await pin.firstValue() == 2)
-        #expect(try await Signal(operation: { try await cache.unpin("a") }).firstValue() == 1)
-        #expect(try await Signal(operation: { try await cache.record(forKey: "a") }).firstValue()?.data == payload(1))
-        #expect(try await Signal(operation: { try await cache.containsRecord(forKey: "a") }).firstValue())
-        #expect(try await Signal(operation: { try await cache.collectGarbage() }).firstValue() == GarbageCollectionReport())
-        try await Signal(operation: { try await cache.removeRecord(forKey: "a") }).firstValue()
-        #expect(try await Signal(operation: { try await cache.record(forKey: "a") }).firstValue() == nil)
-        try await Signal(operation: { try await cache.store(payload(2), forKey: "b") }).firstValue()
-        try await Signal(operation: { try await cache.removeAll() }).firstValue()
+        #expect(try await Signal(operation: { try await cache.perform { try $0.unpin("a") } }).firstValue() == 1)
+        #expect(try await Signal(operation: { try await cache.perform { try $0.record(forKey: "a") } }).firstValue()?.data == payload(1))
+        #expect(try await Signal(operation: { try await cache.perform { try $0.containsRecord(forKey: "a") } }).firstValue())
+        #expect(try await Signal(operation: { try await cache.perform { try $0.collectGarbage() } }).firstValue() == GarbageCollectionReport())
+        try await Signal(operation: { try await cache.perform { try $0.removeRecord(forKey: "a") } }).firstValue()
+        #expect(try await Signal(operation: { try await cache.perform { try $0.record(forKey: "a") } }).firstValue() == nil)
+        try await Signal(operation: { try await cache.perform { try $0.store(payload(2), forKey: "b") } }).firstValue()
+        try await Signal(operation: { try await cache.perform { try $0.removeAll() } }).firstValue()
         #expect(cache.keys.isEmpty)
     }
 
@@ -99,10 +99,10 @@ struct AsyncAndSignalTests {
         let folder = try TemporaryFolder()
         let cache = try DiskCache(directory: folder.url)
         var values: [CacheRecord?] = []
-        for try await value in Signal(operation: { try await cache.record(forKey: "missing") }).values { values.append(value) }
+        for try await value in Signal(operation: { try await cache.perform { try $0.record(forKey: "missing") } }).values { values.append(value) }
         #expect(values == [nil])
         await #expect(throws: CacheError.recordNotFound(key: "missing")) {
-            try await Signal(operation: { try await cache.pin("missing") }).firstValue()
+            try await Signal(operation: { try await cache.perform { try $0.pin("missing") } }).firstValue()
         }
     }
 
@@ -112,7 +112,7 @@ struct AsyncAndSignalTests {
         let cache = try DiskCache(directory: folder.url)
         let gate = QueueGate(cache)
         let delivered = Locked(0)
-        let token = Signal(operation: { try await cache.store(payload(1), forKey: "a") }).sink(
+        let token = Signal(operation: { try await cache.perform { try $0.store(payload(1), forKey: "a") } }).sink(
             receiveCompletion: { _ in delivered.withLock { $0 += 1 } },
             receiveValue: { _ in delivered.withLock { $0 += 1 } }
         )
@@ -167,9 +167,9 @@ struct CachedSignalTests {
         for try await profile in cached.values { all.append(profile) }
         #expect(all == [Profile(name: "ada", visits: 1)])
         #expect(upstream.subscriptions == 1)
-        let stored = try #require(try await cache.record(forKey: "profile"))
+        let stored = try #require(try await cache.perform { try $0.record(forKey: "profile") })
         #expect(try JSONDecoder().decode(Profile.self, from: stored.data) == Profile(name: "ada", visits: 1))
-        #expect(stored.ttl == .seconds(60))
+        #expect(stored.expiresAt?.timeIntervalSince(stored.createdAt) == 60)
     }
 
     @Test("after the TTL (virtual time) the value is fetched and stored again")
@@ -207,7 +207,7 @@ struct CachedSignalTests {
     func undecodable() async throws {
         let folder = try TemporaryFolder()
         let cache = try DiskCache(directory: folder.url)
-        try await cache.store(Data("not json".utf8), forKey: "profile")
+        try await cache.perform { try $0.store(Data("not json".utf8), forKey: "profile") }
         let upstream = Upstream([Profile(name: "ada", visits: 3)])
         let cached = upstream.signal.cached(in: cache, key: "profile", ttl: nil)
         #expect(try await cached.firstValue() == Profile(name: "ada", visits: 3))

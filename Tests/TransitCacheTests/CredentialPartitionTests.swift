@@ -141,7 +141,9 @@ struct HTTPCacheCredentialPartitionTests {
         let record = try #require(try fixture.records.openRecord(forKey: key))
         var metadata = try #require(try JSONSerialization.jsonObject(with: record.metadata) as? [String: Any])
         #expect(metadata.removeValue(forKey: "partition") as? String == "")
-        try await fixture.records.store(try #require(record.payload), forKey: key, metadata: try JSONSerialization.data(withJSONObject: metadata))
+        let payload = try #require(record.payload)
+        let rewritten = try JSONSerialization.data(withJSONObject: metadata)
+        try await fixture.records.perform { try $0.store(payload, forKey: key, metadata: rewritten) }
         #expect(try await fixture.send("/me").text == "anonymous")
         #expect(fixture.networkRequests == 2)
         #expect(try await fixture.send("/me").text == "anonymous")

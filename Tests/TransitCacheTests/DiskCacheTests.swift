@@ -16,7 +16,7 @@ struct DiskCacheTests {
         #expect(record.data == payload(1))
         #expect(record.metadata == Data("meta".utf8))
         #expect(record.createdAt == Date(timeIntervalSince1970: 1_800_000_000))
-        #expect(record.ttl == .seconds(60))
+        #expect(record.expiresAt?.timeIntervalSince(record.createdAt) == 60)
         #expect(record.expiresAt == Date(timeIntervalSince1970: 1_800_000_060))
         #expect(record.pinCount == 0)
         #expect(try cache.record(forKey: "b") == nil)

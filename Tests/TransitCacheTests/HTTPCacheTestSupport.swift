@@ -19,16 +19,16 @@ final class HTTPCacheFixture: Sendable {
     let records: DiskCache
     let cache: HTTPCache
     let stub = StubTransport()
-    let transport: CachingTransport
+    let transport: any HTTPTransport
     private let recorded = Locked<[HTTPCacheEvent]>([])
     private let token: CancellationToken
 
-    init(maximumRecordSize: Int? = nil, configuration: HTTPCache.Configuration = .init()) throws {
+    init(maximumRecordSize: Int? = nil, maximumHeuristicLifetime: Duration = .seconds(86_400)) throws {
         folder = try TemporaryFolder()
         records = try DiskCache(directory: folder.url, configuration: .init(
             maximumRecordSize: maximumRecordSize, clock: .following(scheduler, from: HTTPCacheFixture.origin)
         ))
-        cache = HTTPCache(records: records, configuration: configuration)
+        cache = HTTPCache(records: records, maximumHeuristicLifetime: maximumHeuristicLifetime)
         transport = stub.caching(in: cache)
         let recorded = self.recorded
         token = cache.events.sink { event in recorded.withLock { $0.append(event) } }

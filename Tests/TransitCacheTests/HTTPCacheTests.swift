@@ -72,8 +72,8 @@ struct HTTPCacheFreshnessTests {
         fixture.stub.stub(.get, path: "/created").thenRespond(.text("new", status: 201, headers: ["Date": fixture.now, "Last-Modified": modified]))
         fixture.stub.stub(.get, path: "/plain").thenRespond(.text("plain", headers: ["Date": fixture.now]))
         for path in ["/doc", "/created", "/plain"] { _ = try await fixture.send(path) }
-        #expect(try await fixture.records.containsRecord(forKey: HTTPCache.key(for: fixture.url("/doc"))))
-        #expect(try await !fixture.records.containsRecord(forKey: HTTPCache.key(for: fixture.url("/created"))))
+        #expect(try await fixture.records.perform { try $0.containsRecord(forKey: HTTPCache.key(for: fixture.url("/doc"))) })
+        #expect(try await !fixture.records.perform { try $0.containsRecord(forKey: HTTPCache.key(for: fixture.url("/created"))) })
         fixture.scheduler.advance(by: .seconds(12 * 3600 - 1))
         for path in ["/doc", "/created", "/plain"] { _ = try await fixture.send(path) }
         // /doc is fresh for 12 hours; 201 is not stored; /plain has no lifetime.
@@ -85,7 +85,7 @@ struct HTTPCacheFreshnessTests {
 
     @Test("the heuristic is capped by the configured maximum")
     func heuristicCap() async throws {
-        let fixture = try HTTPCacheFixture(configuration: .init(maximumHeuristicLifetime: .seconds(600)))
+        let fixture = try HTTPCacheFixture(maximumHeuristicLifetime: .seconds(600))
         let modified = httpDate(HTTPCacheFixture.origin.addingTimeInterval(-365 * 86_400))
         fixture.stub.stub(.get, path: "/old").thenRespond(.text("old", headers: ["Date": fixture.now, "Last-Modified": modified]))
         _ = try await fixture.send("/old")
@@ -106,7 +106,7 @@ struct HTTPCacheFreshnessTests {
         _ = try await fixture.send("/secret")
         #expect(fixture.networkRequests == 2)
         _ = try await fixture.send("/page", headers: ["Cache-Control": "no-store"])
-        #expect(try await !fixture.records.containsRecord(forKey: HTTPCache.key(for: fixture.url("/page"))))
+        #expect(try await !fixture.records.perform { try $0.containsRecord(forKey: HTTPCache.key(for: fixture.url("/page"))) })
         _ = try await fixture.send("/page")
         _ = try await fixture.send("/page", headers: ["Cache-Control": "no-store"])
         #expect(fixture.networkRequests == 5)
@@ -147,10 +147,10 @@ struct HTTPCacheFreshnessTests {
         fixture.stub.stub(.put, path: "/items/1").thenRespond(.status(200, headers: ["Content-Location": "/items/1/view", "Location": "https://other.example.com/items/1"]))
         _ = try await fixture.send("/items/1")
         _ = try await fixture.send("/items/1/view")
-        try await fixture.records.store(Data(), forKey: HTTPCache.key(for: URL(string: "https://other.example.com/items/1")!))
+        try await fixture.records.perform { try $0.store(Data(), forKey: HTTPCache.key(for: URL(string: "https://other.example.com/items/1")!)) }
         _ = try await fixture.send("/items/1", method: "PUT")
         #expect(Set(fixture.events.suffix(2)) == [.invalidated(fixture.url("/items/1")), .invalidated(fixture.url("/items/1/view"))])
-        #expect(try await fixture.records.containsRecord(forKey: HTTPCache.key(for: URL(string: "https://other.example.com/items/1")!)))
+        #expect(try await fixture.records.perform { try $0.containsRecord(forKey: HTTPCache.key(for: URL(string: "https://other.example.com/items/1")!)) })
     }
 
     @Test("requests with their own validators or a Range pass through untouched")

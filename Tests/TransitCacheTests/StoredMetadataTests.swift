@@ -75,7 +75,8 @@ struct StoredMetadataTests {
         #expect(metadata["requestTime"] != nil)
         metadata["requestTime"] = NSNumber(value: Int64.min)
         let payload = try #require(record.payload)
-        try await fixture.records.store(payload, forKey: key, metadata: try JSONSerialization.data(withJSONObject: metadata))
+        let rewritten = try JSONSerialization.data(withJSONObject: metadata)
+        try await fixture.records.perform { try $0.store(payload, forKey: key, metadata: rewritten) }
 
         let response = try await fixture.send("/feed")
         #expect(response.statusCode == 200)

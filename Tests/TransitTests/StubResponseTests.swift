@@ -40,10 +40,11 @@ struct StubResponseTests {
         #expect(scheduler.pendingCount == 0)
     }
 
-    @Test("StubTransport matches stub(url:) on the exact URL, query included")
+    @Test("StubTransport matches a stub for one URL on the exact URL, query included")
     func transportExactURL() {
         let transport = StubTransport()
-        transport.stub(url: url).thenRespond(.text("exact"))
+        let url = self.url
+        transport.stub { $0.url == url }.thenRespond(.text("exact"))
         transport.stub().thenRespond(.text("other"))
         let exact = RequestProbe(transport.send(URLRequest(url: url)))
         let other = RequestProbe(transport.send(URLRequest(url: URL(string: "https://stub.example.com/posts?page=3")!)))

@@ -197,7 +197,7 @@ func revalidationBenchmark(requests: Int) async throws -> (full: [Double], reval
     let network = URLSessionTransport(configuration: configuration)
     let folder = scratchFolder("http")
     defer { try? FileManager.default.removeItem(at: folder) }
-    let cache = try HTTPCache(directory: folder)
+    let cache = try HTTPCache(records: DiskCache(directory: folder))
     let cached = network.caching(in: cache)
     let request = URLRequest(url: server.url("/file"))
     // Warm up both paths (connections, the stored response).

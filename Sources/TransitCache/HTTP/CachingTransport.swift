@@ -5,53 +5,10 @@ import FoundationNetworking
 import Signals
 import Transit
 
-/// A transport decorator that answers from an ``HTTPCache`` what it may, and stores what it can,
-/// following RFC 9111 for a private cache. It sees the final request (after the client's headers,
-/// authorisers and redirects), so it composes with everything else:
-///
-/// ```swift
-/// let client = HTTPClient(transport: URLSessionTransport.shared.caching(in: cache))
-/// ```
-///
-/// What it does:
-/// - **Only `GET` and `HEAD`.** A `GET` response is stored if its status and headers allow it
-///   (not `no-store` in request or response, not `Vary: *`; explicit freshness — `max-age`,
-///   `Expires` — `public`/`private`, or a status cacheable by default); a `HEAD` is answered
-///   from a fresh stored `GET` response. Requests with a body file, a `Range` or their own
-///   conditional headers pass through untouched. A successful unsafe request (`POST`, `PUT`,
-///   `PATCH`, `DELETE`, …) removes the stored responses for its URL and for the same-origin
-///   `Location`/`Content-Location` (for every credential the cache instance knows of).
-/// - **Partitioned by credential**: a stored response is served and revalidated only for a
-///   request with the same `Authorization`, `Proxy-Authorization` and `Cookie` values as the one
-///   it answered (see ``HTTPCache``).
-/// - **Cookies are not stored**: a `Set-Cookie` (or `Set-Cookie2`) is delivered with the response
-///   that carried it, a 304's included, but never written to the cache's files nor served again
-///   from them: a session cookie must not outlive its exchange on disk.
-/// - **Sign-out wins**: a response whose exchange looked the request up before
-///   ``HTTPCache/removeAll()`` is never stored, nor is a `304` that arrives after it.
-/// - **Freshness** (RFC 9111 §4.2): `max-age`, else `Expires` − `Date`, else the heuristic only
-///   where the RFC allows it (a status cacheable by default, or `public`, with `Last-Modified`);
-///   age from `Age`, `Date` and the request/response times. Request `max-age`, `min-fresh`,
-///   `max-stale`, `no-cache` (and `Pragma: no-cache`), `only-if-cached` (504 when nothing
-///   fits) are honoured; response `no-cache` always revalidates, `must-revalidate` forbids
-///   serving it stale.
-/// - **Validation**: a stale response with `ETag` or `Last-Modified` is revalidated with
-///   `If-None-Match` / `If-Modified-Since`; a `304` is answered with the stored body and the
-///   stored headers updated from the 304 (and stored again); any other answer replaces it.
-/// - **`Vary`**: a stored response is used only for requests with the same values of the
-///   headers it varies on (one variant per URL is kept: the latest).
-/// - **`stale-if-error`** (RFC 5861, in the response or the request): when the network fails
-///   or the server answers 500, 502, 503 or 504, a stale response within that window is served.
-/// - **Offline mode** (``HTTPCache/isOffline``): answers from the cache only.
-/// - **Bodies stream**: a response is written to the cache as its chunks pass through to the
-///   consumer, never buffered, and a stored body is served in chunks; a download of any size
-///   stays in bounded memory. A write that fails (full or read-only folder) is reported on
-///   ``HTTPCache/events`` and the response is delivered as if there were no cache.
-///
-/// Served responses carry an `Age` header. Events on ``HTTPCache/events`` tell what happened.
-///
-/// Put one in front of a transport with `transport.caching(in: httpCache)`.
-public struct CachingTransport: HTTPTransport {
+/// The transport decorator behind `transport.caching(in:)`: answers from an ``HTTPCache`` what it
+/// may, and stores what it can, following RFC 9111 for a private cache (see
+/// ``HTTPTransport/caching(in:)`` for what it does).
+struct CachingTransport: HTTPTransport {
     /// The transport requests go to when the cache cannot answer.
     let base: any HTTPTransport
     /// The cache.
@@ -67,7 +24,7 @@ public struct CachingTransport: HTTPTransport {
         self.cache = cache
     }
 
-    public func exchange(_ request: TransportRequest) -> Signal<HTTPResponsePart, any Error> {
+    func exchange(_ request: TransportRequest) -> Signal<HTTPResponsePart, any Error> {
         let urlRequest = request.urlRequest
         guard let url = urlRequest.url else { return base.exchange(request) }
         let method = (urlRequest.httpMethod ?? "GET").uppercased()
@@ -243,7 +200,7 @@ final class CacheExchange: Sendable {
         let control = stored.cacheControl
         if requestControl.noCache || control.noCache { return false }
         let age = stored.currentAge(now: now)
-        let lifetime = stored.freshnessLifetime(fraction: cache.configuration.heuristicFraction, maximumHeuristic: cache.maximumHeuristicSeconds)
+        let lifetime = stored.freshnessLifetime(fraction: cache.heuristicFraction, maximumHeuristic: cache.maximumHeuristicSeconds)
         if let maxAge = requestControl.maxAge, age > Double(maxAge) { return false }
         if let minFresh = requestControl.minFresh, lifetime - age < Double(minFresh) { return false }
         if lifetime > age { return true }
@@ -256,7 +213,7 @@ final class CacheExchange: Sendable {
         let control = stored.cacheControl
         if control.noCache || requestControl.noCache { return false }
         if control.mustRevalidate {
-            let lifetime = stored.freshnessLifetime(fraction: cache.configuration.heuristicFraction, maximumHeuristic: cache.maximumHeuristicSeconds)
+            let lifetime = stored.freshnessLifetime(fraction: cache.heuristicFraction, maximumHeuristic: cache.maximumHeuristicSeconds)
             return lifetime > stored.currentAge(now: now)
         }
         return true
@@ -266,7 +223,7 @@ final class CacheExchange: Sendable {
     private func servableOnError(_ stored: StoredResponse) -> Bool {
         let windows = [requestControl.staleIfError, stored.cacheControl.staleIfError].compactMap { $0 }
         guard let window = windows.max() else { return false }
-        let lifetime = stored.freshnessLifetime(fraction: cache.configuration.heuristicFraction, maximumHeuristic: cache.maximumHeuristicSeconds)
+        let lifetime = stored.freshnessLifetime(fraction: cache.heuristicFraction, maximumHeuristic: cache.maximumHeuristicSeconds)
         return stored.currentAge(now: now) - lifetime <= Double(window)
     }
 

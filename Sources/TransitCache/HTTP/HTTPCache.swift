@@ -6,7 +6,7 @@ import Signals
 import Transit
 
 /// A private HTTP cache (RFC 9111) on a ``DiskCache``: the store and the rules that
-/// ``CachingTransport`` applies to every request it sees.
+/// `transport.caching(in:)` applies to every request it sees.
 ///
 /// Being a *private* cache, it may keep responses to requests with `Authorization` and
 /// responses marked `private`. It is **partitioned by credential**: a stored response is served,
@@ -21,32 +21,20 @@ import Transit
 /// own where that matters.
 ///
 /// ```swift
-/// let cache = try HTTPCache(directory: cachesURL.appending(path: "http-\(userID)"))
+/// let cache = try HTTPCache(records: DiskCache(directory: cachesURL.appending(path: "http-\(userID)")))
 /// let client = HTTPClient(transport: URLSessionTransport.shared.caching(in: cache))
 /// // on sign-out:
 /// try cache.removeAll()
 /// ```
 public final class HTTPCache: Sendable {
-    /// The heuristics of the cache.
-    public struct Configuration: Sendable {
-        /// The fraction of the time since `Last-Modified` for which a response without explicit
-        /// freshness is fresh, where RFC 9111 §4.2.2 allows a heuristic. Default 10 %.
-        public var heuristicFraction: Double
-        /// The longest heuristic freshness. Default one day.
-        public var maximumHeuristicLifetime: Duration
-
-        /// Creates a configuration.
-        public init(heuristicFraction: Double = 0.1, maximumHeuristicLifetime: Duration = .seconds(86_400)) {
-            self.heuristicFraction = heuristicFraction
-            self.maximumHeuristicLifetime = maximumHeuristicLifetime
-        }
-    }
-
     /// Where responses are stored: a record per URL, the body as payload, status and headers as
     /// metadata. Its limits bound the cache; its clock is the cache's clock.
     public let records: DiskCache
-    /// The heuristics in effect.
-    let configuration: Configuration
+    /// The fraction of the time since `Last-Modified` for which a response without explicit
+    /// freshness is fresh.
+    let heuristicFraction: Double
+    /// The longest heuristic freshness, in seconds.
+    let maximumHeuristicSeconds: Double
     private let offline = Locked(false)
     private let eventSubject = PassthroughSubject<HTTPCacheEvent, Never>()
     /// The folder's secret key for credential digests, once read.
@@ -56,20 +44,19 @@ public final class HTTPCache: Sendable {
     /// memory only, and forgotten by ``removeAll()``.
     private let lastPartition = Locked<(message: [UInt8], partition: String)?>(nil)
 
-    /// Creates an HTTP cache that stores its responses in `records`.
-    public init(records: DiskCache, configuration: Configuration = Configuration()) {
+    /// Creates an HTTP cache that stores its responses in `records`:
+    /// `try HTTPCache(records: DiskCache(directory: folder))`.
+    ///
+    /// - Parameters:
+    ///   - records: the store; its limits bound the cache and its clock is the cache's clock.
+    ///   - heuristicFraction: the fraction of the time since `Last-Modified` for which a response
+    ///     without explicit freshness is fresh, where RFC 9111 §4.2.2 allows a heuristic.
+    ///     Default 10 %.
+    ///   - maximumHeuristicLifetime: the longest heuristic freshness. Default one day.
+    public init(records: DiskCache, heuristicFraction: Double = 0.1, maximumHeuristicLifetime: Duration = .seconds(86_400)) {
         self.records = records
-        self.configuration = configuration
-    }
-
-    /// Creates an HTTP cache in the folder `directory` (created if needed), holding at most
-    /// `sizeLimit` bytes.
-    public convenience init(
-        directory: URL,
-        sizeLimit: Int = 256 * 1024 * 1024,
-        configuration: Configuration = Configuration()
-    ) throws {
-        try self.init(records: DiskCache(directory: directory, configuration: .init(sizeLimit: sizeLimit)), configuration: configuration)
+        self.heuristicFraction = heuristicFraction
+        maximumHeuristicSeconds = maximumHeuristicLifetime.timeInterval
     }
 
     /// Offline mode: when `true`, requests are answered from the cache only — a stored response
@@ -183,12 +170,55 @@ public final class HTTPCache: Sendable {
         }
     }
 
-    var maximumHeuristicSeconds: Double { configuration.maximumHeuristicLifetime.timeInterval }
 }
 
 extension HTTPTransport {
-    /// This transport behind an HTTP cache: see ``CachingTransport``.
-    public func caching(in cache: HTTPCache) -> CachingTransport {
+    /// This transport behind an HTTP cache: a transport decorator that answers from `cache` what
+    /// it may, and stores what it can, following RFC 9111 for a private cache. It sees the final
+    /// request (after the client's headers, authorisers and redirects), so it composes with
+    /// everything else:
+    ///
+    /// ```swift
+    /// let client = HTTPClient(transport: URLSessionTransport.shared.caching(in: cache))
+    /// ```
+    ///
+    /// What it does:
+    /// - **Only `GET` and `HEAD`.** A `GET` response is stored if its status and headers allow it
+    ///   (not `no-store` in request or response, not `Vary: *`; explicit freshness — `max-age`,
+    ///   `Expires` — `public`/`private`, or a status cacheable by default); a `HEAD` is answered
+    ///   from a fresh stored `GET` response. Requests with a body file, a `Range` or their own
+    ///   conditional headers pass through untouched. A successful unsafe request (`POST`, `PUT`,
+    ///   `PATCH`, `DELETE`, …) removes the stored responses for its URL and for the same-origin
+    ///   `Location`/`Content-Location` (for every credential the cache instance knows of).
+    /// - **Partitioned by credential**: a stored response is served and revalidated only for a
+    ///   request with the same `Authorization`, `Proxy-Authorization` and `Cookie` values as the one
+    ///   it answered (see ``HTTPCache``).
+    /// - **Cookies are not stored**: a `Set-Cookie` (or `Set-Cookie2`) is delivered with the response
+    ///   that carried it, a 304's included, but never written to the cache's files nor served again
+    ///   from them: a session cookie must not outlive its exchange on disk.
+    /// - **Sign-out wins**: a response whose exchange looked the request up before
+    ///   ``HTTPCache/removeAll()`` is never stored, nor is a `304` that arrives after it.
+    /// - **Freshness** (RFC 9111 §4.2): `max-age`, else `Expires` − `Date`, else the heuristic only
+    ///   where the RFC allows it (a status cacheable by default, or `public`, with `Last-Modified`);
+    ///   age from `Age`, `Date` and the request/response times. Request `max-age`, `min-fresh`,
+    ///   `max-stale`, `no-cache` (and `Pragma: no-cache`), `only-if-cached` (504 when nothing
+    ///   fits) are honoured; response `no-cache` always revalidates, `must-revalidate` forbids
+    ///   serving it stale.
+    /// - **Validation**: a stale response with `ETag` or `Last-Modified` is revalidated with
+    ///   `If-None-Match` / `If-Modified-Since`; a `304` is answered with the stored body and the
+    ///   stored headers updated from the 304 (and stored again); any other answer replaces it.
+    /// - **`Vary`**: a stored response is used only for requests with the same values of the
+    ///   headers it varies on (one variant per URL is kept: the latest).
+    /// - **`stale-if-error`** (RFC 5861, in the response or the request): when the network fails
+    ///   or the server answers 500, 502, 503 or 504, a stale response within that window is served.
+    /// - **Offline mode** (``HTTPCache/isOffline``): answers from the cache only.
+    /// - **Bodies stream**: a response is written to the cache as its chunks pass through to the
+    ///   consumer, never buffered, and a stored body is served in chunks; a download of any size
+    ///   stays in bounded memory. A write that fails (full or read-only folder) is reported on
+    ///   ``HTTPCache/events`` and the response is delivered as if there were no cache.
+    ///
+    /// Served responses carry an `Age` header. Events on ``HTTPCache/events`` tell what happened.
+    public func caching(in cache: HTTPCache) -> some HTTPTransport {
         CachingTransport(self, cache: cache)
     }
 }

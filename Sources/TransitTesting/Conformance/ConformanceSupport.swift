@@ -7,7 +7,7 @@ import Transit
 
 /// Why a transport failed a conformance check: its description names the check and says what was
 /// expected and what happened.
-public struct ConformanceFailure: Error, CustomStringConvertible, Sendable {
+package struct ConformanceFailure: Error, CustomStringConvertible, Sendable {
     /// The name of the check that failed (see ``TransportConformance/Check/name``).
     package var check: String
     /// What went wrong, with the values seen.
@@ -19,7 +19,8 @@ public struct ConformanceFailure: Error, CustomStringConvertible, Sendable {
         self.message = message
     }
 
-    public var description: String {
+    /// `check: message`, or the message alone outside a check.
+    package var description: String {
         check.isEmpty ? message : "\(check): \(message)"
     }
 }
@@ -36,7 +37,7 @@ func requireEqual<T: Equatable>(_ actual: T, _ expected: T, _ what: String) thro
     }
 }
 
-/// The bounds of every real-time wait in the checks (see ``TransportConformance/eventTimeout``).
+/// The bounds of every real-time wait in the checks (see `TransportConformance.eventTimeout`).
 enum ConformanceTimeout {
     static var event: Duration { TransportConformance.eventTimeout }
 }

@@ -9,8 +9,8 @@ import Transit
 /// sockets (``LoopbackServer``s on 127.0.0.1).
 ///
 /// Each ``Check`` is an async function that takes a factory of the transport under test, starts
-/// its own servers, and throws a ``ConformanceFailure`` that says what was expected and what
-/// happened. The suite depends on no test framework; with Swift Testing, one test per check:
+/// its own servers, and throws an error whose description names the check and says what was
+/// expected and what happened. The suite depends on no test framework; with Swift Testing, one test per check:
 ///
 /// ```swift
 /// @Test(arguments: TransportConformance.checks)
@@ -36,16 +36,15 @@ import Transit
 /// - through an `HTTPClient` over the transport: the response-size limit, the total deadline
 ///   against a trickling server, and redirects across two servers with credentials dropped.
 ///
-/// Wall-clock waits are bounded (``eventTimeout``, 30 s by default) and every wait is on a real
-/// condition (a part arriving, a server reaching a ``LoopbackGate``, a connection closing), never a
-/// sleep. The idle-timeout checks take about two seconds each, by nature.
+/// Wall-clock waits are bounded (the `eventTimeout` of ``Check/run(eventTimeout:_:)``, 30 s by
+/// default) and every wait is on a real condition (a part arriving, a server reaching a
+/// ``LoopbackGate``, a connection closing), never a sleep. The idle-timeout checks take about two seconds each, by nature.
 public enum TransportConformance {
-    /// Makes the transport under test. Called once or more per check; each call may return the
-    /// same transport or a new one.
-    public typealias MakeTransport = @Sendable () async throws -> any HTTPTransport
+    /// Makes the transport under test.
+    typealias MakeTransport = @Sendable () async throws -> any HTTPTransport
 
     /// One named behaviour every transport must have.
-    public struct Check: Sendable, Hashable, CustomStringConvertible {
+    public struct Check: Sendable, CustomStringConvertible {
         /// A short name, unique in ``TransportConformance/checks``.
         public let name: String
         /// What the check proves.
@@ -60,11 +59,24 @@ public enum TransportConformance {
 
         /// Runs the check against transports made by `makeTransport`.
         ///
-        /// - Throws: ``ConformanceFailure`` (named after this check) if the transport does not
-        ///   behave; any other error (a server that cannot start) is wrapped in one too.
-        public func run(_ makeTransport: @escaping MakeTransport) async throws {
+        /// - Parameters:
+        ///   - eventTimeout: how long the check waits for something that must happen (a part,
+        ///     the end, a connection closing) before it fails: generous by default, so that a
+        ///     loaded CI machine passes, and finite, so that a transport that never answers fails
+        ///     instead of hanging.
+        ///   - makeTransport: makes the transport under test; called once or more per check, each
+        ///     call may return the same transport or a new one.
+        /// - Throws: an error whose description names this check and says what was expected and
+        ///   what happened, if the transport does not behave; any other error (a server that
+        ///   cannot start) is reported the same way.
+        public func run(
+            eventTimeout: Duration = .seconds(30),
+            _ makeTransport: @escaping @Sendable () async throws -> any HTTPTransport
+        ) async throws {
             do {
-                try await body(makeTransport)
+                try await TransportConformance.$eventTimeout.withValue(eventTimeout) {
+                    try await body(makeTransport)
+                }
             } catch var failure as ConformanceFailure {
                 failure.check = name
                 throw failure
@@ -73,29 +85,14 @@ public enum TransportConformance {
             }
         }
 
+        /// The check's ``name``, which names a test run per check.
         public var description: String { name }
-
-        public static func == (lhs: Check, rhs: Check) -> Bool { lhs.name == rhs.name }
-
-        public func hash(into hasher: inout Hasher) {
-            hasher.combine(name)
-        }
     }
 
-    /// How long a check waits for something that must happen (a part, the end, a connection
-    /// closing) before it fails: 30 seconds unless bound otherwise, generous so that a loaded CI
-    /// machine passes, and finite so that a transport that never answers fails instead of hanging.
-    ///
-    /// ```swift
-    /// try await TransportConformance.$eventTimeout.withValue(.seconds(120)) { try await check.run(make) }
-    /// ```
-    @TaskLocal public static var eventTimeout: Duration = .seconds(30)
+    /// How long a check waits for something that must happen: the `eventTimeout` of
+    /// ``Check/run(eventTimeout:_:)``, bound for the check's task.
+    @TaskLocal static var eventTimeout: Duration = .seconds(30)
 
-    /// Every check, in a stable order.
+    /// Every check, in a stable order; `checks.first { $0.name == name }` finds one by name.
     public static let checks: [Check] = exchangeChecks + failureChecks + challengeChecks + encodingChecks + clientChecks
-
-    /// The check called `name`, if there is one.
-    public static func check(named name: String) -> Check? {
-        checks.first { $0.name == name }
-    }
 }

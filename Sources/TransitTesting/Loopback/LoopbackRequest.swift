@@ -25,9 +25,9 @@ public struct LoopbackRequest: Sendable, CustomStringConvertible {
     public let path: String
     /// The query part of the target without the `?`, still percent-encoded; `nil` when the target
     /// has no `?`.
-    public let query: String?
+    package let query: String?
     /// The protocol version from the request line (`HTTP/1.1`).
-    public let version: String
+    package let version: String
     /// The header fields, in the order they were sent; each name keeps the case the client
     /// used.
     public let headers: [HTTPField]
@@ -37,9 +37,8 @@ public struct LoopbackRequest: Sendable, CustomStringConvertible {
     /// it. Connections are numbered from 1 in the order the server accepted them.
     package let connectionID: Int
 
-    /// Creates a request value (the server builds these; tests may build them to call a handler
-    /// directly).
-    public init(
+    /// Creates a request value, as the server does when it has read one.
+    package init(
         method: String,
         target: String,
         version: String = "HTTP/1.1",
@@ -76,7 +75,8 @@ public struct LoopbackRequest: Sendable, CustomStringConvertible {
 
     /// The query's items, percent-decoded, in order (`a=1&b` gives `a: "1"` and `b: nil`). A `+`
     /// stays a `+`, as `URLComponents` has it. Items whose encoding is invalid keep their raw text.
-    /// Empty without a query.
+    /// Empty without a query. The value of the first item called `page` is
+    /// `request.queryItems.first { $0.name == "page" }?.value`.
     public var queryItems: [URLQueryItem] {
         guard let query, !query.isEmpty else { return [] }
         return query.split(separator: "&", omittingEmptySubsequences: true).map { item in
@@ -86,19 +86,14 @@ public struct LoopbackRequest: Sendable, CustomStringConvertible {
         }
     }
 
-    /// The decoded value of the first query item called `name`, or `nil`.
-    public func queryValue(_ name: String) -> String? {
-        queryItems.first { $0.name == name }?.value
-    }
-
     /// The path split on `/`, percent-decoded, without empty segments: `/posts/42/` gives
-    /// `["posts", "42"]`. Handy for routing.
-    public var pathComponents: [String] {
+    /// `["posts", "42"]`.
+    package var pathComponents: [String] {
         path.split(separator: "/").map { String($0).removingPercentEncoding ?? String($0) }
     }
 
     /// The body decoded as UTF-8, or `nil` if it is not valid UTF-8.
-    public var text: String? {
+    var text: String? {
         String(data: body, encoding: .utf8)
     }
 

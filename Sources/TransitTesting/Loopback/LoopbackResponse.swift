@@ -6,17 +6,17 @@ import Transit
 /// body, or drop the connection without answering.
 ///
 /// Build one with a factory (``status(_:headers:body:)``, ``text(_:status:headers:)``,
-/// ``json(_:status:headers:)``, ``json(encoding:encoder:status:headers:)``,
+/// ``json(_:status:headers:)``,
 /// ``chunked(_:interval:status:headers:)``, ``paced(_:interval:status:headers:)``,
 /// ``ranged(_:for:etag:lastModified:headers:)`` for byte ranges, ``raw(_:)``,
 /// ``dropConnection``, ``LoopbackResponse/scripted(status:headers:contentLength:_:)`` for a body
 /// the test sends step by step) and adjust it with the modifiers (``delayed(by:)``,
-/// ``closingMidBody(afterBytes:)``, ``closingConnection()``). The status line's reason phrase
+/// ``closingMidBody(afterBytes:)``); a `Connection: close` header closes the connection after it. The status line's reason phrase
 /// (``reason``) and the exact header fields in order, repeated ones included (``headers``), can
 /// be set on the value. Delays are real wall-clock time: the server is a real server.
 public struct LoopbackResponse: Sendable {
     /// How the body goes out.
-    enum Body: Sendable, Equatable {
+    enum Body: Sendable {
         /// In one piece, with a `Content-Length` header (unless the response sets its own).
         case whole(Data)
         /// With `Transfer-Encoding: chunked`, one chunk per element, waiting `interval` between
@@ -55,12 +55,14 @@ public struct LoopbackResponse: Sendable {
     }
 
     /// The status code.
-    public var status: Int
-    /// The reason phrase on the status line; `nil` uses the standard phrase for ``status`` (the
+    var status: Int
+    /// The reason phrase on the status line; `nil` uses the standard phrase for the status (the
     /// one Transit's `HTTPClientError.reasonPhrase` gives).
     public var reason: String?
     /// Header fields, sent in this order (a field may repeat). `Content-Length`,
     /// `Transfer-Encoding` and `Connection: close` are added when needed unless already present.
+    /// A `Connection: close` field here makes the server close the connection after the response,
+    /// as HTTP/1.1 requires (RFC 9112 §9.6), whatever the client asked for.
     public var headers: [HTTPField]
     /// The body.
     var body: Body
@@ -70,6 +72,15 @@ public struct LoopbackResponse: Sendable {
     var ending: Ending = .complete
     /// `true` to close the connection after this response even if the client wants to keep it.
     var closesConnection = false
+
+    /// `true` if the server closes the connection after this response: it was made to, or its
+    /// header fields say `Connection: close`.
+    var closesAfterward: Bool {
+        closesConnection || headers.contains { field in
+            HTTPSyntax.sameFieldName(field.name, "Connection")
+                && field.value.split(separator: ",").contains { $0.trimmingCharacters(in: .whitespaces).lowercased() == "close" }
+        }
+    }
 
     /// Creates a response with every field given.
     init(status: Int, reason: String? = nil, headers: [HTTPField] = [], body: Body = .whole(Data())) {
@@ -100,25 +111,14 @@ public struct LoopbackResponse: Sendable {
     }
 
     /// A response whose body is `json` (a JSON document as text), with
-    /// `Content-Type: application/json` unless `headers` names another.
+    /// `Content-Type: application/json` unless `headers` names another. For an `Encodable`
+    /// value, `.status(200, headers: ["Content-Type": "application/json"], body: try JSONEncoder().encode(value))`.
     public static func json(_ json: String, status: Int = 200, headers: [String: String] = [:]) -> LoopbackResponse {
         var headers = headers
         if !headers.keys.contains(where: { HTTPSyntax.sameFieldName($0, "Content-Type") }) {
             headers["Content-Type"] = "application/json"
         }
         return .status(status, headers: headers, body: Data(json.utf8))
-    }
-
-    /// A response whose body is `value` encoded with `encoder`, with
-    /// `Content-Type: application/json`.
-    public static func json<T: Encodable>(
-        encoding value: T,
-        encoder: JSONEncoder = JSONEncoder(),
-        status: Int = 200,
-        headers: [String: String] = [:]
-    ) throws -> LoopbackResponse {
-        let data = try encoder.encode(value)
-        return .json(String(decoding: data, as: UTF8.self), status: status, headers: headers)
     }
 
     /// A response with a chunked body: each element of `chunks` is one chunk on the wire, and
@@ -224,13 +224,6 @@ public struct LoopbackResponse: Sendable {
     public func closingMidBody(afterBytes: Int) -> LoopbackResponse {
         var copy = self
         copy.ending = .closeMidBody(afterBytes: max(0, afterBytes))
-        return copy
-    }
-
-    /// The same response, with `Connection: close`; the server closes the connection after it.
-    public func closingConnection() -> LoopbackResponse {
-        var copy = self
-        copy.closesConnection = true
         return copy
     }
 

@@ -73,7 +73,7 @@ extension LoopbackServerCore {
             if waited != .keepOpen { return waited }
         }
         if response.ending == .dropConnection { return .close }
-        let closing = clientWantsClose || response.closesConnection || response.ending != .complete
+        let closing = clientWantsClose || response.closesAfterward || response.ending != .complete
         var limit = Int.max
         if case .closeMidBody(let afterBytes) = response.ending { limit = afterBytes }
         let head = response.head(forMethod: request.method, closing: closing)

@@ -105,15 +105,10 @@ public final class LoopbackServer: Sendable {
         core.state.withLock { $0.port }
     }
 
-    /// `http://127.0.0.1:<port>`. Only meaningful after ``start()``.
-    public var baseURL: URL {
-        URL(string: "http://127.0.0.1:\(port)")!
-    }
-
-    /// `baseURL` followed by `pathAndQuery` (which should start with `/`), such as
-    /// `url("/posts?page=2")`.
-    public func url(_ pathAndQuery: String) -> URL {
-        URL(string: "http://127.0.0.1:\(port)\(pathAndQuery)") ?? baseURL
+    /// `http://127.0.0.1:<port>` followed by `pathAndQuery` (which should start with `/`), such as
+    /// `url("/posts?page=2")`; `url()` is the server's base URL. Only meaningful after ``start()``.
+    public func url(_ pathAndQuery: String = "") -> URL {
+        URL(string: "http://127.0.0.1:\(port)\(pathAndQuery)") ?? URL(string: "http://127.0.0.1:\(port)")!
     }
 
     /// How many response body bytes the server has handed to its sockets so far, over every

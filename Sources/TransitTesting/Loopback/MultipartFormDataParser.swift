@@ -47,8 +47,6 @@ public enum MultipartFormDataParser {
         public var filename: String? { rawFilename.map(MultipartFormDataParser.unescape) }
         /// The part's `Content-Type`, or `nil`.
         public var contentType: String? { headers.value(for: "Content-Type") }
-        /// The content read as UTF-8.
-        public var text: String { String(decoding: body, as: UTF8.self) }
 
         /// A parameter of a `form-data` `Content-Disposition` header.
         private func dispositionParameter(_ key: String) -> String? {

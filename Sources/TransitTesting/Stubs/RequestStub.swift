@@ -62,7 +62,8 @@ public class RequestStubs: @unchecked Sendable {
 
     init() {}
 
-    /// Adds a stub for the requests `matches` accepts.
+    /// Adds a stub for the requests `matches` accepts: `stub { $0.url == url }` for exactly one
+    /// URL (scheme, host, port, path and query), any method.
     @discardableResult
     public func stub(matching matches: @escaping @Sendable (URLRequest) -> Bool) -> RequestStub {
         let stub = RequestStub(matches: matches)
@@ -79,14 +80,6 @@ public class RequestStubs: @unchecked Sendable {
             if let path, request.url?.path != path { return false }
             return true
         }
-    }
-
-    /// Adds a stub for requests to exactly `url` (scheme, host, port, path and query), any
-    /// method.
-    @discardableResult
-    public func stub(url: URL) -> RequestStub {
-        let expected = url.absoluteString
-        return stub { $0.url?.absoluteString == expected }
     }
 
     /// Every request received so far, in order, unexpected ones included.

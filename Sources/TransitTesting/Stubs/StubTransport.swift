@@ -23,7 +23,7 @@ import Transit
 /// a new request, and cancelling a delayed answer stops it from being delivered.
 ///
 /// The stubs are the transport's own (``RequestStubs``: ``RequestStubs/stub(matching:)``,
-/// ``RequestStubs/stub(_:path:)``, ``RequestStubs/stub(url:)``, ``RequestStubs/requests``);
+/// ``RequestStubs/stub(_:path:)``, ``RequestStubs/requests``);
 /// ``StubURLProtocol/Registry`` has the same ones and takes the same ``StubResponse`` answers.
 ///
 /// Thread safety: stubs and recorded requests are behind a `Locked`; requests may be sent from

@@ -43,7 +43,7 @@ public class StubURLProtocol: URLProtocol {
     /// Make one per test.
     ///
     /// Its stubs (``RequestStubs``: ``RequestStubs/stub(matching:)``,
-    /// ``RequestStubs/stub(_:path:)``, ``RequestStubs/stub(url:)``, ``RequestStubs/requests``)
+    /// ``RequestStubs/stub(_:path:)``, ``RequestStubs/requests``)
     /// are those of a ``StubTransport`` and take the same ``StubResponse`` answers. Recorded
     /// requests have their body in `httpBody` even when the session handed over a stream.
     public final class Registry: RequestStubs, @unchecked Sendable {

@@ -22,7 +22,7 @@ struct HostFailoverIntegrationTests {
         let port = primary.port
         let primaryOrigin = "http://127.0.0.1:\(port)"
         let log = EventLog()
-        let failover = HostFailover(origins: [primaryOrigin, backup.baseURL.absoluteString], quarantine: .seconds(30))
+        let failover = HostFailover(origins: [primaryOrigin, backup.url().absoluteString], quarantine: .seconds(30))
         let configuration = URLSessionConfiguration.loopbackTests()
         let client = HTTPClient(transport: URLSessionTransport(configuration: configuration)) {
             $0.monitors = [log]

@@ -57,7 +57,7 @@ struct StubURLProtocolTests {
 
     @Test func theFirstMatchingStubAnswers() async throws {
         let stubs = StubURLProtocol.Registry()
-        stubs.stub(url: URL(string: "https://api.example.test/exact")!).thenRespond(.text("exact"))
+        stubs.stub { $0.url == URL(string: "https://api.example.test/exact")! }.thenRespond(.text("exact"))
         stubs.stub(.delete).thenRespond(.status(204))
         stubs.stub(matching: { $0.value(forHTTPHeaderField: "X-Mode") == "special" }).thenRespond(.text("special"))
         stubs.stub().thenRespond(.text("anything"))

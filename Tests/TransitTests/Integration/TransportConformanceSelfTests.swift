@@ -18,11 +18,9 @@ struct TransportConformanceSelfTests {
 
     /// Runs the check `name` against `transport` and returns its failure.
     private func failure(of name: String, on transport: some HTTPTransport) async throws -> ConformanceFailure {
-        let check = try #require(TransportConformance.check(named: name))
+        let check = try #require(TransportConformance.checks.first { $0.name == name })
         do {
-            try await TransportConformance.$eventTimeout.withValue(.seconds(2)) {
-                try await check.run { transport }
-            }
+            try await check.run(eventTimeout: .seconds(2)) { transport }
         } catch let failure as ConformanceFailure {
             #expect(failure.check == name)
             return failure

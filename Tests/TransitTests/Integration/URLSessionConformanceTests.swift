@@ -37,6 +37,6 @@ struct URLSessionConformanceTests {
         let names = TransportConformance.checks.map(\.name)
         #expect(Set(names).count == names.count)
         #expect(names.count >= 20)
-        #expect(TransportConformance.check(named: "streaming order")?.name == "streaming order")
+        #expect(TransportConformance.checks.first { $0.name == "streaming order" }?.name == "streaming order")
     }
 }

@@ -57,8 +57,8 @@ struct URLSessionTransportTests {
             #expect(requests.map(\.method) == ["POST", "PUT", "PATCH", "DELETE"])
             for request in requests {
                 #expect(request.path == "/posts/1")
-                #expect(request.queryValue("draft") == "true")
-                #expect(request.text == #"{"title":"\#(request.method)"}"#)
+                #expect(request.queryItems.first { $0.name == "draft" }?.value == "true")
+                #expect(String(data: request.body, encoding: .utf8) == #"{"title":"\#(request.method)"}"#)
                 #expect(request.value(forHTTPHeaderField: "Content-Type") == "application/json")
                 #expect(request.value(forHTTPHeaderField: "Authorization") == "Bearer t0k3n")
                 #expect(request.value(forHTTPHeaderField: "Content-Length") == "\(request.body.count)")

@@ -90,7 +90,7 @@ do {
     exit(1)
 }
 
-let baseURL = server.baseURL.absoluteString
+let baseURL = server.url().absoluteString
 let tokens = TokenStore(token: AuthToken(accessToken: "expired", refreshToken: "r1")) { current in
     var request = URLRequest(url: server.url("/auth/token"))
     request.httpMethod = "POST"

@@ -26,7 +26,7 @@ struct AsyncHTTPClientConformanceTests {
 
     @Test func theSharedTransportConformsToo() async throws {
         // One check that exercises the most, on the process-wide transport (never shut down).
-        let check = try #require(TransportConformance.check(named: "concurrent requests"))
+        let check = try #require(TransportConformance.checks.first { $0.name == "concurrent requests" })
         try await check.run { AsyncHTTPClientTransport.shared }
     }
 }
