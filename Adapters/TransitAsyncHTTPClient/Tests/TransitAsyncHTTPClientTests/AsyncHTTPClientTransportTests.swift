@@ -81,6 +81,15 @@ struct AsyncHTTPClientTransportTests {
         #expect(head.allHeaderFields == ["Set-Cookie": "a=1, b=2, c=3", "Content-Type": "text/plain", "X-One": "1", "X-1": "x"])
     }
 
+    @Test func recognisesContentEncodingInAnyCaseAndNothingElse() {
+        for name in ["Content-Encoding", "content-encoding", "CONTENT-ENCODING", "cOnTeNt-EnCoDiNg"] {
+            #expect(ExchangeDelegate.isContentEncoding(name), "\(name)")
+        }
+        for name in ["Content-Length", "Content-Encodings", "Content-Encodin", "Content_Encoding", "Content\rEncoding", "Content-Encodinh", "", "Content-Éncoding"] {
+            #expect(!ExchangeDelegate.isContentEncoding(name), "\(name)")
+        }
+    }
+
     // MARK: Refused requests
 
     @Test func refusesWhatItCannotSendWithAClearError() async throws {
