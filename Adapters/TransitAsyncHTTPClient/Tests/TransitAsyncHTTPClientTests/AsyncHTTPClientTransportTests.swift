@@ -110,6 +110,25 @@ struct AsyncHTTPClientTransportTests {
         #expect(file.code == .fileDoesNotExist)
     }
 
+    @Test func aRequestAsyncHTTPClientRefusesWhileTakingItFailsAtOnce() async throws {
+        // AsyncHTTPClient refuses these inside `execute`, telling the delegate before `execute`
+        // returns: the exchange ends there, once, and nothing is sent (port 9 would refuse it).
+        let transport = AsyncHTTPClientTransport()
+        defer { Task { try await transport.shutdown() } }
+        var trace = URLRequest(url: URL(string: "http://127.0.0.1:9/")!)
+        trace.httpMethod = "TRACE"
+        trace.httpBody = Data("body".utf8)
+        let withBody = try await failure(of: transport.exchange(TransportRequest(trace)))
+        #expect(withBody.code == .unknown)
+        #expect((withBody.userInfo[NSUnderlyingErrorKey] as? AsyncHTTPClient.HTTPClientError) == .traceRequestWithBody)
+
+        var badName = URLRequest(url: URL(string: "http://127.0.0.1:9/")!)
+        badName.setValue("1", forHTTPHeaderField: "X Bad")
+        let withoutBody = try await failure(of: transport.exchange(TransportRequest(badName)))
+        #expect(withoutBody.code == .unknown)
+        #expect(withoutBody.userInfo[NSUnderlyingErrorKey] is AsyncHTTPClient.HTTPClientError, "\(withoutBody)")
+    }
+
     // MARK: Configuration and lifetime
 
     @Test func followsNoRedirectWhateverTheConfigurationSays() async throws {
