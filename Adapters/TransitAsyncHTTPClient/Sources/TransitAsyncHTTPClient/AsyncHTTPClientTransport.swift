@@ -311,6 +311,8 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
     /// Where a request to `url` goes under the server-trust policy, or the error when it must not
     /// be sent.
     private func route(for url: URL?) -> Result<Route, ServerTrustError> {
+        // No policy: every request goes through AsyncHTTPClient, its URL not even looked at.
+        guard serverTrust != nil || routesEverythingThroughNIO else { return .success(.client(nil)) }
         let isTLS = url?.scheme?.lowercased() == "https"
         let fallback: Route = routesEverythingThroughNIO ? .pinned(isTLS ? unpinnedTLS : nil, rule: nil) : .client(nil)
         guard let url, let serverTrust, let host = url.host, let rule = serverTrust.rule(for: host) else { return .success(fallback) }
@@ -370,19 +372,22 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
                 url: prepared.url,
                 observer: observer,
                 idleTimeout: request.timeoutInterval,
-                sweeper: sweeper,
-                decompression: decompression,
-                callerChoseEncodings: callerChoseEncodings,
-                diagnosisTLS: prepared.url.scheme?.lowercased() == "https"
-                    ? ruleConfiguration ?? tlsConfiguration
-                    : nil
+                transport: self,
+                ruleTLS: ruleConfiguration,
+                callerChoseEncodings: callerChoseEncodings
             )
+            let hasBody = prepared.body != nil
             let task = client.execute(request: prepared, delegate: delegate, eventLoop: .indifferent)
             delegate.start(task)
-            // Capturing `self` keeps the transport (so its client) alive while the request runs.
-            return { [self] in
-                withExtendedLifetime(self) { delegate.cancel() }
+            // The delegate hears of every end of the task but two: a failed write of a request
+            // body's end, and a client already shut down when `execute` ran (the task then fails
+            // at once, with no delegate call). `shutdown()` marks the transport before it shuts
+            // the client down, so a client that was not shut down yet is seen here unmarked.
+            if hasBody || isShutDown.withLockedValue({ $0 }) {
+                delegate.watchTaskEnd(task)
             }
+            // The delegate keeps the transport (so its client) alive while the request runs.
+            return { delegate.cancel() }
         }
     }
 

@@ -20,7 +20,8 @@ import NIOCore
 final class IdleSweeper: Sendable {
     /// What an exchange must offer to be swept.
     protocol Exchange: AnyObject, Sendable {
-        /// Whether the exchange has been silent for its timeout at `now`.
+        /// Whether the exchange has been silent for its timeout at `now` (an exchange that ended
+        /// may say yes too: it is then dropped, and its `expire()` does nothing).
         func isIdle(at now: NIODeadline) -> Bool
         /// Fails the exchange with `.timedOut`. Called without the sweeper's lock held.
         func expire()

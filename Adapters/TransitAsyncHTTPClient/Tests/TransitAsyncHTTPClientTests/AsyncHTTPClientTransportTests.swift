@@ -81,6 +81,15 @@ struct AsyncHTTPClientTransportTests {
         #expect(head.allHeaderFields == ["Set-Cookie": "a=1, b=2, c=3", "Content-Type": "text/plain", "X-One": "1", "X-1": "x"])
     }
 
+    @Test func recognisesContentEncodingInAnyCaseAndNothingElse() {
+        for name in ["Content-Encoding", "content-encoding", "CONTENT-ENCODING", "cOnTeNt-EnCoDiNg"] {
+            #expect(ExchangeDelegate.isContentEncoding(name), "\(name)")
+        }
+        for name in ["Content-Length", "Content-Encodings", "Content-Encodin", "Content_Encoding", "Content\rEncoding", "Content-Encodinh", "", "Content-Éncoding"] {
+            #expect(!ExchangeDelegate.isContentEncoding(name), "\(name)")
+        }
+    }
+
     // MARK: Refused requests
 
     @Test func refusesWhatItCannotSendWithAClearError() async throws {
@@ -99,6 +108,25 @@ struct AsyncHTTPClientTransportTests {
         let missing = FileManager.default.temporaryDirectory.appendingPathComponent("transit-missing-\(UUID().uuidString)")
         let file = try await failure(of: transport.exchange(TransportRequest(URLRequest(url: URL(string: "http://127.0.0.1:9/")!), bodyFile: missing)))
         #expect(file.code == .fileDoesNotExist)
+    }
+
+    @Test func aRequestAsyncHTTPClientRefusesWhileTakingItFailsAtOnce() async throws {
+        // AsyncHTTPClient refuses these inside `execute`, telling the delegate before `execute`
+        // returns: the exchange ends there, once, and nothing is sent (port 9 would refuse it).
+        let transport = AsyncHTTPClientTransport()
+        defer { Task { try await transport.shutdown() } }
+        var trace = URLRequest(url: URL(string: "http://127.0.0.1:9/")!)
+        trace.httpMethod = "TRACE"
+        trace.httpBody = Data("body".utf8)
+        let withBody = try await failure(of: transport.exchange(TransportRequest(trace)))
+        #expect(withBody.code == .unknown)
+        #expect((withBody.userInfo[NSUnderlyingErrorKey] as? AsyncHTTPClient.HTTPClientError) == .traceRequestWithBody)
+
+        var badName = URLRequest(url: URL(string: "http://127.0.0.1:9/")!)
+        badName.setValue("1", forHTTPHeaderField: "X Bad")
+        let withoutBody = try await failure(of: transport.exchange(TransportRequest(badName)))
+        #expect(withoutBody.code == .unknown)
+        #expect(withoutBody.userInfo[NSUnderlyingErrorKey] is AsyncHTTPClient.HTTPClientError, "\(withoutBody)")
     }
 
     // MARK: Configuration and lifetime

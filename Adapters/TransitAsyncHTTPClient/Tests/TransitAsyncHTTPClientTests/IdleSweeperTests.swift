@@ -1,7 +1,10 @@
+import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOEmbedded
+import Signals
 import Testing
+import Transit
 @testable import TransitAsyncHTTPClient
 
 /// The one repeating check that enforces every exchange's idle timeout, in virtual time
@@ -146,5 +149,34 @@ struct IdleSweeperTests {
         #expect(released == nil, "the ticker does not keep its sweeper alive")
         // The ticker then finds no sweeper and cancels itself.
         loop.advanceTime(by: .seconds(1))
+    }
+
+    @Test func anAsyncHTTPClientExchangeThatEndedIsDroppedAtTheNextTickNotExpired() async throws {
+        // An exchange may end before it is registered (AsyncHTTPClient answered, or it was
+        // cancelled, before `execute` returned): the sweeper then drops it at its next tick.
+        let transport = AsyncHTTPClientTransport()
+        let events = NIOLockedValueBox<[String]>([])
+        let observer = Observer<HTTPResponsePart, any Error> { event in
+            events.withLockedValue { $0.append("\(event)") }
+        }
+        let url = try #require(URL(string: "http://127.0.0.1:1/"))
+        let live = ExchangeDelegate(url: url, observer: observer, idleTimeout: 60, transport: transport, ruleTLS: nil, callerChoseEncodings: false)
+        let ended = ExchangeDelegate(url: url, observer: observer, idleTimeout: 60, transport: transport, ruleTLS: nil, callerChoseEncodings: false)
+        ended.cancel()
+        let loop = EmbeddedEventLoop()
+        let sweeper = IdleSweeper(eventLoopGroup: loop)
+        sweeper.register(live, timeout: .seconds(60))
+        sweeper.register(ended, timeout: .seconds(60))  // ticks every second
+        #expect(!live.isIdle(at: .now()), "a live exchange is not idle before its timeout")
+        #expect(ended.isIdle(at: .now()), "an ended exchange is dropped")
+        loop.advanceTime(by: .seconds(1))
+        #expect(sweeper.registeredCount == 1, "the ended exchange was dropped; the live one is still watched")
+        #expect(events.withLockedValue { $0 }.isEmpty, "nothing is delivered by dropping or cancelling")
+        live.cancel()
+        loop.advanceTime(by: .seconds(1))
+        #expect(sweeper.registeredCount == 0)
+        loop.advanceTime(by: .seconds(1))
+        #expect(!sweeper.isTicking, "the ticker stops once nothing is watched")
+        try await transport.shutdown()
     }
 }
