@@ -95,8 +95,7 @@ final class PinnedExchange: IdleSweeper.Exchange {
     /// `request` as the pinned path sends it, or the `URLError` it fails with before anything is
     /// sent. `rule` is the host of the pinned rule, `nil` for none.
     static func prepare(_ request: TransportRequest, rule: String?, decompression: AsyncHTTPClientTransport.Decompression) throws -> Prepared {
-        let urlRequest = request.urlRequest
-        guard let url = urlRequest.url else {
+        guard let url = request.url else {
             throw URLError(.badURL, userInfo: [NSLocalizedDescriptionKey: "The request has no URL."])
         }
         let isTLS: Bool
@@ -121,20 +120,21 @@ final class PinnedExchange: IdleSweeper.Exchange {
             throw URLError(.badURL, userInfo: [NSLocalizedDescriptionKey: "The request's URL has an invalid port.", NSURLErrorFailingURLErrorKey: url])
         }
 
+        // The fields in their order, a repeated field as many times as it was given.
         var headers = HTTPHeaders()
-        if let fields = urlRequest.allHTTPHeaderFields, !fields.isEmpty {
-            headers.reserveCapacity(fields.count + 3)
-            for (name, value) in fields {
-                headers.add(name: name, value: value)
+        if !request.headerFields.isEmpty {
+            headers.reserveCapacity(request.headerFields.count + 3)
+            for field in request.headerFields {
+                headers.add(name: field.name, value: field.value)
             }
         }
-        let method = urlRequest.httpMethod.map { HTTPMethod(rawValue: $0) } ?? .GET
+        let method = NIOHTTP1.HTTPMethod(rawValue: request.method.rawValue)
         let body: Prepared.Body
         if let file = request.bodyFile {
             body = try fileBody(file)
-        } else if let data = urlRequest.httpBody {
+        } else if let data = request.body {
             body = data.isEmpty ? .none : .bytes(ByteBuffer(data: data))
-        } else if urlRequest.httpBodyStream != nil {
+        } else if request.bodyStream != nil {
             throw URLError(.unsupportedURL, userInfo: [
                 NSLocalizedDescriptionKey: "A request body from httpBodyStream is not supported; give the body as httpBody or as a body file.",
                 NSURLErrorFailingURLErrorKey: url,
