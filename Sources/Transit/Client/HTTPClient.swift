@@ -276,7 +276,7 @@ public final class HTTPClient: Sendable {
         } else {
             let (error, missing) = defaultFields(missingFrom: prepared)
             if let error { return Signal(error: error) }
-            if !missing.isEmpty { prepared.headerFields += missing }
+            if !missing.isEmpty { prepared.append(missing) }
         }
         let sent = prepared
         return monitored(body(sent), sent)
@@ -284,7 +284,8 @@ public final class HTTPClient: Sendable {
 
     /// For a request Transit built: why it cannot be sent, or else the default fields it lacks.
     private func defaultFields(missingFrom request: borrowing TransportRequest) -> (URLRequestError?, [HTTPField]) {
-        guard case .fields(let own) = request.form else { return (nil, []) }
+        guard case .fields(let box) = request.form else { return (nil, []) }
+        let own = box.fields
         if let error = Self.validate(own) ?? defaultHeaderError { return (error, []) }
         return (nil, defaultFields.filter { field in !own.headerFields.contains { HTTPSyntax.sameFieldName($0.name, field.name) } })
     }

@@ -13,7 +13,10 @@ public struct HTTPResponse: Sendable {
     /// The request that was sent, as the transport sent it (made as a `URLRequest` when read).
     public var request: URLRequest { sent.urlRequest }
     /// The request that was sent, as Transit carries it.
-    let sent: TransportRequest
+    var sent: TransportRequest { TransportRequest(form: sentForm) }
+    /// What the request that was sent is made of: one reference, where the whole request would
+    /// make every copy of a response (one per stage of a chain) copy its files too.
+    private let sentForm: TransportRequest.Form
     /// The monitors of the client that received the response, so that operators further down
     /// the chain (retries, token refreshes) report to them. `nil` for a client without monitors.
     var eventSink: HTTPEventSink?
@@ -27,7 +30,7 @@ public struct HTTPResponse: Sendable {
     init(data: Data, head: HTTPResponseHead, sent: TransportRequest) {
         self.data = data
         self.head = head
-        self.sent = sent
+        sentForm = sent.form
     }
 
     /// The HTTP status code.

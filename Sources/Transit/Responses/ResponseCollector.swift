@@ -28,11 +28,13 @@ extension Signal where Output == HTTPResponsePart, Failure == any Error {
         deadlines: Deadlines? = nil
     ) -> Signal<HTTPResponse, any Error> {
         let parts = self
+        // The request's form alone is kept: a response needs no files.
+        let sent = TransportRequest(form: request.form)
         return Signal<HTTPResponse, any Error> { observer in
             let scope = CancellationToken()
             var deadlineID: UInt64?
             if let deadline, let deadlines {
-                deadlineID = deadlines.arm(deadline, for: request, events: events, cancelling: scope, failing: observer)
+                deadlineID = deadlines.arm(deadline, for: sent, events: events, cancelling: scope, failing: observer)
             }
             let buffer = Locked<(head: HTTPResponseHead?, body: Data, declared: Int)>((nil, Data(), 0))
             parts.observe(Observer { event in
@@ -71,7 +73,7 @@ extension Signal where Output == HTTPResponsePart, Failure == any Error {
                             NSLocalizedDescriptionKey: "The transport ended without a response head.",
                         ]))
                     }
-                    var response = HTTPResponse(data: body, head: head, sent: request)
+                    var response = HTTPResponse(data: body, head: head, sent: sent)
                     response.eventSink = events
                     observer.send(response)
                     observer.finish()

@@ -28,67 +28,54 @@ public struct TransportRequest: Sendable {
         var body: Data?
     }
 
+    /// A request's fields behind one reference: a request is handed from stage to stage and kept
+    /// by its response, and each copy then costs one reference count, not one per field. Copied
+    /// on write (``TransportRequest/change(fields:urlRequest:)``), so the value semantics are a
+    /// struct's.
+    final class FieldsBox: @unchecked Sendable {
+        // Changed only while uniquely referenced, so no two threads ever see one box change.
+        var fields: Fields
+
+        init(_ fields: Fields) {
+            self.fields = fields
+        }
+    }
+
     /// What a request is made of: its own fields, or the `URLRequest` it was given (read and
     /// changed through Foundation, so a request that arrives as a `URLRequest` — from a modifier,
     /// from ``HTTPClient/send(_:bodyFile:options:)`` — is never taken apart and put together
-    /// again).
+    /// again). Either way one reference.
     enum Form {
-        case fields(Fields)
+        case fields(FieldsBox)
         case foundation(URLRequest)
-        /// Only while a `URLRequest` is changed in place (see ``TransportRequest/changeURLRequest(_:)``).
+        /// Only while the request changes, so that the box or the `URLRequest` being changed is
+        /// referenced once.
         case moving
     }
 
-    /// The form and the files, behind one reference: a request is handed from stage to stage and
-    /// kept by its response, and each copy then costs one reference count. Copied on write, so
-    /// the value semantics are a struct's.
-    private final class Storage: @unchecked Sendable {
-        // Mutated only through a uniquely referenced storage (``TransportRequest/unique()``), so
-        // no two threads ever see one storage change.
-        var form: Form
-        var bodyFile: URL?
-        var responseBodyFile: ResponseBodyFile?
-
-        init(form: Form, bodyFile: URL?, responseBodyFile: ResponseBodyFile?) {
-            self.form = form
-            self.bodyFile = bodyFile
-            self.responseBodyFile = responseBodyFile
-        }
-    }
-
-    private var storage: Storage
-
-    /// The storage, copied first if another request shares it.
-    private mutating func unique() -> Storage {
-        if !isKnownUniquelyReferenced(&storage) {
-            storage = Storage(form: storage.form, bodyFile: storage.bodyFile, responseBodyFile: storage.responseBodyFile)
-        }
-        return storage
-    }
-
     /// What the request is made of.
-    var form: Form { storage.form }
+    private(set) var form: Form
 
     /// Whether the request is made from a `URLRequest` (read without copying it).
     var isMadeFromURLRequest: Bool {
-        if case .foundation = storage.form { return true }
+        if case .foundation = form { return true }
         return false
     }
 
-    /// Changes the request's fields: its own, or those of the `URLRequest` it was given, in
-    /// place (the `URLRequest` is the storage's only reference to it while it changes, so
-    /// Foundation does not copy it).
+    /// Changes the request's fields: its own (copied first if another request shares them), or
+    /// those of the `URLRequest` it was given, in place (Linux Foundation copies the whole request
+    /// when a shared one changes).
     private mutating func change(fields: (inout Fields) -> Void, urlRequest: (inout URLRequest) -> Void) {
-        let storage = unique()
-        switch storage.form {
-        case .fields(var own):
-            storage.form = .moving
-            fields(&own)
-            storage.form = .fields(own)
+        switch form {
+        case .fields(var box):
+            form = .moving
+            if !isKnownUniquelyReferenced(&box) { box = FieldsBox(box.fields) }
+            fields(&box.fields)
+            form = .fields(box)
         case .foundation(var request):
-            storage.form = .moving
+            form = .moving
             urlRequest(&request)
-            storage.form = .foundation(request)
+            form = .foundation(request)
         case .moving:
             preconditionFailure("a request changed while it changes")
         }
@@ -97,8 +84,8 @@ public struct TransportRequest: Sendable {
     /// The method.
     public var method: HTTPMethod {
         get {
-            switch storage.form {
-            case .fields(let own): own.method
+            switch form {
+            case .fields(let box): box.fields.method
             case .foundation(let request): request.httpMethod.map { HTTPMethod(rawValue: $0) } ?? .get
             case .moving: preconditionFailure("a request read while it changes")
             }
@@ -112,8 +99,8 @@ public struct TransportRequest: Sendable {
     /// refuses with ``URLRequestError/invalidURL`` before anything is sent).
     public var url: URL? {
         get {
-            switch storage.form {
-            case .fields(let own): own.url
+            switch form {
+            case .fields(let box): box.fields.url
             case .foundation(let request): request.url
             case .moving: preconditionFailure("a request read while it changes")
             }
@@ -128,8 +115,8 @@ public struct TransportRequest: Sendable {
     /// their values with `", "`.)
     public var headerFields: [HTTPField] {
         get {
-            switch storage.form {
-            case .fields(let own): own.headerFields
+            switch form {
+            case .fields(let box): box.fields.headerFields
             case .foundation(let request): Self.fields(of: request)
             case .moving: preconditionFailure("a request read while it changes")
             }
@@ -142,8 +129,8 @@ public struct TransportRequest: Sendable {
     /// The body held in memory, if any. When ``bodyFile`` is set, it is the body instead.
     public var body: Data? {
         get {
-            switch storage.form {
-            case .fields(let own): own.body
+            switch form {
+            case .fields(let box): box.fields.body
             case .foundation(let request): request.httpBody
             case .moving: preconditionFailure("a request read while it changes")
             }
@@ -155,18 +142,12 @@ public struct TransportRequest: Sendable {
 
     /// A file whose contents are the body, streamed from disk without being read into memory.
     /// When set, ``body`` is ignored.
-    public var bodyFile: URL? {
-        get { storage.bodyFile }
-        set { unique().bodyFile = newValue }
-    }
+    public var bodyFile: URL?
 
     /// Where a transport whose ``HTTPTransport/writesResponseBodiesToFiles`` is `true` writes
     /// the response body itself, instead of delivering it as ``HTTPResponsePart/body(_:)``
     /// parts. Other transports ignore it. ``HTTPClient`` sets it for downloads only.
-    public var responseBodyFile: ResponseBodyFile? {
-        get { storage.responseBodyFile }
-        set { unique().responseBodyFile = newValue }
-    }
+    public var responseBodyFile: ResponseBodyFile?
 
     /// A request of `method` to `url`, with `headerFields` and `body`.
     public init(
@@ -177,17 +158,22 @@ public struct TransportRequest: Sendable {
         bodyFile: URL? = nil,
         responseBodyFile: ResponseBodyFile? = nil
     ) {
-        storage = Storage(
-            form: .fields(Fields(method: method, url: url, headerFields: headerFields, body: body)),
-            bodyFile: bodyFile,
-            responseBodyFile: responseBodyFile
-        )
+        form = .fields(FieldsBox(Fields(method: method, url: url, headerFields: headerFields, body: body)))
+        self.bodyFile = bodyFile
+        self.responseBodyFile = responseBodyFile
+    }
+
+    /// A request made of `form`, without files.
+    init(form: Form) {
+        self.form = form
     }
 
     /// The request `urlRequest` describes, every setting of it kept, with its body streamed
     /// from `bodyFile` when given.
     public init(_ urlRequest: URLRequest, bodyFile: URL? = nil, responseBodyFile: ResponseBodyFile? = nil) {
-        storage = Storage(form: .foundation(urlRequest), bodyFile: bodyFile, responseBodyFile: responseBodyFile)
+        form = .foundation(urlRequest)
+        self.bodyFile = bodyFile
+        self.responseBodyFile = responseBodyFile
     }
 
     /// The request as a Foundation `URLRequest`: the one it was made from (with any change made
@@ -196,10 +182,11 @@ public struct TransportRequest: Sendable {
     /// ``responseBodyFile`` stay.
     public var urlRequest: URLRequest {
         get {
-            switch storage.form {
+            switch form {
             case .foundation(let request):
                 return request
-            case .fields(let own):
+            case .fields(let box):
+                let own = box.fields
                 var request: URLRequest
                 if let url = own.url {
                     request = URLRequest(url: url)
@@ -218,25 +205,31 @@ public struct TransportRequest: Sendable {
             }
         }
         set {
-            unique().form = .foundation(newValue)
+            form = .foundation(newValue)
         }
     }
 
     /// Changes the `URLRequest` of a request made from one in place; a request Transit built is
     /// made a `URLRequest` first.
     mutating func changeURLRequest<Result>(_ body: (inout URLRequest) throws -> Result) rethrows -> Result {
-        if case .fields = storage.form { urlRequest = urlRequest }
-        let storage = unique()
-        guard case .foundation(var request) = storage.form else { preconditionFailure("a request changed while it changes") }
-        storage.form = .moving
-        defer { storage.form = .foundation(request) }
+        if case .fields = form { form = .foundation(urlRequest) }
+        guard case .foundation(var request) = form else { preconditionFailure("a request changed while it changes") }
+        form = .moving
+        defer { form = .foundation(request) }
         return try body(&request)
+    }
+
+    /// Appends `fields` to the request's header fields (already checked, and not among them).
+    mutating func append(_ fields: [HTTPField]) {
+        change(fields: { $0.headerFields += fields }, urlRequest: { request in
+            for field in fields { request.setValue(field.value, forHTTPHeaderField: field.name) }
+        })
     }
 
     /// The idle timeout a transport applies: the `timeoutInterval` of the `URLRequest` this
     /// request was made from, else Foundation's default of 60 seconds.
     public var timeoutInterval: TimeInterval {
-        if case .foundation(let request) = storage.form { return request.timeoutInterval }
+        if case .foundation(let request) = form { return request.timeoutInterval }
         return 60
     }
 
@@ -244,7 +237,7 @@ public struct TransportRequest: Sendable {
     /// client refuses such a request (``URLRequestError/bodyStreamNotSupported``); a transport
     /// given one directly should refuse it too rather than send it without its body.
     public var bodyStream: InputStream? {
-        if case .foundation(let request) = storage.form { return request.httpBodyStream }
+        if case .foundation(let request) = form { return request.httpBodyStream }
         return nil
     }
 
