@@ -22,6 +22,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
         .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
         .package(url: "https://github.com/apple/swift-asn1", from: "1.1.0"),
+        // AsyncHTTPClient depends on it already: its no-op tracer is recognised and turned off.
+        .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.1.0"),
     ],
     targets: [
         .target(
@@ -42,6 +44,7 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 "CTransitZlib",
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ]
         ),
         // The system's zlib, which decodes gzip and deflate bodies.

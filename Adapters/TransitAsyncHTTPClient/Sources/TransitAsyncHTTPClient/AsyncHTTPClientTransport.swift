@@ -8,6 +8,7 @@ import NIOCore
 import NIOPosix
 import NIOSSL
 import Signals
+import Tracing
 import Transit
 
 /// An ``HTTPTransport`` on AsyncHTTPClient (SwiftNIO): Transit for servers, several times the
@@ -119,6 +120,8 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
     /// AsyncHTTPClient's default configuration with what the seam requires: redirects disallowed
     /// (Transit follows them) and no retry of failed connection attempts (a refused connection
     /// fails at once with `.cannotConnectToHost`; retrying is Transit's ``RetryPolicy``'s job).
+    /// AsyncHTTPClient's no-op tracer is removed (it records nothing, yet each request would build
+    /// a span for it); a tracer the application bootstrapped is kept.
     public static var defaultConfiguration: AsyncHTTPClient.HTTPClient.Configuration {
         required(AsyncHTTPClient.HTTPClient.Configuration())
     }
@@ -335,6 +338,9 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         configuration.redirectConfiguration = .disallow
         configuration.connectionPool.retryConnectionEstablishment = false
         configuration.decompression = .disabled
+        // A no-op tracer records nothing, but AsyncHTTPClient still builds each request's span
+        // and its attributes for it: without a tracer it skips that work.
+        if configuration.tracing.tracer is NoOpTracer { configuration.tracing.tracer = nil }
         return configuration
     }
 

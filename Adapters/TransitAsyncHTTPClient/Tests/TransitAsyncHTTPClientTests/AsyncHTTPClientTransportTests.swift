@@ -17,6 +17,15 @@ import TransitTesting
 /// folding, the requests it refuses, its configuration and its lifetime.
 @Suite("AsyncHTTPClientTransport")
 struct AsyncHTTPClientTransportTests {
+    // MARK: Configuration
+
+    /// AsyncHTTPClient's default tracer is a no-op one for which every request still builds a
+    /// span; without a tracer bootstrapped, the transport's configuration has none.
+    @Test func theDefaultConfigurationBuildsNoSpanForANoOpTracer() {
+        #expect(AsyncHTTPClient.HTTPClient.Configuration().tracing.tracer != nil)
+        #expect(AsyncHTTPClientTransport.defaultConfiguration.tracing.tracer == nil)
+    }
+
     // MARK: Errors
 
     @Test(arguments: [
