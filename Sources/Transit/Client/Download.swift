@@ -33,12 +33,6 @@ public struct DownloadProgress: Sendable, Hashable {
         self.bytesReceived = bytesReceived
         self.expectedBytes = expectedBytes
     }
-
-    /// `bytesReceived / expectedBytes`, between 0 and 1, when the size is known.
-    public var fractionCompleted: Double? {
-        guard let expectedBytes, expectedBytes > 0 else { return nil }
-        return min(1, Double(bytesReceived) / Double(expectedBytes))
-    }
 }
 
 /// A completed download.

@@ -231,7 +231,9 @@ public struct HTTPEvent: Sendable, CustomStringConvertible {
 ///
 /// **Timings** are read from the client's ``HTTPClient/Configuration/scheduler`` (so a `TestScheduler` gives
 /// virtual, deterministic timings): when the exchange was subscribed, when its head arrived,
-/// when it ended.
+/// when it ended. Totals and spans are sums and differences of these fields: the bytes sent are
+/// `Int64(sentHeadBytes) + sentBodyBytes`, the time to the head `headAt - startedAt`, the
+/// exchange's duration `endedAt - startedAt`.
 public struct HTTPAttemptMetrics: Sendable {
     /// How the exchange ended.
     public enum Outcome: Sendable {
@@ -290,19 +292,13 @@ public struct HTTPAttemptMetrics: Sendable {
         self.outcome = outcome
     }
 
-    /// The status code, if a head arrived.
-    public var statusCode: Int? { head?.statusCode }
-    /// Head and body bytes sent.
-    public var sentBytes: Int64 { Int64(sentHeadBytes) + sentBodyBytes }
-    /// Head and body bytes received.
-    public var receivedBytes: Int64 { Int64(receivedHeadBytes) + receivedBodyBytes }
-    /// From the start to the head, if a head arrived.
-    public var timeToHead: Duration? { headAt.map { $0 - startedAt } }
-    /// From the start to the end.
-    public var duration: Duration { endedAt - startedAt }
-
     /// `ended 200 (sent 120 B, received 345 B, head after 0.010 s, 0.020 s)`, without URLs.
     var summary: String {
+        let statusCode = head?.statusCode
+        let sentBytes = Int64(sentHeadBytes) + sentBodyBytes
+        let receivedBytes = Int64(receivedHeadBytes) + receivedBodyBytes
+        let timeToHead = headAt.map { $0 - startedAt }
+        let duration = endedAt - startedAt
         let what: String = switch outcome {
         case .completed: "ended \(statusCode.map(String.init) ?? "?")"
         case .redirected: "redirected \(statusCode.map(String.init) ?? "?")"

@@ -269,7 +269,7 @@ public struct MultipartFormData: Sendable {
 }
 
 /// Why a ``MultipartFormData`` could not be encoded. Nothing is sent when encoding fails.
-public enum MultipartFormDataError: Error, Hashable, Sendable, CustomStringConvertible {
+public enum MultipartFormDataError: Error, Hashable, Sendable, CustomStringConvertible, LocalizedError, DescribedError {
     /// The file of part `partName` could not be read: it does not exist, is not a regular file,
     /// or could not be opened or read. `reason` says which.
     case unreadableFile(URL, partName: String, reason: String)
@@ -306,8 +306,4 @@ public enum MultipartFormDataError: Error, Hashable, Sendable, CustomStringConve
             return "Cannot write the multipart body to \(url.path): \(reason)."
         }
     }
-}
-
-extension MultipartFormDataError: LocalizedError {
-    public var errorDescription: String? { description }
 }

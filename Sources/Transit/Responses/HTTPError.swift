@@ -61,6 +61,32 @@ extension HTTPError {
     public var errorDescription: String? { description }
 }
 
+/// ``HTTPClientError`` and ``HTTPServerError``: each case holds its status code (named by the case,
+/// or given to `other`) and its response, read through `parts`; two errors are equal, and hash
+/// alike, when their status codes are, whatever their responses.
+protocol StatusCodeError: HTTPError, Hashable {
+    /// The status code and the response of the case.
+    var parts: (statusCode: Int, response: HTTPResponse?) { get }
+}
+
+extension StatusCodeError {
+    /// The status code of the case.
+    public var statusCode: Int { parts.statusCode }
+
+    /// The response the case carries, when known.
+    public var response: HTTPResponse? { parts.response }
+
+    /// Equal when the status codes are, whatever the responses.
+    public static func == (lhs: Self, rhs: Self) -> Bool {
+        lhs.statusCode == rhs.statusCode
+    }
+
+    /// Hashes the status code alone.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(statusCode)
+    }
+}
+
 /// Turns a status code of 400 or above into the matching ``HTTPError``; `nil` below 400.
 package func makeHTTPError(for response: HTTPResponse) -> (any HTTPError)? {
     HTTPClientError(statusCode: response.statusCode, response: response)

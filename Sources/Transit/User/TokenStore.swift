@@ -77,21 +77,19 @@ public final class TokenStore: Sendable {
         credentialScope = scope
     }
 
-    /// The current credentials.
+    /// The current credentials. Setting them replaces them (after a sign-in, say); a refresh
+    /// already running still stores its result when it ends.
     public var current: AuthToken {
-        state.withLock { $0.credential.token }
+        get { state.withLock { $0.credential.token } }
+        set {
+            let credential = BearerCredential(newValue)
+            state.withLock { $0.credential = credential }
+        }
     }
 
     /// `true` while a refresh is running.
     public var isRefreshing: Bool {
         state.withLock { $0.flight != nil }
-    }
-
-    /// Replaces the credentials (after a sign-in, say). A refresh already running still stores
-    /// its result when it ends.
-    public func update(_ token: AuthToken) {
-        let credential = BearerCredential(token)
-        state.withLock { $0.credential = credential }
     }
 
     /// A request modifier that sets `Authorization: Bearer <current access token>`. It reads the
@@ -107,7 +105,7 @@ public final class TokenStore: Sendable {
     }
 
     /// The bearer token in `request`'s `Authorization` header, or `nil` if it has none.
-    public static func bearerToken(in request: URLRequest?) -> String? {
+    package static func bearerToken(in request: URLRequest?) -> String? {
         BearerCredential.token(in: request)
     }
 
