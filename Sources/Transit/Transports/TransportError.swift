@@ -25,7 +25,7 @@ import FoundationNetworking
 ///
 /// A transport used without a client (`transport.send(request)`) fails with its own errors,
 /// unwrapped. ``RetryPolicy`` understands both.
-public struct TransportError: Error, Sendable, CustomStringConvertible, LocalizedError, DescribedError, CustomReflectable {
+public struct TransportError: Error, Sendable, CustomStringConvertible, LocalizedError, DescribedError, CustomReflectable, RedactedReflection {
     /// The request as it was sent for the attempt that failed.
     public let request: URLRequest
     /// The error the transport failed with.
@@ -61,17 +61,6 @@ public struct TransportError: Error, Sendable, CustomStringConvertible, Localize
     /// (URLError -1001)`.
     public var description: String {
         "\(method) \(redactedURL) failed in the transport: \(reason)"
-    }
-
-    /// What `dump` and debuggers show: the method, the redacted URL and the failure, never the
-    /// request's headers or the underlying error's `userInfo`.
-    public var customMirror: Mirror {
-        Mirror(self, children: [
-            "method": method.rawValue,
-            "url": redactedURL,
-            "code": code.map { "\($0.rawValue)" } ?? "none",
-            "reason": reason,
-        ], displayStyle: .struct)
     }
 
     private var redactedURL: String {
