@@ -14,7 +14,7 @@
 ///   its place in the sequence, then the later values: never out of order, never a value twice.
 /// - After a completion, ``value`` keeps the last value; setting it is ignored, and a new
 ///   subscriber receives only the completion.
-public final class CurrentValueSubject<Output: Sendable, Failure: Error>: Sendable, SubjectCoreOwner {
+public final class CurrentValueSubject<Output: Sendable, Failure: Error>: Sendable {
     @usableFromInline let core: SubjectCore<Output, Failure>
 
     /// Creates a subject whose current value is `value`.
@@ -23,7 +23,7 @@ public final class CurrentValueSubject<Output: Sendable, Failure: Error>: Sendab
     }
 
     /// The current value. Setting it makes the new value the current one and sends it to every
-    /// current subscriber (the subject's `send`); it is ignored after a completion.
+    /// current subscriber; it is ignored after a completion.
     @inlinable
     public var value: Output {
         get {
@@ -33,5 +33,18 @@ public final class CurrentValueSubject<Output: Sendable, Failure: Error>: Sendab
         set {
             core.send(.value(newValue))
         }
+    }
+
+    /// Ends every current and future subscription with `completion`. Only the first completion
+    /// counts; later sends are ignored.
+    @inlinable
+    public func send(completion: Completion<Failure>) {
+        core.send(Event(completion))
+    }
+
+    /// The signal to subscribe to. Every subscription receives the current value first, then the
+    /// later ones, until its token is cancelled or released.
+    public var signal: Signal<Output, Failure> {
+        core.signal
     }
 }

@@ -20,7 +20,7 @@
 ///   at once.
 /// - Cancelling a subscription removes the subscriber; it receives nothing more, even when it is
 ///   cancelled in the middle of a broadcast.
-public final class PassthroughSubject<Output: Sendable, Failure: Error>: Sendable, SubjectCoreOwner {
+public final class PassthroughSubject<Output: Sendable, Failure: Error>: Sendable {
     @usableFromInline let core = SubjectCore<Output, Failure>()
 
     /// Creates a subject with no subscribers.
@@ -30,5 +30,18 @@ public final class PassthroughSubject<Output: Sendable, Failure: Error>: Sendabl
     @inlinable
     public func send(_ value: Output) {
         core.send(.value(value))
+    }
+
+    /// Ends every current and future subscription with `completion`. Only the first completion
+    /// counts; later sends are ignored.
+    @inlinable
+    public func send(completion: Completion<Failure>) {
+        core.send(Event(completion))
+    }
+
+    /// The signal to subscribe to. Every subscription adds one subscriber, removed when its token
+    /// is cancelled or released.
+    public var signal: Signal<Output, Failure> {
+        core.signal
     }
 }

@@ -33,7 +33,8 @@ public struct HTTPEvent: Sendable, CustomStringConvertible {
         /// ``HTTPAttemptMetrics/id`` of its ``attemptEnded(_:)``.
         case attemptStarted(id: UInt64)
         /// The exchange ended (completed, redirected, failed or cancelled), with what it sent and
-        /// received and when. Exactly one per ``attemptStarted(id:)``.
+        /// received and when. Exactly one per ``attemptStarted(id:)``; ``HTTPEvent/request`` is,
+        /// as there, the request exactly as handed to the transport.
         case attemptEnded(HTTPAttemptMetrics)
         /// A redirect was followed: ``HTTPEvent/request`` got `status`, and `to` is sent next.
         /// `strippedHeaders` names the credential headers (`Authorization`, `Cookie`, the
@@ -251,8 +252,6 @@ public struct HTTPAttemptMetrics: Sendable {
     /// Identifies the attempt within its client; the same as its
     /// ``HTTPEvent/Kind/attemptStarted(id:)``.
     public let id: UInt64
-    /// The request exactly as handed to the transport.
-    public let request: URLRequest
     /// The response head (status line and header fields as received), if one arrived.
     public let head: HTTPResponseHead?
     /// The request line, header lines and blank line, as HTTP/1.1 serialises them.
@@ -275,12 +274,11 @@ public struct HTTPAttemptMetrics: Sendable {
 
     /// Creates metrics.
     init(
-        id: UInt64, request: URLRequest, head: HTTPResponseHead?,
+        id: UInt64, head: HTTPResponseHead?,
         sentHeadBytes: Int, sentBodyBytes: Int64, receivedHeadBytes: Int, receivedBodyBytes: Int64,
         startedAt: Duration, headAt: Duration?, endedAt: Duration, outcome: Outcome
     ) {
         self.id = id
-        self.request = request
         self.head = head
         self.sentHeadBytes = sentHeadBytes
         self.sentBodyBytes = sentBodyBytes

@@ -70,7 +70,7 @@ struct LifecycleMonitorTests {
 
         let attempts = log.attempts
         try #require(attempts.count == 4, "\(log.names)")
-        #expect(attempts.map { $0.request.url?.path } == ["/a", "/b", "/a", "/b"])
+        #expect(log.events(named: "attemptEnded").map { $0.request?.url?.path } == ["/a", "/b", "/a", "/b"])
         #expect(attempts.map(\.head?.statusCode) == [302, 503, 302, 200])
         #expect(Set(attempts.map(\.id)).count == 4)
 
@@ -380,7 +380,7 @@ struct LifecycleMonitorTests {
         #expect(from == "https://a.example.test:443" && to == "https://b.example.test:443" && error.code == .cannotConnectToHost)
         #expect(origin == from && duration == .seconds(30))
         // Two attempts: the failed one on a, the one on b.
-        #expect(log.attempts.map { $0.request.url?.host } == ["a.example.test", "b.example.test"])
+        #expect(log.events(named: "attemptEnded").map { $0.request?.url?.host } == ["a.example.test", "b.example.test"])
 
         _ = RequestProbe(client.send(get("https://a.example.test/x")))
         #expect(log.count("hostRecovered") == 0)
