@@ -27,12 +27,6 @@ public struct DownloadProgress: Sendable, Hashable {
     /// that reports a total before the head is known has it dropped once more bytes than that
     /// arrive.
     public let expectedBytes: Int64?
-
-    /// Creates a progress report.
-    init(bytesReceived: Int64, expectedBytes: Int64?) {
-        self.bytesReceived = bytesReceived
-        self.expectedBytes = expectedBytes
-    }
 }
 
 /// A completed download.
