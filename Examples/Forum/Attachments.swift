@@ -68,7 +68,8 @@ final class ProgressBar: Sendable {
     private let lastDrawn = Guarded(-1)
 
     func update(_ progress: DownloadProgress) {
-        guard let fraction = progress.fractionCompleted else { return }
+        guard let expected = progress.expectedBytes, expected > 0 else { return }
+        let fraction = min(1, Double(progress.bytesReceived) / Double(expected))
         let percent = Int(fraction * 100)
         let step = interactive ? percent : percent / 25 * 25
         guard lastDrawn.withLock({ last in

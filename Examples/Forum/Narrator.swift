@@ -103,8 +103,8 @@ final class Narrator: HTTPEventMonitor, Sendable {
             case .attemptStarted: state.lastAttempt = event.request
             case .attemptEnded(let attempt):
                 state.exchanges += 1
-                state.sentBytes += attempt.sentBytes
-                state.receivedBytes += attempt.receivedBytes
+                state.sentBytes += Int64(attempt.sentHeadBytes) + attempt.sentBodyBytes
+                state.receivedBytes += Int64(attempt.receivedHeadBytes) + attempt.receivedBodyBytes
             default: break
             }
             let total = state.counts[name]!
@@ -121,7 +121,7 @@ final class Narrator: HTTPEventMonitor, Sendable {
         switch event.kind {
         case .requestStarted:
             var line = "→ \(target)"
-            if showsTokens, let token = event.request.flatMap(TokenStore.bearerToken(in:)) { line += "   (Bearer \(token))" }
+            if showsTokens, let authorization = event.request?.value(forHTTPHeaderField: "Authorization") { line += "   (\(authorization))" }
             return line
         case .responseReceived(let response):
             var line = "← \(response.statusCode) \(Self.reasonPhrase(response))   \(target)"

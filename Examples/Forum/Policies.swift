@@ -129,7 +129,7 @@ func demonstratePolicies(forum: ForumServer, auth: AuthService, narrator: Narrat
         check(false, "signed in again")
         return
     }
-    tokens.update(fresh)
+    tokens.current = fresh
     narrator.say("signed in again")
 
     narrator.heading("8f. Three identical GETs at once share one request")

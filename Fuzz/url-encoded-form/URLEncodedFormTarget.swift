@@ -24,7 +24,7 @@ func fuzzTarget(_ bytes: [UInt8]) {
     var form = URLEncodedForm()
     var index = 0
     while index < strings.count {
-        form.append(name: strings[index], value: index + 1 < strings.count ? strings[index + 1] : "")
+        form.fields.append(.init(name: strings[index], value: index + 1 < strings.count ? strings[index + 1] : ""))
         index += 2
     }
     let written = form.encodedString

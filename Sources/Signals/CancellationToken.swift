@@ -9,7 +9,7 @@ import Synchronization
 /// subscription created is released.
 ///
 /// Tokens are also the building block of operators: an operator that needs to cancel its upstream
-/// on its own (``Signal/first()``, ``Signal/retry(_:)``, …) subscribes it with a child token.
+/// on its own (``Signal/first(where:)``, ``Signal/retry(_:if:)``, …) subscribes it with a child token.
 ///
 /// Thread safety: every method may be called from any thread at any time. Registered cancellables
 /// are cancelled outside the token's lock, in registration order. The registrations are only

@@ -7,7 +7,8 @@ public protocol Scheduler: Sendable {
     /// The scheduler's current time, measured from an arbitrary origin. Monotonic.
     var now: Duration { get }
 
-    /// Runs `action` as soon as possible.
+    /// Runs `action` as soon as possible. A scheduler that has nothing cheaper than
+    /// `schedule(after: .zero, action)` need not implement it: that is what it does by default.
     func schedule(_ action: @escaping @Sendable () -> Void)
 
     /// Runs `action` after `delay` (at once for a zero or negative delay).
@@ -15,6 +16,13 @@ public protocol Scheduler: Sendable {
     /// - Returns: a cancellable that prevents the action from running if it has not started.
     @discardableResult
     func schedule(after delay: Duration, _ action: @escaping @Sendable () -> Void) -> any Cancellable
+}
+
+extension Scheduler {
+    /// Runs `action` as soon as possible: `schedule(after: .zero, action)`.
+    public func schedule(_ action: @escaping @Sendable () -> Void) {
+        schedule(after: .zero, action)
+    }
 }
 
 /// A scheduler that runs everything at once, on the calling thread, ignoring delays.
@@ -26,10 +34,6 @@ public struct ImmediateScheduler: Scheduler {
 
     public var now: Duration {
         .nanoseconds(Int64(clamping: DispatchTime.now().uptimeNanoseconds))
-    }
-
-    public func schedule(_ action: @escaping @Sendable () -> Void) {
-        action()
     }
 
     @discardableResult

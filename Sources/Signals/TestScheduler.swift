@@ -54,10 +54,6 @@ public final class TestScheduler: Scheduler {
         state.withLock { $0.actions.count }
     }
 
-    public func schedule(_ action: @escaping @Sendable () -> Void) {
-        schedule(after: .zero, action)
-    }
-
     @discardableResult
     public func schedule(after delay: Duration, _ action: @escaping @Sendable () -> Void) -> any Cancellable {
         let id = state.withLock { state -> UInt64 in

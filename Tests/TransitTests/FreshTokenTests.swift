@@ -77,7 +77,7 @@ import TransitTesting
         let f = AuthFixture()
         let log = AuthRetryLog<HTTPResponse>()
         let token = log.subscribe(to: f.request())
-        f.store.update(AuthToken(accessToken: "new"))
+        f.store.current = AuthToken(accessToken: "new")
         f.scheduler.run()
         #expect(f.requests(to: "/me").map(\.authorization) == ["Bearer old", "Bearer new"])
         #expect(f.refreshCount.current == 0)

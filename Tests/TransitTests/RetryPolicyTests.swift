@@ -318,12 +318,12 @@ private func policy(
     }
 
     @Test func theDefaultSetsHoldTheDocumentedEntries() {
-        #expect(RetryPolicy.defaultRetryableStatusCodes == [408, 500, 502, 503, 504])
-        #expect(RetryPolicy.defaultRetryableMethods == [.get, .head, .options, .trace, .put, .delete])
-        #expect(RetryPolicy.defaultRetryableURLErrorCodes == [
+        #expect(RetryPolicy().retryableStatusCodes == [408, 500, 502, 503, 504])
+        #expect(RetryPolicy().retryableMethods == [.get, .head, .options, .trace, .put, .delete])
+        #expect(RetryPolicy().retryableURLErrorCodes == [
             .timedOut, .networkConnectionLost, .cannotConnectToHost, .notConnectedToInternet, .dnsLookupFailed, .cannotFindHost,
         ])
-        #expect(RetryPolicy.defaultRetryableMethods.allSatisfy { $0.isIdempotent })
+        #expect(RetryPolicy().retryableMethods.allSatisfy { $0.isIdempotent })
     }
 
     @Test func aCustomStatusSetChangesWhatIsRetried() {

@@ -46,7 +46,7 @@ import Testing
         let store = TokenStore(token: AuthToken(accessToken: "a")) { _ in .never }
         let request = URLRequest(url: URL(string: "https://api.example.test/me")!)
         #expect(try store.authorize(request).authorization == "Bearer a")
-        store.update(AuthToken(accessToken: "b"))
+        store.current = AuthToken(accessToken: "b")
         #expect(try store.authorize(store.authorize(request)).authorization == "Bearer b")
         #expect(request.authorization == nil, "the modifier does not mutate its input")
     }

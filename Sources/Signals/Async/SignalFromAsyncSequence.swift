@@ -1,6 +1,7 @@
-extension Signal where Failure == any Error {
+extension Signal {
     /// A signal that iterates `sequence` and sends its elements, then finishes, or fails with the
-    /// error the iteration throws.
+    /// error the iteration throws. The failure type is the sequence's: `Never` for a sequence
+    /// that cannot fail (an `AsyncStream`), `any Error` for an `AsyncThrowingStream`.
     ///
     /// Every subscription iterates the sequence from the start in a `Task` of its own (the signal
     /// is cold, like every signal; a sequence that can only be iterated once, such as an
@@ -16,38 +17,19 @@ extension Signal where Failure == any Error {
     ///
     /// The reverse bridge is `values`; a loop over `Signal(asyncSequence: s).values` that
     /// is cancelled cancels the subscription, and through it the iteration of `s`.
-    public init<S: AsyncSequence & Sendable>(asyncSequence sequence: S) where S.Element == Output {
+    public init<S: AsyncSequence & Sendable>(asyncSequence sequence: S)
+    where S.Element == Output, S.Failure == Failure {
         self.init { observer in
             let task = Task {
-                do {
-                    for try await element in sequence {
+                var iterator = sequence.makeAsyncIterator()
+                do throws(Failure) {
+                    while let element = try await iterator.next(isolation: nil) {
                         observer.send(element)
                     }
                     observer.finish()
                 } catch {
                     observer.fail(error)
                 }
-            }
-            return { task.cancel() }
-        }
-    }
-}
-
-extension Signal where Failure == Never {
-    /// A signal that iterates a sequence that cannot fail and sends its elements, then finishes.
-    ///
-    /// See the general `init(asyncSequence:)` (whose failure is `any Error`) for the task, the order and cancellation,
-    /// which go both ways: cancelling the subscription cancels the iteration, and a sequence that
-    /// ends because it was cancelled finishes the signal.
-    public init<S: AsyncSequence & Sendable>(asyncSequence sequence: S)
-    where S.Element == Output, S.Failure == Never {
-        self.init { observer in
-            let task = Task {
-                var iterator = sequence.makeAsyncIterator()
-                while let element = await iterator.next(isolation: nil) {
-                    observer.send(element)
-                }
-                observer.finish()
             }
             return { task.cancel() }
         }

@@ -1,5 +1,6 @@
 extension Signal {
-    /// A signal that sends `value` and finishes.
+    /// A signal that sends `value` and finishes. (For a `Result`, its success is a
+    /// `Signal(value:)`, its failure a `Signal(error:)`.)
     @inlinable
     public init(value: Output) {
         self.init(unchecked: { observer, token in
@@ -17,14 +18,5 @@ extension Signal {
             guard !token.isCancelled else { return }
             observer.fail(error)
         })
-    }
-
-    /// A signal that sends the success value and finishes, or fails with the failure.
-    @inlinable
-    public init(result: Result<Output, Failure>) {
-        switch result {
-        case .success(let value): self.init(value: value)
-        case .failure(let error): self.init(error: error)
-        }
     }
 }

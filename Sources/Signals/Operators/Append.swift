@@ -1,6 +1,7 @@
 extension Signal {
     /// Forwards this signal's events, then, when it finishes, subscribes to `other` and forwards
-    /// its events.
+    /// its events. To send values first, append to them: `Signal(sequence: [a, b]).append(signal)`;
+    /// to send them last, append them: `signal.append(Signal(sequence: [a, b]))`.
     ///
     /// - `other` is subscribed only after this signal finishes, and only if the subscription was
     ///   not cancelled. A failure of this signal ends the result; `other` is never subscribed.
@@ -21,10 +22,5 @@ extension Signal {
                 second(observer, scope)
             }, scope)
         })
-    }
-
-    /// Forwards this signal's events, then, when it finishes, sends `values` and finishes.
-    public func append(_ values: Output...) -> Signal<Output, Failure> {
-        append(Signal(sequence: values))
     }
 }

@@ -1,16 +1,11 @@
 extension Signal {
-    /// Sends the first value and finishes, cancelling the upstream. Finishes without a value if
-    /// the upstream finishes first.
-    @inlinable
-    public func first() -> Signal<Output, Failure> {
-        first { _ in true }
-    }
-
-    /// Sends the first value that satisfies `predicate` and finishes, cancelling the upstream.
+    /// Sends the first value that satisfies `predicate` (without one, `first()`: the first value)
+    /// and finishes, cancelling the upstream. Finishes without a value if the upstream finishes
+    /// first.
     ///
     /// If the downstream cancels while it receives the value, `finished` is not sent.
     @inlinable
-    public func first(where predicate: @escaping @Sendable (Output) -> Bool) -> Signal<Output, Failure> {
+    public func first(where predicate: @escaping @Sendable (Output) -> Bool = { _ in true }) -> Signal<Output, Failure> {
         let body = self.body
         return Signal(unchecked: { observer, token in
             let downstream = CancellationFlag()

@@ -1,5 +1,6 @@
 extension Signal {
-    /// Transforms every value with `transform`.
+    /// Transforms every value with `transform`. A key path literal reads a property of every
+    /// value: `.map(\.data)`; `.map { _ in }` replaces every value with `()`.
     @inlinable
     public func map<T>(_ transform: @escaping @Sendable (Output) -> T) -> Signal<T, Failure> {
         let body = self.body
@@ -12,17 +13,5 @@ extension Signal {
                 }
             }, token)
         })
-    }
-
-    /// Reads the property at `keyPath` of every value: `.map(\.data)`.
-    @inlinable
-    public func map<T>(_ keyPath: KeyPath<Output, T> & Sendable) -> Signal<T, Failure> {
-        map { $0[keyPath: keyPath] }
-    }
-
-    /// Replaces every value with `()`.
-    @inlinable
-    public func ignoreValues() -> Signal<Void, Failure> {
-        map { _ in () }
     }
 }

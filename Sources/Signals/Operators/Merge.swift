@@ -1,15 +1,4 @@
 extension Signal {
-    /// Subscribes to this signal and `others` at once and forwards every value as it arrives.
-    ///
-    /// Guarantees (those of ``Signal/merge(_:)``):
-    /// - Finishes when every signal has finished.
-    /// - The first failure cancels every other signal and fails the result once.
-    /// - Cancelling cancels every signal (each one's teardown runs).
-    /// - Values from signals running on different threads are delivered one at a time.
-    public func merge(with others: Signal<Output, Failure>...) -> Signal<Output, Failure> {
-        Signal.merge([self] + others)
-    }
-
     /// Subscribes to every signal in `signals`, in order, and forwards every value as it arrives.
     ///
     /// - Finishes when every signal has finished (at once for an empty array).

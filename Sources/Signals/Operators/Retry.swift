@@ -1,22 +1,17 @@
 import Synchronization
 
 extension Signal {
-    /// On failure, subscribes to the upstream again, up to `times` more times.
+    /// On a failure for which `shouldRetry` returns `true` (every failure unless given),
+    /// subscribes to the upstream again, up to `times` more times. Other failures pass through
+    /// at once.
     ///
     /// Every attempt re-runs the upstream's work from the start (request modifiers, token reads,
     /// URL building). The failure of the last attempt is passed on. Re-subscription is iterative,
     /// so an upstream that fails synchronously does not grow the stack.
     @inlinable
-    public func retry(_ times: Int) -> Signal<Output, Failure> {
-        retry(times) { _ in true }
-    }
-
-    /// On a failure for which `shouldRetry` returns `true`, subscribes to the upstream again, up
-    /// to `times` more times. Other failures pass through at once.
-    @inlinable
     public func retry(
         _ times: Int,
-        if shouldRetry: @escaping @Sendable (Failure) -> Bool
+        if shouldRetry: @escaping @Sendable (Failure) -> Bool = { _ in true }
     ) -> Signal<Output, Failure> {
         let body = self.body
         return Signal(unchecked: { observer, token in

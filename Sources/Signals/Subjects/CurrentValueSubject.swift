@@ -22,7 +22,8 @@ public final class CurrentValueSubject<Output: Sendable, Failure: Error>: Sendab
         core = SubjectCore(current: value)
     }
 
-    /// The current value. Setting it is the same as ``send(_:)``.
+    /// The current value. Setting it makes the new value the current one and sends it to every
+    /// current subscriber; it is ignored after a completion.
     @inlinable
     public var value: Output {
         get {
@@ -30,15 +31,8 @@ public final class CurrentValueSubject<Output: Sendable, Failure: Error>: Sendab
             core.current!
         }
         set {
-            send(newValue)
+            core.send(.value(newValue))
         }
-    }
-
-    /// Makes `value` the current value and sends it to every current subscriber. Ignored after a
-    /// completion.
-    @inlinable
-    public func send(_ value: Output) {
-        core.send(.value(value))
     }
 
     /// Ends every current and future subscription with `completion`. Only the first completion

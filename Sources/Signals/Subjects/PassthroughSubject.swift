@@ -7,7 +7,7 @@
 /// ```swift
 /// let taps = PassthroughSubject<Void, Never>()
 /// taps.signal.flatMapLatest { service.refresh() }.sink { … }.store(in: bag)
-/// taps.send()
+/// taps.send(())
 /// ```
 ///
 /// Guarantees:
@@ -43,13 +43,5 @@ public final class PassthroughSubject<Output: Sendable, Failure: Error>: Sendabl
     /// is cancelled or released.
     public var signal: Signal<Output, Failure> {
         core.signal
-    }
-}
-
-extension PassthroughSubject where Output == Void {
-    /// Sends `()` to every current subscriber.
-    @inlinable
-    public func send() {
-        send(())
     }
 }

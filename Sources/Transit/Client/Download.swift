@@ -27,18 +27,6 @@ public struct DownloadProgress: Sendable, Hashable {
     /// that reports a total before the head is known has it dropped once more bytes than that
     /// arrive.
     public let expectedBytes: Int64?
-
-    /// Creates a progress report.
-    init(bytesReceived: Int64, expectedBytes: Int64?) {
-        self.bytesReceived = bytesReceived
-        self.expectedBytes = expectedBytes
-    }
-
-    /// `bytesReceived / expectedBytes`, between 0 and 1, when the size is known.
-    public var fractionCompleted: Double? {
-        guard let expectedBytes, expectedBytes > 0 else { return nil }
-        return min(1, Double(bytesReceived) / Double(expectedBytes))
-    }
 }
 
 /// A completed download.

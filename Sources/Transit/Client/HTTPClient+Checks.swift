@@ -11,7 +11,7 @@ extension HTTPClient {
     ///   user-info (``URLRequestError/credentialsInURL(_:)``: one transport would send it as Basic,
     ///   another would drop it);
     /// - its `timeoutInterval` is not above zero and at most
-    ///   `URLRequest.maximumTimeoutInterval` (``URLRequestError/invalidTimeout(_:)``:
+    ///   1,000,000,000 seconds (``URLRequestError/invalidTimeout(_:)``:
     ///   Foundation on Linux traps converting NaN, infinity or a huge value to milliseconds);
     /// - it has an `httpBodyStream` (``URLRequestError/bodyStreamNotSupported``);
     /// - its method is not a token, or one of its headers has a name that is not a token or a

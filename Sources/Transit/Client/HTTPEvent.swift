@@ -33,7 +33,8 @@ public struct HTTPEvent: Sendable, CustomStringConvertible {
         /// ``HTTPAttemptMetrics/id`` of its ``attemptEnded(_:)``.
         case attemptStarted(id: UInt64)
         /// The exchange ended (completed, redirected, failed or cancelled), with what it sent and
-        /// received and when. Exactly one per ``attemptStarted(id:)``.
+        /// received and when. Exactly one per ``attemptStarted(id:)``; ``HTTPEvent/request`` is,
+        /// as there, the request exactly as handed to the transport.
         case attemptEnded(HTTPAttemptMetrics)
         /// A redirect was followed: ``HTTPEvent/request`` got `status`, and `to` is sent next.
         /// `strippedHeaders` names the credential headers (`Authorization`, `Cookie`, the
@@ -231,7 +232,9 @@ public struct HTTPEvent: Sendable, CustomStringConvertible {
 ///
 /// **Timings** are read from the client's ``HTTPClient/Configuration/scheduler`` (so a `TestScheduler` gives
 /// virtual, deterministic timings): when the exchange was subscribed, when its head arrived,
-/// when it ended.
+/// when it ended. Totals and spans are sums and differences of these fields: the bytes sent are
+/// `Int64(sentHeadBytes) + sentBodyBytes`, the time to the head `headAt - startedAt`, the
+/// exchange's duration `endedAt - startedAt`.
 public struct HTTPAttemptMetrics: Sendable {
     /// How the exchange ended.
     public enum Outcome: Sendable {
@@ -249,8 +252,6 @@ public struct HTTPAttemptMetrics: Sendable {
     /// Identifies the attempt within its client; the same as its
     /// ``HTTPEvent/Kind/attemptStarted(id:)``.
     public let id: UInt64
-    /// The request exactly as handed to the transport.
-    public let request: URLRequest
     /// The response head (status line and header fields as received), if one arrived.
     public let head: HTTPResponseHead?
     /// The request line, header lines and blank line, as HTTP/1.1 serialises them.
@@ -273,12 +274,11 @@ public struct HTTPAttemptMetrics: Sendable {
 
     /// Creates metrics.
     init(
-        id: UInt64, request: URLRequest, head: HTTPResponseHead?,
+        id: UInt64, head: HTTPResponseHead?,
         sentHeadBytes: Int, sentBodyBytes: Int64, receivedHeadBytes: Int, receivedBodyBytes: Int64,
         startedAt: Duration, headAt: Duration?, endedAt: Duration, outcome: Outcome
     ) {
         self.id = id
-        self.request = request
         self.head = head
         self.sentHeadBytes = sentHeadBytes
         self.sentBodyBytes = sentBodyBytes
@@ -290,19 +290,13 @@ public struct HTTPAttemptMetrics: Sendable {
         self.outcome = outcome
     }
 
-    /// The status code, if a head arrived.
-    public var statusCode: Int? { head?.statusCode }
-    /// Head and body bytes sent.
-    public var sentBytes: Int64 { Int64(sentHeadBytes) + sentBodyBytes }
-    /// Head and body bytes received.
-    public var receivedBytes: Int64 { Int64(receivedHeadBytes) + receivedBodyBytes }
-    /// From the start to the head, if a head arrived.
-    public var timeToHead: Duration? { headAt.map { $0 - startedAt } }
-    /// From the start to the end.
-    public var duration: Duration { endedAt - startedAt }
-
     /// `ended 200 (sent 120 B, received 345 B, head after 0.010 s, 0.020 s)`, without URLs.
     var summary: String {
+        let statusCode = head?.statusCode
+        let sentBytes = Int64(sentHeadBytes) + sentBodyBytes
+        let receivedBytes = Int64(receivedHeadBytes) + receivedBodyBytes
+        let timeToHead = headAt.map { $0 - startedAt }
+        let duration = endedAt - startedAt
         let what: String = switch outcome {
         case .completed: "ended \(statusCode.map(String.init) ?? "?")"
         case .redirected: "redirected \(statusCode.map(String.init) ?? "?")"

@@ -17,7 +17,8 @@ import FoundationNetworking
 ///     func receive(_ event: HTTPEvent) {
 ///         switch event.kind {
 ///         case .attemptEnded(let attempt):
-///             record(sent: attempt.sentBytes, received: attempt.receivedBytes, took: attempt.duration)
+///             record(sent: attempt.sentBodyBytes, received: attempt.receivedBodyBytes,
+///                    took: attempt.endedAt - attempt.startedAt)
 ///         case .retryScheduled, .retryRefusedByBudget:
 ///             log(event.description)          // redacted: safe to log
 ///         default:

@@ -118,7 +118,7 @@ enum AttemptMonitoring {
                     return state
                 }) else { return }
                 let metrics = HTTPAttemptMetrics(
-                    id: id, request: sent, head: ended.head,
+                    id: id, head: ended.head,
                     sentHeadBytes: sentHead, sentBodyBytes: sentBody,
                     receivedHeadBytes: ended.head.map(HTTPWireSize.responseHead) ?? 0,
                     receivedBodyBytes: ended.receivedBody,

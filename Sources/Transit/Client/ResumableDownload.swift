@@ -28,7 +28,7 @@ public struct DownloadResumeData: Codable, Sendable, Hashable {
     public let url: URL
     /// The strong `ETag` of the representation, or its `Last-Modified` date when it had no strong
     /// `ETag`: sent as `If-Range`, so a changed representation is fetched whole again.
-    public let validator: String
+    let validator: String
     /// How many bytes of the representation are in the partial file. More than zero and fewer
     /// than ``totalBytes``.
     public let bytesOnDisk: Int64

@@ -20,10 +20,11 @@ import FoundationNetworking
 ///   added back on later hops;
 /// - `303 See Other`, and `301`/`302` answering a `POST`, continue as `GET` without the body;
 ///   `307` and `308` repeat the method and the body;
-/// - at most `maxRedirects` hops (10 by default), then ``RedirectError/tooManyRedirects(_:)``.
+/// - at most 10 hops (another limit with ``limited(to:)``), then
+///   ``RedirectError/tooManyRedirects(_:)``.
 public struct RedirectPolicy: Sendable, Hashable {
     /// What the client does with a redirect.
-    public enum Mode: Sendable, Hashable {
+    enum Mode: Sendable, Hashable {
         /// Follow redirects to any origin (the default), dropping credentials across origins.
         case follow
         /// Follow redirects within the same origin (scheme, host and port); a redirect to another
@@ -38,11 +39,17 @@ public struct RedirectPolicy: Sendable, Hashable {
     /// The most hops one request follows.
     var maxRedirects: Int
 
-    /// Creates a policy: `mode` for every redirect, at most `maxRedirects` hops (a negative value
-    /// counts as zero).
-    public init(_ mode: Mode, maxRedirects: Int = 10) {
+    /// A policy: `mode` for every redirect, at most `maxRedirects` hops (a negative value counts
+    /// as zero).
+    init(_ mode: Mode, maxRedirects: Int = 10) {
         self.mode = mode
         self.maxRedirects = max(0, maxRedirects)
+    }
+
+    /// This policy, following at most `maxRedirects` hops (a negative value counts as zero):
+    /// `RedirectPolicy.follow.limited(to: 3)`.
+    public func limited(to maxRedirects: Int) -> RedirectPolicy {
+        RedirectPolicy(mode, maxRedirects: maxRedirects)
     }
 
     /// Follow redirects to any origin, at most 10 hops, dropping credentials across origins.
@@ -68,8 +75,8 @@ public struct RedirectPolicy: Sendable, Hashable {
 }
 
 /// A redirect the client refused to follow.
-public enum RedirectError: Error, Hashable, Sendable, CustomStringConvertible, LocalizedError {
-    /// The request was redirected more times than its policy allows (`RedirectPolicy(_:maxRedirects:)`).
+public enum RedirectError: Error, Hashable, Sendable, CustomStringConvertible, LocalizedError, DescribedError {
+    /// The request was redirected more times than its policy allows (``RedirectPolicy/limited(to:)``).
     case tooManyRedirects(Int)
     /// A redirect from `https` to `http`. The URLs are given without user info, query or
     /// fragment.
@@ -88,7 +95,7 @@ public enum RedirectError: Error, Hashable, Sendable, CustomStringConvertible, L
         switch self {
         case .tooManyRedirects(let count):
             return "The request was redirected more than \(count) times; the server is probably looping. "
-                + "Pass a larger maxRedirects to RedirectPolicy(_:maxRedirects:) if the chain is expected."
+                + "Allow more with RedirectPolicy.follow.limited(to:) if the chain is expected."
         case .insecureRedirect(let from, let to):
             return "Refused a redirect from \(from) to \(to): it downgrades https to http, which would send the "
                 + "request (and anything secret in it) unencrypted."
@@ -101,8 +108,6 @@ public enum RedirectError: Error, Hashable, Sendable, CustomStringConvertible, L
                 + "Authorization header; ask the server's owner to redirect without them."
         }
     }
-
-    public var errorDescription: String? { description }
 }
 
 extension RedirectPolicy {

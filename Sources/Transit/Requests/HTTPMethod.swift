@@ -23,8 +23,8 @@ public struct HTTPMethod: RawRepresentable, Hashable, Sendable, ExpressibleByStr
 
     /// `true` for the methods RFC 9110 defines as idempotent (GET, HEAD, PUT, DELETE, OPTIONS,
     /// TRACE): sending them twice has the same effect as sending them once, so they may be
-    /// retried safely.
-    public var isIdempotent: Bool {
+    /// retried safely. What users read of it is `RetryPolicy().retryableMethods`, these methods.
+    package var isIdempotent: Bool {
         switch self {
         case .get, .head, .put, .delete, .options, .trace: return true
         default: return false

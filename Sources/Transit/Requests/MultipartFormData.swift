@@ -21,7 +21,7 @@ import Foundation
 /// **The boundary** is `transit-` and 32 random letters and digits (190 bits from the system's
 /// secure generator) unless ``init(boundary:)`` chooses one. It is checked against every
 /// in-memory part (its content, name and filename) when the part is appended, and a new one is
-/// drawn if it occurs, so ``boundary`` and ``contentType`` are always right for the body. File
+/// drawn if it occurs, so ``contentType``, which carries it, is always right for the body. File
 /// contents are not read before sending, so they are not checked: a file contains a given
 /// boundary with probability at most about `n / 62³²` for `n` bytes (below 10⁻⁴⁴ for a 1 TiB file)
 /// unless someone can predict the system's random generator.
@@ -84,8 +84,8 @@ public struct MultipartFormData: Sendable {
     private(set) var parts: [Part] = []
 
     /// The boundary between parts. A random one may be replaced when an appended part contains
-    /// it; read it (or ``contentType``) after the last `append`.
-    public private(set) var boundary: String
+    /// it; ``contentType`` carries it (read it after the last `append`).
+    private(set) var boundary: String
 
     /// `true` when ``init(boundary:)`` chose the boundary: it is never replaced, and a part that
     /// contains it makes encoding fail.
@@ -99,7 +99,9 @@ public struct MultipartFormData: Sendable {
     /// one is written to a temporary file and uploaded from it, like a body with file parts.
     public var maxInMemoryBodyBytes: Int = 10 << 20
 
-    /// The request's `Content-Type`: `multipart/form-data; boundary=…`.
+    /// The request's `Content-Type`, `multipart/form-data; boundary=…`, with the boundary between
+    /// the parts: read it after the last `append` (a random boundary found in an appended part is
+    /// replaced).
     public var contentType: String {
         "multipart/form-data; boundary=\(boundary)"
     }
@@ -269,7 +271,7 @@ public struct MultipartFormData: Sendable {
 }
 
 /// Why a ``MultipartFormData`` could not be encoded. Nothing is sent when encoding fails.
-public enum MultipartFormDataError: Error, Hashable, Sendable, CustomStringConvertible {
+public enum MultipartFormDataError: Error, Hashable, Sendable, CustomStringConvertible, LocalizedError, DescribedError {
     /// The file of part `partName` could not be read: it does not exist, is not a regular file,
     /// or could not be opened or read. `reason` says which.
     case unreadableFile(URL, partName: String, reason: String)
@@ -306,8 +308,4 @@ public enum MultipartFormDataError: Error, Hashable, Sendable, CustomStringConve
             return "Cannot write the multipart body to \(url.path): \(reason)."
         }
     }
-}
-
-extension MultipartFormDataError: LocalizedError {
-    public var errorDescription: String? { description }
 }

@@ -16,7 +16,7 @@ import Foundation
 ///
 /// Send one as a request body: `api.post(endpoint: "oauth/token", body: .form(form))` (see
 /// `RequestBody.form(_:)`).
-public struct URLEncodedForm: Sendable, Hashable, ExpressibleByDictionaryLiteral, CustomStringConvertible {
+public struct URLEncodedForm: Sendable, Hashable, ExpressibleByDictionaryLiteral {
     /// One name–value pair.
     public struct Field: Sendable, Hashable {
         /// The field's name.
@@ -35,7 +35,8 @@ public struct URLEncodedForm: Sendable, Hashable, ExpressibleByDictionaryLiteral
     /// parameter: the encoding is always UTF-8).
     static let contentType = "application/x-www-form-urlencoded"
 
-    /// The fields, in the order they are sent.
+    /// The fields, in the order they are sent. Add one after the others with
+    /// `form.fields.append(.init(name: "tag", value: "rest"))` (a field with the same name is kept).
     public var fields: [Field]
 
     /// Creates a form with `fields`, in that order.
@@ -48,17 +49,6 @@ public struct URLEncodedForm: Sendable, Hashable, ExpressibleByDictionaryLiteral
         fields = elements.map { Field(name: $0.0, value: $0.1) }
     }
 
-    /// Appends a field `name=value` after the existing ones (an existing field with the same name
-    /// is kept).
-    public mutating func append(name: String, value: String) {
-        fields.append(Field(name: name, value: value))
-    }
-
-    /// The values of the fields named `name` (compared exactly, as strings), in order.
-    public func values(forName name: String) -> [String] {
-        fields.filter { $0.name == name }.map(\.value)
-    }
-
     /// The serialised form: `name=value` pairs joined by `&`, each side encoded as the WHATWG
     /// `application/x-www-form-urlencoded` serialiser does. An empty form is the empty string.
     public var encodedString: String {
@@ -68,10 +58,6 @@ public struct URLEncodedForm: Sendable, Hashable, ExpressibleByDictionaryLiteral
     /// ``encodedString`` as bytes (it is ASCII).
     var encodedData: Data {
         Data(encodedString.utf8)
-    }
-
-    public var description: String {
-        encodedString
     }
 
     /// Encodes `text` with the WHATWG urlencoded byte serialiser: its UTF-8 bytes, a space as `+`,

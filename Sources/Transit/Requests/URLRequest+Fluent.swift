@@ -155,12 +155,12 @@ extension URLRequest {
     /// nanoseconds; every value up to this one converts exactly. ``HTTPClient`` refuses a request
     /// whose timeout is above it (or not above zero) with ``URLRequestError/invalidTimeout(_:)``,
     /// and so does ``withTimeout(_:)``. For a limit on the whole request use a ``Deadline``.
-    public static let maximumTimeoutInterval: TimeInterval = 1_000_000_000
+    package static let maximumTimeoutInterval: TimeInterval = 1_000_000_000
 
     /// A copy that times out after `seconds` (URLSession's idle timeout for the request).
     ///
     /// - Throws: ``URLRequestError/invalidTimeout(_:)`` for a timeout that is not above zero and
-    ///   at most ``maximumTimeoutInterval`` (NaN and infinities among them), the rule
+    ///   at most 1,000,000,000 seconds, about 31 years (NaN and infinities among them), the rule
     ///   ``HTTPClient`` applies to every request; ``URLRequestError/invalidURL`` for a request
     ///   without a URL.
     public consuming func withTimeout(_ seconds: TimeInterval) throws -> URLRequest {

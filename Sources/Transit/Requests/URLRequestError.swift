@@ -11,7 +11,7 @@ import FoundationNetworking
 /// Header names and values are checked because Foundation does not check them reliably: on
 /// Linux it silently drops a value with a line break, and a value that reached the wire with one
 /// could inject headers of its own.
-public enum URLRequestError: Error, Hashable, Sendable, CustomStringConvertible {
+public enum URLRequestError: Error, Hashable, Sendable, CustomStringConvertible, LocalizedError, DescribedError {
     /// The header name is not an RFC 9110 token (it is empty, or has a space, a colon, a line
     /// break or another separator).
     case invalidHeaderName(String)
@@ -34,7 +34,7 @@ public enum URLRequestError: Error, Hashable, Sendable, CustomStringConvertible 
     case invalidMethod(String)
     /// The timeout (`URLRequest.timeoutInterval`, or the argument of
     /// `withTimeout(_:)`) is not a finite number of seconds above zero and at most
-    /// `URLRequest.maximumTimeoutInterval`. Foundation on Linux converts the
+    /// 1,000,000,000 (about 31 years). Foundation on Linux converts the
     /// timeout to whole milliseconds and traps on a value it cannot convert.
     case invalidTimeout(Double)
     /// The request has no valid URL: it has none, or query items could not be added to it.
@@ -90,8 +90,4 @@ public enum URLRequestError: Error, Hashable, Sendable, CustomStringConvertible 
                 + "redirect could not send it again). Give the body as httpBody or as a body file."
         }
     }
-}
-
-extension URLRequestError: LocalizedError {
-    public var errorDescription: String? { description }
 }

@@ -116,7 +116,7 @@ public final class RetryBudget: Sendable {
 }
 
 /// A retry that the ``RetryBudget`` refused: too many retries lately across the client.
-public struct RetryBudgetExhausted: Error, Sendable, CustomStringConvertible, LocalizedError {
+public struct RetryBudgetExhausted: Error, Sendable, CustomStringConvertible, LocalizedError, DescribedError {
     /// The failure that would have been retried.
     public let failure: any Error
 
@@ -129,6 +129,4 @@ public struct RetryBudgetExhausted: Error, Sendable, CustomStringConvertible, Lo
         "The request failed (\(String(describing: failure))) and was not retried: the client's retry budget is spent "
             + "(too many retries lately), which protects a struggling server from a retry storm."
     }
-
-    public var errorDescription: String? { description }
 }

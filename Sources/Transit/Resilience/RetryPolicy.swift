@@ -65,19 +65,23 @@ public struct RetryPolicy: Sendable {
     /// Inject a fixed one in tests.
     public var random: @Sendable () -> Double
     /// The methods that are sent again after a failure that may have reached the server. By
-    /// default ``defaultRetryableMethods``: the idempotent methods of RFC 9110.
+    /// default the methods RFC 9110 §9.2.2 calls idempotent, for which sending the request twice
+    /// has the effect of sending it once: GET, HEAD, OPTIONS, TRACE, PUT and DELETE.
     public var retryableMethods: Set<HTTPMethod> {
         get { retryable.methods }
         set { retryable = Retryable(methods: newValue, statusCodes: retryable.statusCodes, urlErrorCodes: retryable.urlErrorCodes) }
     }
-    /// The HTTP status codes worth trying again (read from an ``HTTPError``). By default
-    /// ``defaultRetryableStatusCodes``.
+    /// The HTTP status codes worth trying again (read from an ``HTTPError``). By default the
+    /// ones that say the failure is temporary: 408, 500, 502, 503 and 504.
     public var retryableStatusCodes: Set<Int> {
         get { retryable.statusCodes }
         set { retryable = Retryable(methods: retryable.methods, statusCodes: newValue, urlErrorCodes: retryable.urlErrorCodes) }
     }
     /// The `URLError` codes worth trying again (read from a ``TransportError`` or a bare
-    /// `URLError`). By default ``defaultRetryableURLErrorCodes``.
+    /// `URLError`). By default the transport failures that are usually gone on the next attempt:
+    /// `timedOut`, `networkConnectionLost`, `cannotConnectToHost`, `notConnectedToInternet`,
+    /// `dnsLookupFailed` and `cannotFindHost`. To add to a default set, change it on a policy:
+    /// `policy.retryableStatusCodes.insert(429)`.
     public var retryableURLErrorCodes: Set<URLError.Code> {
         get { retryable.urlErrorCodes }
         set { retryable = Retryable(methods: retryable.methods, statusCodes: retryable.statusCodes, urlErrorCodes: newValue) }
@@ -112,7 +116,9 @@ public struct RetryPolicy: Sendable {
     public var budget: RetryBudget?
 
     /// Creates a policy. The defaults: 3 attempts, 0.5 s base, ×2, 30 s max, full jitter,
-    /// Retry-After honoured up to 60 s, idempotent methods only, system randomness.
+    /// Retry-After honoured up to 60 s, idempotent methods only, system randomness. A set left
+    /// `nil` is the default one (see ``retryableMethods``, ``retryableStatusCodes`` and
+    /// ``retryableURLErrorCodes``).
     public init(
         maxAttempts: Int = 3,
         baseDelay: Duration = .milliseconds(500),
@@ -123,9 +129,9 @@ public struct RetryPolicy: Sendable {
         retryNonIdempotent: Bool = false,
         random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
         budget: RetryBudget? = nil,
-        retryableMethods: Set<HTTPMethod> = RetryPolicy.defaultRetryableMethods,
-        retryableStatusCodes: Set<Int> = RetryPolicy.defaultRetryableStatusCodes,
-        retryableURLErrorCodes: Set<URLError.Code> = RetryPolicy.defaultRetryableURLErrorCodes
+        retryableMethods: Set<HTTPMethod>? = nil,
+        retryableStatusCodes: Set<Int>? = nil,
+        retryableURLErrorCodes: Set<URLError.Code>? = nil
     ) {
         self.maxAttempts = maxAttempts
         self.baseDelay = baseDelay
@@ -136,17 +142,20 @@ public struct RetryPolicy: Sendable {
         self.retryNonIdempotent = retryNonIdempotent
         self.random = random
         self.budget = budget
-        if retryableMethods == Self.defaultRetryableMethods, retryableStatusCodes == Self.defaultRetryableStatusCodes,
-           retryableURLErrorCodes == Self.defaultRetryableURLErrorCodes {
+        let methods = retryableMethods ?? Self.defaultRetryableMethods
+        let statusCodes = retryableStatusCodes ?? Self.defaultRetryableStatusCodes
+        let urlErrorCodes = retryableURLErrorCodes ?? Self.defaultRetryableURLErrorCodes
+        if methods == Self.defaultRetryableMethods, statusCodes == Self.defaultRetryableStatusCodes,
+           urlErrorCodes == Self.defaultRetryableURLErrorCodes {
             retryable = .defaults
         } else {
-            retryable = Retryable(methods: retryableMethods, statusCodes: retryableStatusCodes, urlErrorCodes: retryableURLErrorCodes)
+            retryable = Retryable(methods: methods, statusCodes: statusCodes, urlErrorCodes: urlErrorCodes)
         }
     }
 
     /// The methods retried by default: those RFC 9110 §9.2.2 calls idempotent, for which sending
     /// the request twice has the effect of sending it once.
-    public static let defaultRetryableMethods: Set<HTTPMethod> = [
+    static let defaultRetryableMethods: Set<HTTPMethod> = [
         .get,  // safe: reads only
         .head,  // safe: reads only the head
         .options,  // safe: asks what the server supports
@@ -156,7 +165,7 @@ public struct RetryPolicy: Sendable {
     ]
 
     /// The HTTP status codes retried by default: the ones that say the failure is temporary.
-    public static let defaultRetryableStatusCodes: Set<Int> = [
+    static let defaultRetryableStatusCodes: Set<Int> = [
         408,  // Request Timeout: the server gave up waiting for the request; a new one may arrive in time
         500,  // Internal Server Error: often a passing fault on one server of many
         502,  // Bad Gateway: a proxy could not reach the server, which may be back in a moment
@@ -166,7 +175,7 @@ public struct RetryPolicy: Sendable {
 
     /// The `URLError` codes retried by default: the transport failures that are usually gone on
     /// the next attempt.
-    public static let defaultRetryableURLErrorCodes: Set<URLError.Code> = [
+    static let defaultRetryableURLErrorCodes: Set<URLError.Code> = [
         .timedOut,  // no answer in time: the network or the server was slow
         .networkConnectionLost,  // the connection dropped mid-exchange (a Wi-Fi or cellular hand-over)
         .cannotConnectToHost,  // refused: the server may be restarting; the request never reached it

@@ -8,7 +8,7 @@ import FoundationNetworking
 /// Every code has a case; codes without a case of their own (418, 425, …) use ``other(statusCode:response:)``.
 /// Errors compare equal by status code alone, so `tryCatch(HTTPClientError.badRequest())` matches
 /// any 400, whatever its headers or body. The response, when known, gives access to headers and body.
-public enum HTTPClientError: HTTPError, Hashable {
+public enum HTTPClientError: HTTPError, Hashable, StatusCodeError {
     /// 400 Bad Request.
     case badRequest(response: HTTPResponse? = nil)
     /// 401 Unauthorized.
@@ -105,7 +105,7 @@ public enum HTTPClientError: HTTPError, Hashable {
     ]
 
     /// The status code and the response of the case.
-    private var parts: (statusCode: Int, response: HTTPResponse?) {
+    var parts: (statusCode: Int, response: HTTPResponse?) {
         switch self {
         case .badRequest(let response): (400, response)
         case .unauthorized(let response): (401, response)
@@ -136,17 +136,5 @@ public enum HTTPClientError: HTTPError, Hashable {
         case .unavailableForLegalReasons(let response): (451, response)
         case .other(let statusCode, let response): (statusCode, response)
         }
-    }
-
-    public var statusCode: Int { parts.statusCode }
-
-    public var response: HTTPResponse? { parts.response }
-
-    public static func == (lhs: HTTPClientError, rhs: HTTPClientError) -> Bool {
-        lhs.statusCode == rhs.statusCode
-    }
-
-    public func hash(into hasher: inout Hasher) {
-        hasher.combine(statusCode)
     }
 }

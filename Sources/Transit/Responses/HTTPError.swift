@@ -33,6 +33,33 @@ extension HTTPError {
         if case .serviceUnavailable(let retryAfter, _) = self as? HTTPServerError { return retryAfter }
         return nil
     }
+}
+
+/// ``HTTPClientError`` and ``HTTPServerError``: each case holds its status code (named by the case,
+/// or given to `other`) and its response, read through `parts`; two errors are equal, and hash
+/// alike, when their status codes are, whatever their responses; and they describe themselves
+/// (`description`, `errorDescription`) the same way.
+protocol StatusCodeError: HTTPError, Hashable, DescribedError {
+    /// The status code and the response of the case.
+    var parts: (statusCode: Int, response: HTTPResponse?) { get }
+}
+
+extension StatusCodeError {
+    /// The status code of the case.
+    public var statusCode: Int { parts.statusCode }
+
+    /// The response the case carries, when known.
+    public var response: HTTPResponse? { parts.response }
+
+    /// Equal when the status codes are, whatever the responses.
+    public static func == (lhs: Self, rhs: Self) -> Bool {
+        lhs.statusCode == rhs.statusCode
+    }
+
+    /// Hashes the status code alone.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(statusCode)
+    }
 
     /// `HTTP <code> <reason> for <METHOD> <URL>`, then the Retry-After the server asked for and
     /// the start of the body, when known: enough to tell what failed without a debugger. The URL
@@ -57,8 +84,6 @@ extension HTTPError {
         }
         return text
     }
-
-    public var errorDescription: String? { description }
 }
 
 /// Turns a status code of 400 or above into the matching ``HTTPError``; `nil` below 400.

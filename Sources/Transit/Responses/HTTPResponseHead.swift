@@ -162,7 +162,9 @@ public final class HTTPResponseHead: Sendable, CustomStringConvertible {
 
     /// The body length the head declares (`Content-Length`), or -1 when it declares none or a
     /// value that is not one non-negative decimal number (conflicting repeated values included).
-    public var expectedContentLength: Int64 {
+    /// What a caller reads of it is the `Content-Length` field and, for a download,
+    /// ``DownloadProgress/expectedBytes``.
+    package var expectedContentLength: Int64 {
         switch storage {
         case .foundation(let response):
             return response.expectedContentLength

@@ -8,7 +8,7 @@ import FoundationNetworking
 /// Every code has a case; codes without a case of their own (509, 520, …) use ``other(statusCode:response:)``.
 /// Errors compare equal by status code alone, so `tryCatch(HTTPServerError.internalServerError())` matches
 /// any 500, whatever its headers or body. The response, when known, gives access to headers and body.
-public enum HTTPServerError: HTTPError, Hashable {
+public enum HTTPServerError: HTTPError, Hashable, StatusCodeError {
     /// 500 Internal Server Error.
     case internalServerError(response: HTTPResponse? = nil)
     /// 501 Not Implemented.
@@ -58,7 +58,7 @@ public enum HTTPServerError: HTTPError, Hashable {
     ]
 
     /// The status code and the response of the case.
-    private var parts: (statusCode: Int, response: HTTPResponse?) {
+    var parts: (statusCode: Int, response: HTTPResponse?) {
         switch self {
         case .internalServerError(let response): (500, response)
         case .notImplemented(let response): (501, response)
@@ -73,17 +73,5 @@ public enum HTTPServerError: HTTPError, Hashable {
         case .networkAuthenticationRequired(let response): (511, response)
         case .other(let statusCode, let response): (statusCode, response)
         }
-    }
-
-    public var statusCode: Int { parts.statusCode }
-
-    public var response: HTTPResponse? { parts.response }
-
-    public static func == (lhs: HTTPServerError, rhs: HTTPServerError) -> Bool {
-        lhs.statusCode == rhs.statusCode
-    }
-
-    public func hash(into hasher: inout Hasher) {
-        hasher.combine(statusCode)
     }
 }

@@ -8,7 +8,7 @@ import Foundation
 /// `HTTPClient.init(maxResponseBytes:)`,
 /// or stream the body instead of buffering it (``HTTPClient/stream(_:bodyFile:options:)``,
 /// ``HTTPClient/download(_:to:options:)``).
-public struct ResponseTooLargeError: Error, Hashable, Sendable, CustomStringConvertible, LocalizedError {
+public struct ResponseTooLargeError: Error, Hashable, Sendable, CustomStringConvertible, LocalizedError, DescribedError {
     /// The limit, in bytes.
     public let limit: Int
     /// The size the server announced in `Content-Length`, if that is what exceeded the limit.
@@ -26,6 +26,4 @@ public struct ResponseTooLargeError: Error, Hashable, Sendable, CustomStringConv
             + "Raise the limit (RequestOptions.maxResponseBytes or HTTPClient's maxResponseBytes) "
             + "or stream the body (stream, download)."
     }
-
-    public var errorDescription: String? { description }
 }

@@ -211,7 +211,7 @@ public struct ServerTrustPolicy: Sendable, Hashable {
     }
 
     /// Malformed input to a policy (a host, a certificate, a pin), thrown when it is made.
-    public struct InputError: Error, Sendable, Hashable, CustomStringConvertible, LocalizedError {
+    public struct InputError: Error, Sendable, Hashable, CustomStringConvertible, LocalizedError, DescribedError {
         /// What is wrong, in a sentence.
         let message: String
 
@@ -221,8 +221,6 @@ public struct ServerTrustPolicy: Sendable, Hashable {
 
         /// The message.
         public var description: String { message }
-        /// The message.
-        public var errorDescription: String? { message }
     }
 }
 
@@ -230,7 +228,7 @@ public struct ServerTrustPolicy: Sendable, Hashable {
 /// policy, or the transport cannot enforce it (then nothing was sent).
 ///
 /// It names the host and the reason, never the request's path, query or headers.
-public struct ServerTrustError: Error, Sendable, Hashable, CustomStringConvertible, LocalizedError {
+public struct ServerTrustError: Error, Sendable, Hashable, CustomStringConvertible, LocalizedError, DescribedError {
     /// Why the request was refused.
     public enum Reason: Sendable, Hashable {
         /// The transport cannot enforce the host's rule; the request was not sent. `because` says
@@ -273,7 +271,4 @@ public struct ServerTrustError: Error, Sendable, Hashable, CustomStringConvertib
             return "The certificate presented by \(host) is not trusted by its server-trust policy."
         }
     }
-
-    /// The description.
-    public var errorDescription: String? { description }
 }

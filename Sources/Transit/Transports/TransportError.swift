@@ -9,8 +9,8 @@ import FoundationNetworking
 ///
 /// ```swift
 /// api.get(endpoint: "posts").sink(receiveCompletion: { completion in
-///     if case .failure(let error as TransportError) = completion, error.code == .timedOut {
-///         print("\(error.method) timed out")      // GET timed out
+///     if case .failure(let error as TransportError) = completion, error.urlError?.code == .timedOut {
+///         print("\(error.request.httpMethod ?? "GET") timed out")      // GET timed out
 ///     }
 /// }, receiveValue: { _ in })
 /// ```
@@ -18,14 +18,14 @@ import FoundationNetworking
 /// - ``request`` is the attempt as it was handed to the transport (every modifier and default
 ///   header applied), so a retry policy can tell a GET, which is safe to send again, from a POST.
 /// - ``underlying`` is what the transport failed with, unchanged (usually a `URLError`);
-///   ``urlError`` and ``code`` read it.
+///   ``urlError`` reads it as a `URLError` (its `code` says what failed).
 /// - The description, `localizedDescription` and the reflection (`dump`) never show credentials:
 ///   the URL is redacted (no user-info, no secret query values) and no header is printed (see
 ///   ``Redaction``).
 ///
 /// A transport used without a client (`transport.send(request)`) fails with its own errors,
 /// unwrapped. ``RetryPolicy`` understands both.
-public struct TransportError: Error, Sendable, CustomStringConvertible, LocalizedError, CustomReflectable {
+public struct TransportError: Error, Sendable, CustomStringConvertible, LocalizedError, DescribedError, CustomReflectable, RedactedReflection {
     /// The request as it was sent for the attempt that failed.
     public let request: URLRequest
     /// The error the transport failed with.
@@ -46,13 +46,13 @@ public struct TransportError: Error, Sendable, CustomStringConvertible, Localize
     }
 
     /// The `URLError` code of the underlying error (`.timedOut`, `.cannotConnectToHost`, …), if it
-    /// is a `URLError`.
-    public var code: URLError.Code? {
+    /// is a `URLError`: `urlError?.code`.
+    package var code: URLError.Code? {
         urlError?.code
     }
 
     /// The method of the request that failed (GET when the request names none).
-    public var method: HTTPMethod {
+    package var method: HTTPMethod {
         HTTPMethod(rawValue: request.httpMethod ?? "GET")
     }
 
@@ -61,19 +61,6 @@ public struct TransportError: Error, Sendable, CustomStringConvertible, Localize
     /// (URLError -1001)`.
     public var description: String {
         "\(method) \(redactedURL) failed in the transport: \(reason)"
-    }
-
-    public var errorDescription: String? { description }
-
-    /// What `dump` and debuggers show: the method, the redacted URL and the failure, never the
-    /// request's headers or the underlying error's `userInfo`.
-    public var customMirror: Mirror {
-        Mirror(self, children: [
-            "method": method.rawValue,
-            "url": redactedURL,
-            "code": code.map { "\($0.rawValue)" } ?? "none",
-            "reason": reason,
-        ], displayStyle: .struct)
     }
 
     private var redactedURL: String {

@@ -31,24 +31,11 @@ public struct AuthToken: Sendable, Hashable, Codable {
 /// An `AuthToken` prints without its tokens: `print`, string interpolation, `debugPrint` (which
 /// shows the ``description``) and `dump` show whether each token is there and its expiry, never
 /// a token's value.
-extension AuthToken: CustomStringConvertible, CustomReflectable {
+extension AuthToken: CustomStringConvertible, CustomReflectable, RedactedReflection {
     /// `AuthToken(accessToken: <redacted>, refreshToken: <redacted>, expiresAt: …)`.
     public var description: String {
         let refresh = refreshToken == nil ? "nil" : "<redacted>"
         let expiry = expiresAt.map { "\($0)" } ?? "nil"
         return "AuthToken(accessToken: <redacted>, refreshToken: \(refresh), expiresAt: \(expiry))"
-    }
-
-    /// The expiry and whether each token is there; the tokens stand redacted.
-    public var customMirror: Mirror {
-        Mirror(
-            self,
-            children: [
-                "accessToken": "<redacted>",
-                "refreshToken": refreshToken == nil ? "nil" : "<redacted>",
-                "expiresAt": expiresAt as Any,
-            ],
-            displayStyle: .struct
-        )
     }
 }

@@ -35,7 +35,7 @@ import Signals
 ///   redacted wherever Transit prints a request (``Redaction``).
 ///
 /// Thread safety: an immutable value; use it from any thread.
-public struct BasicCredentials: Authorizer, CustomStringConvertible, CustomReflectable {
+public struct BasicCredentials: Authorizer, CustomStringConvertible, CustomReflectable, RedactedReflection {
     /// The user name sent.
     let username: String
     /// Where the credentials may go; a request outside it is sent without them.
@@ -80,10 +80,5 @@ public struct BasicCredentials: Authorizer, CustomStringConvertible, CustomRefle
         let hosts = scope.hosts.sorted().map(\.debugDescription).joined(separator: ", ")
         return "BasicCredentials(username: \(username.debugDescription), password: <redacted>, hosts: [\(hosts)], "
             + "insecureHTTP: \(scope.insecureHTTP))"
-    }
-
-    /// The user name and the scope; the password stands redacted, so `dump` shows no secret.
-    public var customMirror: Mirror {
-        Mirror(self, children: ["username": username, "password": "<redacted>", "scope": scope], displayStyle: .struct)
     }
 }

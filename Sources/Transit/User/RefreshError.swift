@@ -3,7 +3,7 @@ import Foundation
 extension TokenStore {
     /// Why a token refresh failed without an error of its own: the refresh signal sent nothing,
     /// or the store refused or stopped it.
-    public enum RefreshError: Error, Sendable, Hashable, CustomStringConvertible, LocalizedError {
+    public enum RefreshError: Error, Sendable, Hashable, CustomStringConvertible, LocalizedError, DescribedError {
         /// The refresh signal finished without a value.
         case noToken
         /// The refresh's own request was answered 401 and asked this store for a fresh token: it
@@ -33,8 +33,5 @@ extension TokenStore {
                     + "fresh token, which would wait for itself. The refresh failed; sign the user in again."
             }
         }
-
-        /// The same as ``description``.
-        public var errorDescription: String? { description }
     }
 }

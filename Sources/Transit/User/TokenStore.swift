@@ -43,10 +43,8 @@ import Signals
 /// Thread safety: all state is behind one `Locked`; the refresh closure, the refresh signal and
 /// every observer run outside it. Any method may be called from any thread.
 public final class TokenStore: Sendable {
-    /// Builds the signal that renews `current`. Its first value becomes the current token; a
-    /// failure fails every waiter; finishing without a value fails them with
-    /// ``RefreshError/noToken``. The signal is subscribed once per refresh, by the store.
-    public typealias Refresh = @Sendable (_ current: AuthToken) -> Signal<AuthToken, any Error>
+    /// Builds the signal that renews the current token (see `init(token:scope:limits:refresh:)`).
+    typealias Refresh = @Sendable (_ current: AuthToken) -> Signal<AuthToken, any Error>
 
     private let state: Locked<SingleFlight>
     private let refresh: Refresh
@@ -64,12 +62,15 @@ public final class TokenStore: Sendable {
     ///     one authorises nothing through a client; `retryWithFreshToken(from:scheduler:)` then
     ///     renews only for the origin the request was sent to.
     ///   - limits: the deadline of a refresh and how many may start in a window.
-    ///   - refresh: builds the signal that renews a token. See ``Refresh``.
+    ///   - refresh: builds the signal that renews `current`, the token it is given. Its first value
+    ///     becomes the current token; a failure fails every waiter; finishing without a value
+    ///     fails them with ``RefreshError/noToken``. The signal is subscribed once per refresh,
+    ///     by the store.
     public init(
         token: AuthToken,
         scope: CredentialScope? = nil,
         limits: RefreshLimits = RefreshLimits(),
-        refresh: @escaping Refresh
+        refresh: @escaping @Sendable (_ current: AuthToken) -> Signal<AuthToken, any Error>
     ) {
         state = Locked(SingleFlight(token: token))
         self.refresh = refresh
@@ -77,9 +78,14 @@ public final class TokenStore: Sendable {
         credentialScope = scope
     }
 
-    /// The current credentials.
+    /// The current credentials. Setting them replaces them (after a sign-in, say); a refresh
+    /// already running still stores its result when it ends.
     public var current: AuthToken {
-        state.withLock { $0.credential.token }
+        get { state.withLock { $0.credential.token } }
+        set {
+            let credential = BearerCredential(newValue)
+            state.withLock { $0.credential = credential }
+        }
     }
 
     /// The current credentials as they are written into a request.
@@ -87,16 +93,11 @@ public final class TokenStore: Sendable {
         state.withLock { $0.credential }
     }
 
-    /// `true` while a refresh is running.
-    public var isRefreshing: Bool {
+    /// `true` while a refresh is running: a snapshot, stale as soon as it is read. The
+    /// ``HTTPEvent/Kind/tokenRefreshStarted`` and the events that end it report refreshes as they
+    /// happen; the store's `description` shows it too.
+    package var isRefreshing: Bool {
         state.withLock { $0.flight != nil }
-    }
-
-    /// Replaces the credentials (after a sign-in, say). A refresh already running still stores
-    /// its result when it ends.
-    public func update(_ token: AuthToken) {
-        let credential = BearerCredential(token)
-        state.withLock { $0.credential = credential }
     }
 
     /// A request modifier that sets `Authorization: Bearer <current access token>`. It reads the
@@ -112,7 +113,7 @@ public final class TokenStore: Sendable {
     }
 
     /// The bearer token in `request`'s `Authorization` header, or `nil` if it has none.
-    public static func bearerToken(in request: URLRequest?) -> String? {
+    package static func bearerToken(in request: URLRequest?) -> String? {
         BearerCredential.token(in: request)
     }
 
@@ -226,14 +227,9 @@ public final class TokenStore: Sendable {
 }
 
 /// A `TokenStore` prints its scope and whether a refresh is running, never its tokens.
-extension TokenStore: CustomStringConvertible, CustomReflectable {
+extension TokenStore: CustomStringConvertible, CustomReflectable, RedactedReflection {
     /// `TokenStore(scope: …, refreshing: false)`.
     public var description: String {
         "TokenStore(scope: \(credentialScope.map { "\($0)" } ?? "none"), refreshing: \(isRefreshing))"
-    }
-
-    /// The scope and whether a refresh is running; nothing of the tokens.
-    public var customMirror: Mirror {
-        Mirror(self, children: ["scope": credentialScope as Any, "refreshing": isRefreshing], displayStyle: .class)
     }
 }

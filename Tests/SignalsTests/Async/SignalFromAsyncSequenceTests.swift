@@ -25,7 +25,7 @@ private struct CountDown: AsyncSequence, Sendable {
             for value in 1...5 { continuation.yield(value) }
             continuation.finish()
         }
-        let values = try await within { try await Signal<Int, any Error>(asyncSequence: stream).collect().firstValue() }
+        let values = try await within { try await Signal(asyncSequence: stream).collect().firstValue() }
         #expect(values == [1, 2, 3, 4, 5])
     }
 
@@ -86,7 +86,7 @@ private struct CountDown: AsyncSequence, Sendable {
     }
 
     @Test func everySubscriptionIteratesTheSequenceAgain() async throws {
-        let signal = Signal<Int, any Error>(asyncSequence: CountDown(from: 3))
+        let signal = Signal(asyncSequence: CountDown(from: 3))
         let first = try await within { try await signal.collect().firstValue() }
         let second = try await within { try await signal.collect().firstValue() }
         #expect(first == [3, 2, 1])

@@ -120,7 +120,7 @@ struct LeakTests {
             ("value", { _ in Signal(value: 1) }),
             ("error", { _ in Signal(error: TestError()) }),
             ("empty", { _ in .empty }),
-            ("result", { _ in Signal(result: .success(2)) }),
+            ("result", { _ in Signal(value: 2) }),
             ("sequence", { canary in Signal(sequence: CanarySequence(canary: canary)) }),
             ("deferred", { canary in Signal(deferred: { canary.touch(Signal(value: 3)) }) }),
         ]

@@ -55,7 +55,7 @@ struct ReleaseOutsideLocksTests {
             observer.send(pool.lease(2))
             return nil
         }
-        let signal = pool.subject.signal.merge(with: burst)
+        let signal = Signal.merge([pool.subject.signal, burst])
         let ids = await Task {
             var iterator = signal.values.makeAsyncIterator()
             // Subscribes: both leases arrive at once, the second waits in the buffer.
@@ -136,7 +136,7 @@ struct ReleaseOutsideLocksTests {
             box.cancel()
         })
         box.token = subject.signal.sink { _ in }
-        subject.send(Lease(1))
+        subject.value = Lease(1)
         #expect(returned.count == 1)
     }
 

@@ -36,7 +36,7 @@ struct ValueTests {
         Signal(error: TestError()).observe(recorder.observer, in: token)
         Signal.empty.observe(recorder.observer, in: token)
         Signal(sequence: [1, 2, 3]).observe(recorder.observer, in: token)
-        Signal(result: .success(1)).observe(recorder.observer, in: token)
+        Signal(value: 1).observe(recorder.observer, in: token)
         Signal<Int, TestError>(deferred: {
             factoryRuns.increment()
             return Signal(value: 1)
@@ -61,10 +61,10 @@ struct ValueTests {
 
     @Test func resultSendsItsValueOrItsError() {
         let success = SignalRecorder<Int, TestError>()
-        success.subscribe(to: Signal(result: .success(4)))
+        success.subscribe(to: Signal(value: 4))
         #expect(success.events == [.value(4), .finished])
         let failure = SignalRecorder<Int, TestError>()
-        failure.subscribe(to: Signal(result: .failure(TestError(code: 4))))
+        failure.subscribe(to: Signal(error: TestError(code: 4)))
         #expect(failure.events == [.failed(TestError(code: 4))])
     }
 

@@ -9,7 +9,7 @@ import SignalsTesting
         let a = PassthroughSubject<Int, TestError>()
         let b = PassthroughSubject<Int, TestError>()
         let recorder = SignalRecorder<Int, TestError>()
-        let token = recorder.subscribe(to: a.signal.merge(with: b.signal))
+        let token = recorder.subscribe(to: Signal.merge([a.signal, b.signal]))
         a.send(1)
         b.send(2)
         a.send(3)
@@ -50,7 +50,7 @@ import SignalsTesting
     @Test func cancellationReachesEverySignal() {
         let sources = (0..<3).map { _ in ManualSource<Int, TestError>() }
         let recorder = SignalRecorder<Int, TestError>()
-        let token = recorder.subscribe(to: sources[0].signal.merge(with: sources[1].signal, sources[2].signal))
+        let token = recorder.subscribe(to: Signal.merge([sources[0].signal, sources[1].signal, sources[2].signal]))
         token.cancel()
         #expect(sources.map(\.teardowns) == [1, 1, 1])
         sources[1].send(1)
@@ -60,7 +60,7 @@ import SignalsTesting
     @Test func resubscribingRunsEverySignalAgain() {
         let runs = Counter()
         let source = Signal<Int, Never>(deferred: { Signal(value: runs.increment()) })
-        let merged = source.merge(with: source)
+        let merged = Signal.merge([source, source])
         let first = SignalRecorder<Int, Never>()
         let second = SignalRecorder<Int, Never>()
         first.subscribe(to: merged)

@@ -9,13 +9,13 @@ import SignalsTesting
 struct PrependTests {
     @Test func appendAndPrependValues() {
         let recorder = SignalRecorder<Int, Never>()
-        recorder.subscribe(to: Signal(value: 2).prepend(0, 1).append(3, 4))
+        recorder.subscribe(to: Signal(sequence: [0, 1]).append(Signal(value: 2)).append(Signal(sequence: [3, 4])))
         #expect(recorder.events == [.value(0), .value(1), .value(2), .value(3), .value(4), .finished])
     }
 
     @Test func prependSignal() {
         let recorder = SignalRecorder<String, Never>()
-        recorder.subscribe(to: Signal(value: "b").prepend(Signal(value: "a")))
+        recorder.subscribe(to: Signal(value: "a").append(Signal(value: "b")))
         #expect(recorder.events == [.value("a"), .value("b"), .finished])
     }
 }

@@ -9,7 +9,7 @@ import SignalsTesting
         let subject = CurrentValueSubject<Int, TestError>(1)
         let first = SignalRecorder<Int, TestError>()
         let t1 = first.subscribe(to: subject.signal)
-        subject.send(2)
+        subject.value = 2
         let second = SignalRecorder<Int, TestError>()
         let t2 = second.subscribe(to: subject.signal)
         subject.value = 3
@@ -22,7 +22,7 @@ import SignalsTesting
     @Test func valueReadsTheLatestSend() {
         let subject = CurrentValueSubject<String, Never>("a")
         #expect(subject.value == "a")
-        subject.send("b")
+        subject.value = "b"
         #expect(subject.value == "b")
         subject.value = "c"
         #expect(subject.value == "c")
@@ -32,7 +32,7 @@ import SignalsTesting
         let subject = CurrentValueSubject<Int, TestError>(1)
         subject.send(completion: .failure(TestError(code: 9)))
         subject.value = 2
-        subject.send(3)
+        subject.value = 3
         #expect(subject.value == 1)
         let recorder = SignalRecorder<Int, TestError>()
         let token = recorder.subscribe(to: subject.signal)
@@ -44,9 +44,9 @@ import SignalsTesting
         let subject = CurrentValueSubject<Int, Never>(0)
         let recorder = SignalRecorder<Int, Never>()
         let token = recorder.subscribe(to: subject.signal)
-        subject.send(1)
+        subject.value = 1
         token.cancel()
-        subject.send(2)
+        subject.value = 2
         #expect(recorder.values == [0, 1])
     }
 
@@ -58,7 +58,7 @@ import SignalsTesting
             if let value = event.value { received.withLock { $0.append(value) } }
             token.cancel()
         }, in: token)
-        subject.send(1)
+        subject.value = 1
         #expect(received.withLock { $0 } == [0])
     }
 
@@ -70,10 +70,10 @@ import SignalsTesting
         let first = subject.signal.sink { value in
             if value == 1 {
                 lateToken.withLock { $0 = late.subscribe(to: subject.signal) }
-                subject.send(2)
+                subject.value = 2
             }
         }
-        subject.send(1)
+        subject.value = 1
         #expect(late.values == [1, 2])
         _ = first
     }
@@ -85,12 +85,12 @@ import SignalsTesting
         // On 1: send 2 (queued), then subscribe `late`: it gets 2 exactly once.
         let first = subject.signal.sink { value in
             if value == 1 {
-                subject.send(2)
+                subject.value = 2
                 lateToken.withLock { $0 = late.subscribe(to: subject.signal) }
             }
         }
-        subject.send(1)
-        subject.send(3)
+        subject.value = 1
+        subject.value = 3
         #expect(late.values == [2, 3])
         _ = first
     }
@@ -102,7 +102,7 @@ import SignalsTesting
         let tokens = Locked<[CancellationToken]>([])
         DispatchQueue.concurrentPerform(iterations: 5) { index in
             if index == 0 {
-                for value in 1...last { subject.send(value) }
+                for value in 1...last { subject.value = value }
             } else {
                 for recorder in recorders[(index - 1) * 10..<index * 10] {
                     let token = recorder.subscribe(to: subject.signal)

@@ -193,8 +193,8 @@ final class OverlapDetector: Sendable {
         let subject = PassthroughSubject<Void, Never>()
         let received = Counter()
         let token = subject.signal.sink { received.increment() }
-        subject.send()
-        subject.send()
+        subject.send(())
+        subject.send(())
         #expect(received.count == 2)
         _ = token
     }

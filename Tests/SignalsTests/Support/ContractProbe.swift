@@ -214,16 +214,16 @@ struct ContractOperatorCase: Sendable, CustomStringConvertible {
         },
         ContractOperatorCase("flatMapLatest") { up, c in up.flatMapLatest { c.touch(Signal(value: $0)) } },
         ContractOperatorCase("flatMapLatest of the upstream") { up, c in up.flatMapLatest { _ in c.touch(up) } },
-        ContractOperatorCase("merge") { up, _ in up.merge(with: Signal(value: 0)) },
-        ContractOperatorCase("merge with itself") { up, _ in up.merge(with: up) },
+        ContractOperatorCase("merge") { up, _ in Signal.merge([up, Signal(value: 0)]) },
+        ContractOperatorCase("merge with itself") { up, _ in Signal.merge([up, up]) },
         ContractOperatorCase("zip") { up, _ in up.zip(Signal(sequence: [10, 20, 30])) },
         ContractOperatorCase("zip with itself") { up, _ in up.zip(up) },
         ContractOperatorCase("combineLatest") { up, _ in up.combineLatest(Signal(value: 0)) },
         ContractOperatorCase("combineLatest with itself") { up, _ in up.combineLatest(up) },
         ContractOperatorCase("append") { up, _ in up.append(Signal(value: 9)) },
         ContractOperatorCase("append itself") { up, _ in up.append(up) },
-        ContractOperatorCase("prepend") { up, _ in up.prepend(0) },
-        ContractOperatorCase("prepend to itself") { up, _ in up.prepend(up) },
+        ContractOperatorCase("prepend") { up, _ in Signal(value: 0).append(up) },
+        ContractOperatorCase("prepend to itself") { up, _ in up.append(up) },
         ContractOperatorCase("share") { up, _ in up.share() },
         ContractOperatorCase("share.map") { up, c in up.share().map { c.touch($0 + 1) } },
         ContractOperatorCase("PassthroughSubject") { up, _ in up.relayed(through: PassthroughSubject()) },
@@ -276,7 +276,7 @@ extension Signal {
                 receiveSubscription: {
                     upstream.token = self.sink(
                         receiveCompletion: { relay.send(completion: $0) },
-                        receiveValue: { relay.send($0) }
+                        receiveValue: { relay.value = $0 }
                     )
                 },
                 receiveCancel: { upstream.cancel() }

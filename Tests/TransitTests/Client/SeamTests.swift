@@ -303,7 +303,7 @@ struct SeamTests {
     @Test func aRedirectLoopEndsAfterMaxRedirects() {
         let transport = StubTransport(scheduler: scheduler)
         transport.stub(.get).thenRespond(redirect(302, to: "/again"))
-        let probe = RequestProbe(client(transport) { $0.redirectPolicy = RedirectPolicy(.follow, maxRedirects: 3) }
+        let probe = RequestProbe(client(transport) { $0.redirectPolicy = RedirectPolicy.follow.limited(to: 3) }
             .send(request("https://api.example.com/start")))
         #expect(probe.failure as? RedirectError == .tooManyRedirects(3))
         #expect(transport.requests.count == 4)

@@ -163,7 +163,7 @@ struct TransportDownloadTests {
             #expect(probe.isFinished)
             let attempt = try #require(log.attempts.first)
             #expect(log.attempts.count == 1)
-            #expect(attempt.statusCode == 200)
+            #expect(attempt.head?.statusCode == 200)
             #expect(attempt.receivedBodyBytes == Int64(body.count))
         }
     }

@@ -99,7 +99,7 @@ struct URLSessionTransportTests {
             let attempt = try #require(log.attempts.first)
             #expect(log.attempts.count == 1)
             #expect(attempt.receivedBodyBytes == 4000)
-            #expect(attempt.statusCode == 200)
+            #expect(attempt.head?.statusCode == 200)
             guard case .completed = attempt.outcome else {
                 Issue.record("expected a completed transfer, got \(attempt.outcome)")
                 return

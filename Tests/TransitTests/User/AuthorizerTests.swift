@@ -261,7 +261,7 @@ struct AuthorizerTests {
         scheduler.advance()
         #expect(authorizer.renewals.value == 1)
         probe.cancel()
-        renewal.send()
+        renewal.send(())
         scheduler.advance()
         #expect(transport.requests.count == 1)
         #expect(probe.events.isEmpty)

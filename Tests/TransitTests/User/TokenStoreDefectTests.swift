@@ -67,9 +67,9 @@ struct TokenStoreDefectTests {
         let store = TokenStore(token: AuthToken(accessToken: "good")) { _ in Signal(error: URLError(.cancelled)) }
         let request = URLRequest(url: URL(string: "https://a.example")!)
         #expect(try store.authorize(request).value(forHTTPHeaderField: "Authorization") == "Bearer good")
-        store.update(AuthToken(accessToken: "bad\n"))
+        store.current = AuthToken(accessToken: "bad\n")
         #expect(throws: URLRequestError.invalidBearerToken) { try store.authorize(request) }
-        store.update(AuthToken(accessToken: "better"))
+        store.current = AuthToken(accessToken: "better")
         #expect(try store.authorize(request).value(forHTTPHeaderField: "Authorization") == "Bearer better")
     }
 }

@@ -184,7 +184,7 @@ struct PinnedServerTrustTests {
         let transport = try transport(pins: [Self.certificatePin(identity.leaf), Self.keyPin(identity.leaf)], trustingAuthority: false)
         defer { Task { try await transport.shutdown() } }
         let error = await failure(transport, server.url("/secret"))
-        #expect(error?.code == .serverCertificateUntrusted, "\(String(describing: error))")
+        #expect(error?.urlError?.code == .serverCertificateUntrusted, "\(String(describing: error))")
         let reason = error?.urlError?.userInfo[NSUnderlyingErrorKey] as? ServerTrustError
         #expect(reason == ServerTrustError(host: "127.0.0.1", reason: .untrusted))
         #expect(server.requestCount == 0)
@@ -197,7 +197,7 @@ struct PinnedServerTrustTests {
         let transport = try transport(pins: [Self.keyPin(identity.leaf)])
         defer { Task { try await transport.shutdown() } }
         let error = await failure(transport, server.url("/secret"))
-        #expect(error?.code == .serverCertificateUntrusted, "\(String(describing: error))")
+        #expect(error?.urlError?.code == .serverCertificateUntrusted, "\(String(describing: error))")
         #expect(server.requestCount == 0)
     }
 
@@ -214,7 +214,7 @@ struct PinnedServerTrustTests {
         let transport = try transport(pins: [Self.certificatePin(identity.leaf), Self.keyPin(identity.leaf)])
         defer { Task { try await transport.shutdown() } }
         let error = await failure(transport, server.url("/secret"))
-        #expect(error?.code == code, "\(String(describing: error))")
+        #expect(error?.urlError?.code == code, "\(String(describing: error))")
         let reason = error?.urlError?.userInfo[NSUnderlyingErrorKey] as? ServerTrustError
         #expect(reason == ServerTrustError(host: "127.0.0.1", reason: .untrusted))
         #expect(server.requestCount == 0)

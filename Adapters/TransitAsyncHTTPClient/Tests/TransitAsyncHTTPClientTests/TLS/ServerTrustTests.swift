@@ -63,7 +63,7 @@ struct ServerTrustTests {
         let transport = AsyncHTTPClientTransport()
         defer { Task { try await transport.shutdown() } }
         let error = await failure(transport, server.url("/secret"))
-        #expect(error?.code == .serverCertificateUntrusted, "\(String(describing: error))")
+        #expect(error?.urlError?.code == .serverCertificateUntrusted, "\(String(describing: error))")
         #expect(server.requestCount == 0)
     }
 
@@ -74,7 +74,7 @@ struct ServerTrustTests {
         let transport = try transport(trustingFor: "localhost")
         defer { Task { try await transport.shutdown() } }
         let error = await failure(transport, server.url("/secret", host: "127.0.0.1"))
-        #expect(error?.code == .serverCertificateUntrusted, "\(String(describing: error))")
+        #expect(error?.urlError?.code == .serverCertificateUntrusted, "\(String(describing: error))")
         #expect(server.requestCount == 0)
     }
 
@@ -91,7 +91,7 @@ struct ServerTrustTests {
         let transport = try transport(trustingFor: "127.0.0.1")
         defer { Task { try await transport.shutdown() } }
         let error = await failure(transport, server.url("/secret"))
-        #expect(error?.code == code, "\(String(describing: error))")
+        #expect(error?.urlError?.code == code, "\(String(describing: error))")
         #expect(server.requestCount == 0)
     }
 

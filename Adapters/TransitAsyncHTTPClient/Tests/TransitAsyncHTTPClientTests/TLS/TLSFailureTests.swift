@@ -66,7 +66,7 @@ struct TLSFailureTests {
         let transport = trustingTransport()
         defer { Task { try await transport.shutdown() } }
         let error = try await failure(transport, server.url("/secret"))
-        #expect(error?.code == code, "\(String(describing: error))")
+        #expect(error?.urlError?.code == code, "\(String(describing: error))")
         #expect(server.requestCount == 0)
     }
 
@@ -81,7 +81,7 @@ struct TLSFailureTests {
         let server = try TLSTestServer(identity: certificates.identity(kind))
         defer { server.stop() }
         let error = try await failure(URLSessionTransport(), server.url("/secret"))
-        #expect(error?.code == code, "\(String(describing: error))")
+        #expect(error?.urlError?.code == code, "\(String(describing: error))")
         #expect(server.requestCount == 0)
     }
 
@@ -97,7 +97,7 @@ struct TLSFailureTests {
         let transport = AsyncHTTPClientTransport(configuration: configuration)
         defer { Task { try await transport.shutdown() } }
         let error = try await failure(transport, server.url("/"))
-        #expect(error?.code == .secureConnectionFailed, "\(String(describing: error))")
+        #expect(error?.urlError?.code == .secureConnectionFailed, "\(String(describing: error))")
     }
 
     // MARK: Failover
