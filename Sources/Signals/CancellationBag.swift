@@ -30,7 +30,7 @@ public final class CancellationBag: @unchecked Sendable {
 
     /// Adds `cancellable` to the bag. If the bag was already released (only possible while its
     /// `deinit` runs), it is cancelled at once.
-    public func insert(_ cancellable: any Cancellable) {
+    package func insert(_ cancellable: any Cancellable) {
         let stored = lock.withLock { () -> Bool in
             guard items != nil else { return false }
             items!.append(cancellable)

@@ -96,7 +96,7 @@ public final class CancellationToken: Cancellable, @unchecked Sendable {
     }
 
     /// Registers `action` to run when this token is cancelled (at once if it already is).
-    public func onCancel(_ action: @escaping @Sendable () -> Void) {
+    package func onCancel(_ action: @escaping @Sendable () -> Void) {
         add(ActionCancellable(action))
     }
 

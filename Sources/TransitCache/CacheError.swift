@@ -1,11 +1,12 @@
 import Foundation
+import Transit
 
 /// What went wrong in a ``DiskCache`` operation, and what to do about it.
 ///
 /// Reads never throw for a damaged record: a corrupted, truncated or foreign file is a miss (and a
 /// ``CacheEvent/corruptRecordRemoved(key:file:reason:)`` event). These errors are for operations
 /// the caller asked for and the cache could not do.
-public enum CacheError: Error, Hashable, Sendable, CustomStringConvertible, LocalizedError {
+public enum CacheError: Error, Hashable, Sendable, CustomStringConvertible, LocalizedError, DescribedError {
     /// The cache folder cannot be written (a read-only volume, or missing permissions). Records
     /// already there can still be read; nothing can be stored, removed or pinned.
     case folderNotWritable(path: String, errno: Int32)
@@ -13,9 +14,9 @@ public enum CacheError: Error, Hashable, Sendable, CustomStringConvertible, Loca
     case folderFull(path: String, errno: Int32)
     /// The record is larger than the cache's ``DiskCache/Configuration/maximumRecordSize``.
     case recordTooLarge(size: Int, limit: Int)
-    /// The key is longer than ``DiskCache/maximumKeyLength`` bytes in UTF-8.
+    /// The key is longer than 16 KiB in UTF-8 (`limit`).
     case keyTooLong(length: Int, limit: Int)
-    /// The metadata is longer than ``DiskCache/maximumMetadataLength`` bytes.
+    /// The metadata is longer than 1 MiB (`limit`).
     case metadataTooLarge(length: Int, limit: Int)
     /// A TTL that is zero or negative: such a record would be expired before it is written.
     case invalidTTL(Duration)
@@ -56,8 +57,6 @@ public enum CacheError: Error, Hashable, Sendable, CustomStringConvertible, Loca
             return "Cache \(operation) failed for \(path): \(Self.text(code))."
         }
     }
-
-    public var errorDescription: String? { description }
 
     private static func text(_ code: Int32) -> String {
         "\(String(cString: strerror(code))), errno \(code)"

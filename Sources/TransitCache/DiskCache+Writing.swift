@@ -23,7 +23,7 @@ extension DiskCache {
     ///   - ttl: how long the record is fresh; `nil` (the default) for a record that never
     ///     expires.
     ///   - metadata: bytes stored with the record and returned with it (at most
-    ///     ``maximumMetadataLength``).
+    ///     1 MiB).
     /// - Throws: ``CacheError`` — the key, metadata, TTL or size is out of bounds, or the folder
     ///   is read-only or full.
     public func store(_ data: Data, forKey key: String, ttl: Duration? = nil, metadata: Data = Data()) throws {

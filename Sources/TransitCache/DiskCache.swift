@@ -83,9 +83,9 @@ public final class DiskCache: Sendable {
     }
 
     /// The longest key, in UTF-8 bytes.
-    public static let maximumKeyLength = RecordFormat.maximumKeyLength
+    package static let maximumKeyLength = RecordFormat.maximumKeyLength
     /// The largest metadata, in bytes.
-    public static let maximumMetadataLength = RecordFormat.maximumMetadataLength
+    package static let maximumMetadataLength = RecordFormat.maximumMetadataLength
 
     /// The folder the records live in.
     let directory: URL

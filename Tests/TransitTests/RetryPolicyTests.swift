@@ -319,7 +319,7 @@ private func policy(
 
     @Test func theDefaultSetsHoldTheDocumentedEntries() {
         #expect(RetryPolicy().retryableStatusCodes == [408, 500, 502, 503, 504])
-        #expect(RetryPolicy().retryableMethods == [.get, .head, .options, .trace, .put, .delete])
+        #expect(RetryPolicy().retryableMethods == [.get, .head, .options, "TRACE", .put, .delete])
         #expect(RetryPolicy().retryableURLErrorCodes == [
             .timedOut, .networkConnectionLost, .cannotConnectToHost, .notConnectedToInternet, .dnsLookupFailed, .cannotFindHost,
         ])

@@ -60,7 +60,8 @@ extension HTTPClient {
         /// `Cookie`, `X-API-Key`, `X-Auth-Token`, …), which are always dropped: none by default.
         public var sensitiveHeaders: Set<String> = []
         /// The client's one clock: deadlines, the policies' waits and quarantines, and the
-        /// monitors' timestamps. ``HTTPClient/timerQueue`` by default; a `TestScheduler` in tests.
+        /// monitors' timestamps. a serial dispatch queue of Transit's own by default (not `DispatchQueue.global()`, whose
+        /// threads other work can hold, delaying a deadline); a `TestScheduler` in tests.
         public var scheduler: any Scheduler = HTTPClient.timerQueue
         /// A client-side rate limit per ``RequestKey``: every attempt, retries included, takes a
         /// permit before it reaches the transport, and excess requests wait their turn. None by

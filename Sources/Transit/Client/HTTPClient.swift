@@ -40,7 +40,7 @@ public final class HTTPClient: Sendable {
     /// Not `DispatchQueue.global()`: its threads are a fixed pool (one per core), and when work
     /// elsewhere blocks them, a deadline's action waits for a free thread. A serial queue of its
     /// own gets a thread even when that pool is busy, so deadlines fire on time.
-    public static let timerQueue = DispatchQueue(label: "Transit.HTTPClient.timers")
+    package static let timerQueue = DispatchQueue(label: "Transit.HTTPClient.timers")
 
     /// The total deadline of a buffered request unless the client or the request sets another:
     /// 300 seconds (``Configuration/deadline`` states it to users).

@@ -19,14 +19,15 @@ public struct HTTPMethod: RawRepresentable, Hashable, Sendable, ExpressibleByStr
     public static let patch: HTTPMethod = "PATCH"
     public static let delete: HTTPMethod = "DELETE"
     public static let options: HTTPMethod = "OPTIONS"
-    public static let trace: HTTPMethod = "TRACE"
+    // No constant for TRACE: the server echoes the request back, credentials included (cross-site
+    // tracing), so it is spelled out where it is meant: `HTTPMethod("TRACE")`.
 
     /// `true` for the methods RFC 9110 defines as idempotent (GET, HEAD, PUT, DELETE, OPTIONS,
     /// TRACE): sending them twice has the same effect as sending them once, so they may be
     /// retried safely. What users read of it is `RetryPolicy().retryableMethods`, these methods.
     package var isIdempotent: Bool {
         switch self {
-        case .get, .head, .put, .delete, .options, .trace: return true
+        case .get, .head, .put, .delete, .options, "TRACE": return true
         default: return false
         }
     }

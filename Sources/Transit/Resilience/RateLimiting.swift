@@ -42,7 +42,7 @@ extension Signal where Failure == any Error {
             guard let clientError = error as? HTTPClientError,
                   case .tooManyRequests(let retryAfter, _) = clientError
             else { return Signal(error: error) }
-            // In seconds, as the caller's cap is: ``RetryAfter/longest`` is longer than any cap.
+            // In seconds, as the caller's cap is: `RetryAfter.longest` is longer than any cap.
             let wait = retryAfter.map { $0 >= RetryAfter.longest ? .greatestFiniteMagnitude : ScheduledSubscription.seconds($0) } ?? cap
             guard wait <= cap else { return Signal(error: error) }
             HTTPEventSink.report(

@@ -63,7 +63,7 @@ public struct RetryPolicy: Sendable {
     public var retryNonIdempotent: Bool
     /// The source of randomness for the jitter: a number in `0..<1` (values outside are clamped).
     /// Inject a fixed one in tests.
-    public var random: @Sendable () -> Double
+    package var random: @Sendable () -> Double
     /// The methods that are sent again after a failure that may have reached the server. By
     /// default the methods RFC 9110 §9.2.2 calls idempotent, for which sending the request twice
     /// has the effect of sending it once: GET, HEAD, OPTIONS, TRACE, PUT and DELETE.
@@ -159,7 +159,7 @@ public struct RetryPolicy: Sendable {
         .get,  // safe: reads only
         .head,  // safe: reads only the head
         .options,  // safe: asks what the server supports
-        .trace,  // safe: echoes the request
+        "TRACE",  // safe: echoes the request
         .put,  // idempotent: replaces the resource with the same representation each time
         .delete,  // idempotent: the resource is gone after the first and after the second
     ]

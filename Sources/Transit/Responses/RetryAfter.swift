@@ -17,7 +17,7 @@ public enum RetryAfter {
     /// What a delay too large to represent is read as: longer than any caller will wait
     /// (2⁶³ − 1 seconds). It compares, and a caller that caps the wait fails fast instead of
     /// retrying early.
-    public static let longest: Duration = .seconds(Int64.max)
+    package static let longest: Duration = .seconds(Int64.max)
 
     /// How long to wait that `value` asks for, measured from `now`, or `nil` if the value is
     /// missing or cannot be read. Never negative; at most ``longest``.

@@ -294,22 +294,12 @@ public struct TransportRequest: Sendable {
     }
 }
 
-extension TransportRequest: CustomStringConvertible, CustomReflectable {
+extension TransportRequest: CustomStringConvertible, CustomReflectable, RedactedReflection {
     /// The method and the URL, secrets in the URL redacted: `GET https://api.example.com/me`.
-    /// Header values and the body are never shown: they may carry credentials.
+    /// Header values and the body are never shown, nor in `dump` and debuggers: they may carry
+    /// credentials.
     public var description: String {
         "\(method.rawValue) \(url.map(Redaction.redact(url:)) ?? "(no URL)")"
-    }
-
-    /// The method, the URL (redacted), the names of the header fields and the size of the body:
-    /// what `dump` and debuggers show, without a value that may carry credentials.
-    public var customMirror: Mirror {
-        Mirror(self, children: [
-            "method": method.rawValue,
-            "url": url.map(Redaction.redact(url:)) ?? "(no URL)",
-            "headerFieldNames": headerFields.map(\.name),
-            "body": body.map { "\($0.count) bytes" } ?? bodyFile.map { "file \($0.lastPathComponent)" } ?? "none",
-        ], displayStyle: .struct)
     }
 }
 

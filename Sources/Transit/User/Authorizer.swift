@@ -53,17 +53,6 @@ extension TokenStore: Authorizer {
         freshToken(replacing: TokenStore.bearerToken(in: rejected), scheduler: scheduler, fromRefresh: nil, events: nil)
             .map { _ in () }
     }
-
-    /// A renewal that knows whether the request being subscribed is part of one of this store's
-    /// refreshes: such a request answered 401 fails the refresh with
-    /// ``RefreshError/reentrantRefresh`` instead of waiting for itself.
-    public func renewal(scheduler: any Scheduler) -> @Sendable (_ rejected: URLRequest) -> Signal<Void, any Error> {
-        let ownRefresh = refreshBeingSubscribed
-        return { [self] rejected in
-            freshToken(replacing: TokenStore.bearerToken(in: rejected), scheduler: scheduler, fromRefresh: ownRefresh, events: nil)
-                .map { _ in () }
-        }
-    }
 }
 
 extension HTTPClient {

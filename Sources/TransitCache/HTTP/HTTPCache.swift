@@ -29,7 +29,7 @@ import Transit
 public final class HTTPCache: Sendable {
     /// Where responses are stored: a record per URL, the body as payload, status and headers as
     /// metadata. Its limits bound the cache; its clock is the cache's clock.
-    public let records: DiskCache
+    package let records: DiskCache
     /// The fraction of the time since `Last-Modified` for which a response without explicit
     /// freshness is fresh.
     let heuristicFraction: Double

@@ -39,8 +39,7 @@ enum RecordFormat {
     static let pinSlotSize = 8
     /// How much of a file a scan reads at once: the fixed header and, usually, key and metadata.
     static let scanReadSize = 4096
-    /// The longest key and the largest metadata a record may have (``DiskCache/maximumKeyLength``,
-    /// ``DiskCache/maximumMetadataLength``); a header that claims more is damaged.
+    /// The longest key and the largest metadata a record may have (16 KiB and 1 MiB); a header that claims more is damaged.
     static let maximumKeyLength = 16 * 1024
     static let maximumMetadataLength = 1024 * 1024
 

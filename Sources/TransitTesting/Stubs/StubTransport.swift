@@ -30,7 +30,7 @@ import Transit
 /// any thread.
 public final class StubTransport: RequestStubs, HTTPTransport, @unchecked Sendable {
     /// The error for a request that no stub matches.
-    public struct UnexpectedRequest: Error, CustomStringConvertible, LocalizedError, Sendable {
+    public struct UnexpectedRequest: Error, CustomStringConvertible, LocalizedError, DescribedError, Sendable {
         /// The request nobody expected.
         public let request: URLRequest
         /// `true` if a stub matched the request but had no answer to give.
@@ -42,8 +42,6 @@ public final class StubTransport: RequestStubs, HTTPTransport, @unchecked Sendab
                 ? "StubTransport: the stub matching \(name) has no answer; add one with thenRespond(_:)"
                 : "StubTransport: unexpected request \(name); add a stub for it"
         }
-
-        public var errorDescription: String? { description }
     }
 
     private let scheduler: any Scheduler
