@@ -10,7 +10,7 @@ import FoundationNetworking
 /// (`Sun, 06 Nov 1994 08:49:37 GMT`), the obsolete RFC 850 form (`Sunday, 06-Nov-94 08:49:37 GMT`)
 /// and asctime (`Sun Nov  6 08:49:37 1994`). A negative delay or a date in the past means "now"
 /// (zero). A delay with more digits than a `Double` holds (hundreds of them) means "longer than
-/// any cap": it is read as ``longest``, so callers that cap the wait fail
+/// any cap": it is read as 2⁶³ − 1 seconds, so callers that cap the wait fail
 /// fast instead of retrying early. Anything else — an empty value, garbage, an impossible date, a weekday that does not
 /// match the date, a zone other than GMT — means the header is absent (`nil`), never a crash.
 public enum RetryAfter {
@@ -20,7 +20,7 @@ public enum RetryAfter {
     package static let longest: Duration = .seconds(Int64.max)
 
     /// How long to wait that `value` asks for, measured from `now`, or `nil` if the value is
-    /// missing or cannot be read. Never negative; at most ``longest``.
+    /// missing or cannot be read. Never negative; at most 2⁶³ − 1 seconds.
     public static func delay(from value: String?, now: Date = Date()) -> Duration? {
         seconds(from: value, now: now).map(duration(seconds:))
     }
