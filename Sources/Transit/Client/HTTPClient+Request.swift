@@ -4,9 +4,10 @@ import FoundationNetworking
 #endif
 
 extension HTTPClient {
-    /// Why `request` cannot be sent, or `nil`: a URL that is not `http(s)` with a host (or that
-    /// carries credentials), a method that is not a token, a header field name or value that is
-    /// not valid, a body stream, a timeout that is not a positive number of seconds.
+    /// Why a request Transit built cannot be sent, or `nil`: a URL that is not `http(s)` with a
+    /// host (or that carries credentials), a method that is not a token, a header field name or
+    /// value that is not valid. (It has no timeout or body stream of its own: those are a
+    /// `URLRequest`'s, checked by ``validate(_:headers:)``.)
     static func validate(_ request: TransportRequest.Fields) -> URLRequestError? {
         guard let url = request.url else { return .invalidURL }
         if let error = check(url) { return error }
@@ -54,17 +55,10 @@ extension RequestKey {
 }
 
 extension Coalescer {
-    /// The key under which identical requests in flight share one exchange: method, URL and
-    /// header fields (names in any case, in any order); `nil` for a method other than GET and
-    /// HEAD, which is never shared.
+    /// The key of `request` (see ``key(method:url:headers:)``), its fields read as a `URLRequest`
+    /// holds them.
     static func key(for request: TransportRequest) -> String? {
         if case .foundation(let urlRequest) = request.form { return key(for: urlRequest) }
-        let method = request.method.rawValue
-        guard method == "GET" || method == "HEAD", let url = request.url?.absoluteString else { return nil }
-        let headers = TransportRequest.dictionary(of: request.headerFields)
-            .map { "\($0.key.lowercased()):\($0.value)" }
-            .sorted()
-            .joined(separator: "\n")
-        return "\(method) \(url)\n\(headers)"
+        return key(method: request.method.rawValue, url: request.url, headers: TransportRequest.dictionary(of: request.headerFields))
     }
 }

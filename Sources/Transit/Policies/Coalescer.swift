@@ -29,9 +29,15 @@ final class Coalescer: Sendable {
 
     /// Whether `request` may be coalesced (a GET or HEAD without a body file).
     static func key(for request: URLRequest) -> String? {
-        let method = request.httpMethod ?? "GET"
-        guard method == "GET" || method == "HEAD", let url = request.url?.absoluteString else { return nil }
-        let headers = (request.allHTTPHeaderFields ?? [:])
+        key(method: request.httpMethod ?? "GET", url: request.url, headers: request.allHTTPHeaderFields ?? [:])
+    }
+
+    /// The key under which identical requests in flight share one exchange: method, URL and
+    /// header fields (names in any case, in any order); `nil` for a method other than GET and
+    /// HEAD, which is never shared.
+    static func key(method: String, url: URL?, headers: [String: String]) -> String? {
+        guard method == "GET" || method == "HEAD", let url = url?.absoluteString else { return nil }
+        let headers = headers
             .map { "\($0.key.lowercased()):\($0.value)" }
             .sorted()
             .joined(separator: "\n")

@@ -212,11 +212,17 @@ public struct TransportRequest: Sendable {
     /// Changes the `URLRequest` of a request made from one in place; a request Transit built is
     /// made a `URLRequest` first.
     mutating func changeURLRequest<Result>(_ body: (inout URLRequest) throws -> Result) rethrows -> Result {
-        if case .fields = form { form = .foundation(urlRequest) }
+        holdAsURLRequest()
         guard case .foundation(var request) = form else { preconditionFailure("a request changed while it changes") }
         form = .moving
         defer { form = .foundation(request) }
         return try body(&request)
+    }
+
+    /// Holds a request Transit built as the `URLRequest` it makes, so that readers of
+    /// ``urlRequest`` from then on share one instead of each making its own.
+    mutating func holdAsURLRequest() {
+        if case .fields = form { form = .foundation(urlRequest) }
     }
 
     /// Appends `fields` to the request's header fields (already checked, and not among them).
