@@ -33,9 +33,14 @@ import Transit
 ///   NIO's shared thread pool, each read waiting for the previous write: the file is never in
 ///   memory. The file must not change size while it is sent.
 /// - **Idle timeout**: `URLRequest.timeoutInterval` is the longest silence allowed (no byte sent or
-///   received, connecting included), as on `URLSession`; then the request is cancelled and fails
-///   with `.timedOut` (checked by one repeating task per transport, at a tenth of the shortest
-///   timeout in flight: a request fails within its timeout plus that tick). The total deadline and the size limit are ``HTTPClient``'s.
+///   received), as on `URLSession`; then the request is cancelled and fails with `.timedOut`
+///   (checked by one repeating task per transport, at a tenth of the shortest timeout in flight: a
+///   request fails within its timeout plus that tick). The silence is counted from the
+///   subscription, on both paths: waiting for a connection (when the host's connections are all
+///   busy, see `connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit`), connecting and the
+///   TLS handshake count, so a burst far larger than the per-host limit can time out requests
+///   that were never written; raise the limit or the timeout for such bursts. The total deadline
+///   and the size limit are ``HTTPClient``'s.
 /// - **Errors** are `URLError`s with the codes `URLSessionTransport` gives for the same failure
 ///   (the original error is kept under `NSUnderlyingErrorKey`), so retry policies and failover
 ///   behave the same on both transports:
@@ -77,11 +82,30 @@ import Transit
 ///   ``ServerTrustError`` (``ServerTrustError/Reason/notEncrypted``) before any connection is
 ///   opened. Other hosts are unaffected.
 ///
-///   AsyncHTTPClient offers no certificate-verification callback, so a request to a host whose
-///   rule has **pins** goes over the transport's own HTTP/1.1 connections (SwiftNIO, the same
-///   event loops), with the same rules as above: streaming, decoding, idle timeout, cancellation,
-///   unfollowed redirects and the error table. Their TLS handshake checks the chain the server
-///   presents before any byte of the request is written:
+///   **The adapter's own HTTP/1.1 client.** Neither AsyncHTTPClient's configuration nor NIOSSL's
+///   `TLSConfiguration` offers a certificate-verification callback (NIOSSL has one only on the
+///   TLS handler, which AsyncHTTPClient builds itself), so a request to a host whose rule has
+///   **pins** goes over a small HTTP/1.1 client of the adapter's own (SwiftNIO, the same event
+///   loops), with the same rules as above: streaming, decoding, idle timeout, cancellation,
+///   unfollowed redirects and the error table. It is held to the standard of AsyncHTTPClient's
+///   pool, and takes its settings from the same configuration:
+///
+///   - HTTP/1.1 only, keep-alive: at most `connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit`
+///     connections (8 by default) per host, port and rule, open or being opened; further
+///     requests wait first come first served, and one cancelled while it waits leaves the queue;
+///   - `timeout.connect` (10 s by default) for the TCP connection, and as much again for the TLS
+///     handshake; a request that fails, times out or is cancelled while its connection is being
+///     opened closes that socket;
+///   - a connection is kept only after a complete ordinary response (read to its end, framed by
+///     `Content-Length` or chunked, neither side asking to close, not a `101` or a `2xx` to
+///     `CONNECT`), at most the same number idle, each closed after `connectionPool.idleTimeout`
+///     unused; an idle connection that receives a byte, or that the server closes, is closed and
+///     forgotten;
+///   - request bodies as data or a file (a body stream fails with `.unsupportedURL`), no proxy
+///     (below).
+///
+///   Its TLS handshake checks the chain the server presents before any byte of the request is
+///   written:
 ///
 ///   1. the chain is validated in full (swift-certificates' `Verifier`): it must lead to a root the
 ///      configuration trusts (its `trustRoots`, the system's by default, and its
@@ -95,10 +119,10 @@ import Transit
 ///   (``ServerTrustError/Reason/pinMismatch``). A chain that does not validate fails with the
 ///   table's codes (`.serverCertificateHasBadDate`, `.serverCertificateNotYetValid`,
 ///   `.serverCertificateUntrusted` for an unknown authority or another host), with
-///   ``ServerTrustError/Reason/untrusted`` under `NSUnderlyingErrorKey`. Idle connections of
-///   those hosts are kept for reuse (at most 8 per host, port and rule, closed after a minute
-///   unused); a request whose reused connection closes before any byte of the response arrived
-///   is sent once more on a new connection when its method is idempotent. With a proxy in the
+///   ``ServerTrustError/Reason/untrusted`` under `NSUnderlyingErrorKey`. A request whose reused
+///   connection closes (or whose write fails) before any byte of the response arrived is sent
+///   once more, on a new connection, when its method is idempotent; otherwise it fails with
+///   `.networkConnectionLost` at once. With a proxy in the
 ///   configuration, a request to a pinned host fails with
 ///   ``ServerTrustError/Reason/notEnforceable(transport:because:)``: those connections do not go
 ///   through the proxy.
@@ -215,7 +239,9 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         sweeper = IdleSweeper(eventLoopGroup: eventLoopGroup)
         pinnedConnections = PinnedConnections(
             eventLoopGroup: eventLoopGroup,
-            connectTimeout: configuration.timeout.connect ?? .seconds(10)
+            connectTimeout: configuration.timeout.connect ?? .seconds(10),
+            limit: configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit,
+            idleTime: configuration.connectionPool.idleTimeout
         )
         self.routesEverythingThroughNIO = routesEverythingThroughNIO
         unpinnedTLS = routesEverythingThroughNIO

@@ -18,9 +18,18 @@ import Transit
 /// The request is written only once the connection is ready: connected and, for https, its TLS
 /// handshake complete, which for a pinned host means its chain validated and a pin matched.
 ///
-/// Retry: a request on a pooled connection that closes or is reset before any byte of the
-/// response arrived is sent once more on a new connection, when its method is idempotent (the
-/// server may have closed the idle connection as the request left). Nothing else is retried.
+/// The connection comes from the pool (``PinnedConnections``), first come first served under its
+/// per-host limit; it is attached on its event loop only if still open, so a close is either seen
+/// before the request is written or reported to the exchange after. It goes back to the pool only
+/// after a complete ordinary response (read to its end, framed by `Content-Length` or chunked,
+/// the request written whole, neither side asking to close, not a `101` or a `2xx` to
+/// `CONNECT`); every other ending closes it. An exchange that ends while it waits leaves the
+/// queue, and one whose connection is being opened closes it.
+///
+/// Retry: a request on a pooled connection that closes, is reset or fails the request's write
+/// before any byte of the response arrived is sent once more on a new connection, when its
+/// method is idempotent (the server may have closed the idle connection as the request left);
+/// otherwise it fails with `.networkConnectionLost` at once. Nothing else is retried.
 ///
 /// Thread safety: the response callbacks run on the connection's event loop, one at a time;
 /// `cancel()` and `expire()` may come from any thread. The mutable state is behind a lock that is
@@ -60,6 +69,8 @@ final class PinnedExchange: IdleSweeper.Exchange {
         var reused = false
         /// The request was already sent once more after a pooled connection closed.
         var retried = false
+        /// The pool's ticket while the exchange waits for a connection (or one is opened for it).
+        var ticket: Int?
     }
 
     private let prepared: Prepared
@@ -195,31 +206,39 @@ final class PinnedExchange: IdleSweeper.Exchange {
 
     // MARK: Running
 
-    /// Starts the exchange: on a pooled connection of its key, or a new one.
+    /// Starts the exchange: asks the pool for a connection of its key (an idle one, a new one, or
+    /// the next one released, first come first served).
     func start() {
         if let idleTimeout { sweeper.register(self, timeout: idleTimeout) }
-        acquire(fromPool: true)
+        acquire(first: false, fresh: false)
     }
 
-    private func acquire(fromPool: Bool) {
-        if fromPool, let connection = pool.lease(prepared.key) {
-            let loop = connection.channel.eventLoop
-            loop.execute { [self] in attach(connection, reused: true) }
-            return
-        }
-        pool.connect(prepared.key, tls: tls).whenComplete { [self] result in
+    /// Asks the pool for a connection; `first` puts the request ahead of those waiting (it asks
+    /// again), `fresh` asks for a new connection (the retry after a reused one closed).
+    private func acquire(first: Bool, fresh: Bool) {
+        let ticket = pool.lease(prepared.key, tls: tls, first: first, fresh: fresh) { [self] result in
             switch result {
-            case .success(let connection):
-                attach(connection, reused: false)
+            case .success(let leased):
+                attach(leased.connection, reused: leased.reused)
             case .failure(let error):
                 fail(error)
             }
         }
+        let ended = state.withLockedValue { state -> Bool in
+            if state.ended { return true }
+            state.ticket = ticket
+            return false
+        }
+        // Ended while asking: the request leaves the queue, its connection attempt is closed.
+        if ended { pool.cancel(ticket) }
     }
 
-    /// Makes `connection` the exchange's and sends the request. On the connection's event loop.
+    /// Makes `connection` the exchange's and sends the request. On the connection's event loop,
+    /// where the connection's close cannot happen between the check that it is usable and the
+    /// attachment: a close before is seen here, a close after is reported to the exchange.
     private func attach(_ connection: PinnedConnection, reused: Bool) {
         let proceed = state.withLockedValue { state -> Bool in
+            state.ticket = nil
             guard !state.ended else { return false }
             state.connection = connection
             state.reused = reused
@@ -230,11 +249,22 @@ final class PinnedExchange: IdleSweeper.Exchange {
             return true
         }
         guard proceed else {
-            // Cancelled or expired while connecting: the connection goes back unused.
-            if reused { pool.release(connection) } else { connection.channel.close(promise: nil) }
+            // Cancelled or expired while waiting: the connection, unused, goes to the next request.
+            pool.release(connection)
             return
         }
-        connection.attach(self)
+        guard connection.attach(self) else {
+            state.withLockedValue { state in
+                if state.connection === connection { state.connection = nil }
+            }
+            if reused {
+                // The pooled connection closed before it could be used: ask again, first in line.
+                acquire(first: true, fresh: false)
+            } else {
+                fail(ChannelError.eof)
+            }
+            return
+        }
         send(on: connection)
     }
 
@@ -267,10 +297,8 @@ final class PinnedExchange: IdleSweeper.Exchange {
                     if state.connection === connection { state.requestSent = true }
                 }
             case .failure(let error):
-                // A write that failed because the connection closed is reported by the close.
-                if error as? ChannelError == .ioOnClosedChannel || error as? ChannelError == .alreadyClosed { return }
-                guard state.withLockedValue({ $0.connection === connection }) else { return }
-                fail(error)
+                // Whether the close or the failed write is heard first, the exchange hears one.
+                connectionFailed(error, channel: channel)
             }
         }
     }
@@ -325,12 +353,25 @@ final class PinnedExchange: IdleSweeper.Exchange {
             if case .failure(let error) = decoding { fail(error) }
             return
         }
-        let keepAlive = head.isKeepAlive && prepared.head.isKeepAlive
+        let keepAlive = head.isKeepAlive && prepared.head.isKeepAlive && Self.leavesConnectionReusable(head, request: prepared.head)
         state.withLockedValue {
             $0.decoder = decoder
             $0.responseKeepAlive = keepAlive
         }
         observer.send(.head(Transit.HTTPResponseHead(url: prepared.url, statusCode: Int(head.status.code), fields: fields)))
+    }
+
+    /// Whether, after `head` and its body, the connection is still an HTTP/1.1 connection ready
+    /// for the next request: not after a `101` (another protocol follows) or a `2xx` to `CONNECT`
+    /// (a tunnel follows), nor after a body that only the close ends (neither `Content-Length`
+    /// nor chunked). `Connection: close` is checked by the caller.
+    static func leavesConnectionReusable(_ head: NIOHTTP1.HTTPResponseHead, request: HTTPRequestHead) -> Bool {
+        let status = head.status.code
+        if status == 101 { return false }
+        if request.method == .CONNECT, (200..<300).contains(status) { return false }
+        if request.method == .HEAD || status == 204 || status == 304 || (100..<200).contains(status) { return true }
+        if head.headers.contains(name: "Content-Length") { return true }
+        return head.headers["Transfer-Encoding"].contains { $0.lowercased().contains("chunked") }
     }
 
     private func receiveBody(_ buffer: ByteBuffer) {
@@ -360,26 +401,42 @@ final class PinnedExchange: IdleSweeper.Exchange {
         }
         guard let (connection, reusable) = ending else { return }
         if idleTimeout != nil { sweeper.unregister(self) }
-        connection.attach(nil)
+        connection.detach()
         // Back into the pool before the end is delivered, so a request the consumer sends on
         // the end finds it.
         if reusable { pool.release(connection) } else { connection.channel.close(promise: nil) }
         observer.finish()
     }
 
-    /// The connection failed with `error`, or closed (`nil`), while the exchange used it.
-    func connectionFailed(_ error: (any Error)?) {
-        let retry = state.withLockedValue { state -> Bool in
-            guard !state.ended, state.reused, !state.receivedAny, !state.retried, prepared.isIdempotent else { return false }
+    /// The connection `channel` failed with `error` (a read, or a write of the request), or
+    /// closed (`nil`), while the exchange used it. Heard once per connection: the first report
+    /// wins, a later one about the same connection (or an earlier one) is ignored.
+    func connectionFailed(_ error: (any Error)?, channel: any Channel) {
+        let decision = state.withLockedValue { state -> Bool? in
+            guard !state.ended, let connection = state.connection, connection.channel === channel else { return nil }
+            guard state.reused, !state.receivedAny, !state.retried, prepared.isIdempotent, Self.isConnectionLoss(error) else { return false }
             state.retried = true
             state.connection = nil
             return true
         }
-        if retry {
-            acquire(fromPool: false)
+        switch decision {
+        case nil:
             return
+        case true?:
+            // The server closed the pooled connection as the request left: once more, on a new one.
+            channel.close(promise: nil)
+            acquire(first: true, fresh: true)
+        case false?:
+            fail(error ?? ChannelError.eof)
         }
-        fail(error ?? ChannelError.eof)
+    }
+
+    /// Whether `error` (`nil`: the connection closed) says the connection was lost, as a server
+    /// closing an idle connection causes: a close, a reset, a failed write. A reply that is not
+    /// HTTP, or a TLS failure, is not.
+    private static func isConnectionLoss(_ error: (any Error)?) -> Bool {
+        guard let error else { return true }
+        return error is ChannelError || error is IOError
     }
 
     // MARK: Ending
@@ -387,15 +444,20 @@ final class PinnedExchange: IdleSweeper.Exchange {
     /// Fails the exchange with `error` (mapped to its `URLError`, or a ``ServerTrustError``) and
     /// closes its connection; nothing is delivered after.
     private func fail(_ error: any Error) {
-        let connection = state.withLockedValue { state -> PinnedConnection?? in
-            guard !state.ended else { return .none }
+        let taken = state.withLockedValue { state -> (connection: PinnedConnection?, ticket: Int?)? in
+            guard !state.ended else { return nil }
             state.ended = true
-            defer { state.connection = nil }
-            return .some(state.connection)
+            defer {
+                state.connection = nil
+                state.ticket = nil
+            }
+            return (state.connection, state.ticket)
         }
-        guard case .some(let connection) = connection else { return }
+        guard let taken else { return }
         if idleTimeout != nil { sweeper.unregister(self) }
-        connection?.channel.close(promise: nil)
+        // No socket outlives the request: its connection, or the one being opened for it, closes.
+        taken.connection?.channel.close(promise: nil)
+        if let ticket = taken.ticket { pool.cancel(ticket) }
         observer.fail(mapped(error))
     }
 
@@ -419,13 +481,17 @@ final class PinnedExchange: IdleSweeper.Exchange {
 
     /// Cancels the exchange: its connection is closed; nothing is delivered afterwards.
     func cancel() {
-        let connection = state.withLockedValue { state -> PinnedConnection? in
+        let taken = state.withLockedValue { state -> (connection: PinnedConnection?, ticket: Int?) in
             state.ended = true
-            defer { state.connection = nil }
-            return state.connection
+            defer {
+                state.connection = nil
+                state.ticket = nil
+            }
+            return (state.connection, state.ticket)
         }
         if idleTimeout != nil { sweeper.unregister(self) }
-        connection?.channel.close(promise: nil)
+        taken.connection?.channel.close(promise: nil)
+        if let ticket = taken.ticket { pool.cancel(ticket) }
     }
 
     /// Whether nothing was sent or received for the idle timeout (an ended exchange never is).
