@@ -307,16 +307,22 @@ final class PinnedConnections: Sendable {
                 guard wanted else { return channel.eventLoop.makeFailedFuture(ChannelError.ioOnClosedChannel) }
                 return channel.eventLoop.makeCompletedFuture {
                     let pipeline = channel.pipeline.syncOperations
+                    let handler = PinnedConnectionHandler(ready: ready, isTLS: tls != nil, handshakeTimeout: handshakeTimeout)
                     if let tls {
                         // Server Name Indication names hosts, never addresses.
                         let name = isAddress ? nil : key.host
                         if let verifier = tls.verifier {
                             let host = key.host
+                            let bound = NIOLoopBound(handler, eventLoop: channel.eventLoop)
                             try pipeline.addHandler(NIOSSLClientHandler(context: tls.context, serverHostname: name) { presented, promise in
                                 // The chain is validated off the event loop; the handshake waits.
+                                // The server has answered: the handshake's deadline waits too
+                                // (the check is local work), and starts again after it.
+                                bound.value.pauseDeadline()
                                 Task {
                                     let result = await verifier.verify(presented, host: host)
                                     verdict.withLockedValue { $0 = result }
+                                    promise.futureResult.eventLoop.execute { bound.value.resumeDeadline() }
                                     promise.succeed(result == .trusted ? .certificateVerified : .failed)
                                 }
                             })
@@ -326,7 +332,7 @@ final class PinnedConnections: Sendable {
                     }
                     try pipeline.addHandler(IdleGuard())
                     try pipeline.addHTTPClientHandlers()
-                    try pipeline.addHandler(PinnedConnectionHandler(ready: ready, isTLS: tls != nil, handshakeTimeout: handshakeTimeout))
+                    try pipeline.addHandler(handler)
                 }
             }
             .connect(host: key.host, port: key.port)
@@ -474,7 +480,8 @@ final class IdleGuard: ChannelInboundHandler, RemovableChannelHandler {
 }
 
 /// The last handler of a pinned-path connection: completes the connection's readiness (connected;
-/// for TLS, handshake complete within the handshake timeout) and hands response parts, errors and
+/// for TLS, handshake complete within the handshake timeout, not counting the transport's own
+/// check of a pinned chain) and hands response parts, errors and
 /// the close to the exchange using the connection. Confined to the channel's event loop.
 final class PinnedConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPClientResponsePart
@@ -512,8 +519,27 @@ final class PinnedConnectionHandler: ChannelInboundHandler, RemovableChannelHand
         ready = nil
     }
 
+    /// The context, once the handler is in a pipeline (for the deadline restarted after a pin
+    /// check).
+    private var context: ChannelHandlerContext?
+    /// The deadline is paused while the transport checks the server's chain.
+    private var isPaused = false
+
+    /// Stops the handshake's deadline while the server's chain is checked.
+    func pauseDeadline() {
+        isPaused = true
+        handshakeDeadline?.cancel()
+        handshakeDeadline = nil
+    }
+
+    /// Starts the handshake's deadline again, in full, after the chain was checked.
+    func resumeDeadline() {
+        isPaused = false
+        if let context { startDeadline(context: context) }
+    }
+
     private func startDeadline(context: ChannelHandlerContext) {
-        guard isTLS, ready != nil, handshakeDeadline == nil else { return }
+        guard isTLS, ready != nil, handshakeDeadline == nil, !isPaused else { return }
         let bound = NIOLoopBound((handler: self, context: context), eventLoop: context.eventLoop)
         handshakeDeadline = context.eventLoop.scheduleTask(in: handshakeTimeout) {
             bound.value.handler.handshakeTimedOut(context: bound.value.context)
@@ -534,6 +560,7 @@ final class PinnedConnectionHandler: ChannelInboundHandler, RemovableChannelHand
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
         guard context.channel.isActive else { return }
         if isTLS { startDeadline(context: context) } else { succeedReady(context: context) }
     }
@@ -572,6 +599,7 @@ final class PinnedConnectionHandler: ChannelInboundHandler, RemovableChannelHand
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
+        self.context = nil
         handshakeDeadline?.cancel()
         handshakeDeadline = nil
     }

@@ -153,7 +153,7 @@ struct PinnedPathHostileServerTests {
             #expect((error as? URLError)?.code == .timedOut, "\(error)")
         }
         #expect(await server.waitUntil { server.acceptedCount == 1 && server.openCount == 0 })
-        #expect(transport.pinnedConnections.openCount == 0)
+        #expect(await server.waitUntil { transport.pinnedConnections.openCount == 0 })
         try await transport.shutdown()
     }
 
@@ -171,7 +171,7 @@ struct PinnedPathHostileServerTests {
             }
         }
         #expect(await server.waitUntil { server.acceptedCount == 5 && server.openCount == 0 })
-        #expect(transport.pinnedConnections.openCount == 0)
+        #expect(await server.waitUntil { transport.pinnedConnections.openCount == 0 })
         try await transport.shutdown()
     }
 
