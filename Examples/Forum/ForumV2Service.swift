@@ -62,7 +62,7 @@ struct ForumV2Service: RESTAPI {
         request
             .catchHTTPErrors()
             .retry(retry)
-            .respondToRateLimiting(maxSecondsToWait: 3)
+            .respondToRateLimiting(maxWait: .seconds(3))
             .map(\.data)
             .decode(T.self, decoder: JSONDecoder())
     }
