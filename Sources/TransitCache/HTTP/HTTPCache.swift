@@ -136,7 +136,7 @@ public final class HTTPCache: Sendable {
     /// The partition of `request`: empty for a request without credentials; otherwise the
     /// HMAC-SHA256 of its credential header fields (every field
     /// `Redaction.isSecretHeader(_:additional:)` accepts with the request's
-    /// ``TransportRequest/sensitiveHeaders``: each name lower-cased and its value, with their
+    /// `TransportRequest.sensitiveHeaders`: each name lower-cased and its value, with their
     /// lengths, in the order of the names, repeated fields in their order), under the folder's
     /// secret key, in hexadecimal.
     func partition(of request: TransportRequest) -> String {
@@ -207,7 +207,7 @@ extension HTTPTransport {
     ///   request with the same values of every credential header as the one it answered:
     ///   `Authorization`, `Proxy-Authorization`, `Cookie`, every header Transit's one list of
     ///   secret names covers (`X-API-Key`, `X-Auth-Token`, …) and the request's
-    ///   ``TransportRequest/sensitiveHeaders`` (a client's own; see ``HTTPCache``). Their values
+    ///   `TransportRequest.sensitiveHeaders` (a client's own; see ``HTTPCache``). Their values
     ///   reach the disk only as a keyed digest, `Vary` on them included.
     /// - **Cookies are not stored**: a `Set-Cookie` (or `Set-Cookie2`) is delivered with the response
     ///   that carried it, a 304's included, but never written to the cache's files nor served again
