@@ -330,6 +330,10 @@ public final class HTTPClient: Sendable {
     ) -> Signal<HTTPResponsePart, any Error> {
         let events = self.events
         let scheduler = self.scheduler
+        // The transports and their decorators (the HTTP cache) learn the client's own secrets.
+        var marked = request
+        if !sensitiveHeaders.isEmpty { marked.sensitiveHeaders = sensitiveHeaders }
+        let request = marked
         // A policy that reports about the request gets it as a `URLRequest`, made once.
         let sent = cooldowns != nil || (rateLimiter != nil && events != nil) ? request.urlRequest : nil
         // Each policy's key is computed once per request. A request that may go at once (a free

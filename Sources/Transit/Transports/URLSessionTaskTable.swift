@@ -222,7 +222,11 @@ final class URLSessionTaskTable: Sendable {
     /// - "Empty reply from server" (`.badServerResponse`: the connection closed before any
     ///   response) → `.networkConnectionLost`;
     /// - "Received HTTP/0.9 when not allowed" (the reply is not HTTP) → `.cannotParseResponse`,
-    ///   which Linux reports as `.unsupportedURL`.
+    ///   which Linux reports as `.unsupportedURL`;
+    /// - "Failed writing received data to disk/application" (libcurl's decoder refusing the body:
+    ///   bytes after the end of a gzip member, empty members included) →
+    ///   `.cannotDecodeContentData`, what the AsyncHTTPClient adapter gives a body it cannot
+    ///   decode.
     static func urlError(_ error: any Error) -> any Error {
         let urlError: URLError
         if let error = error as? URLError {
@@ -240,6 +244,7 @@ final class URLSessionTaskTable: Sendable {
         case .unknown where message.hasPrefix("transfer closed"): .networkConnectionLost
         case .badServerResponse where message == "Empty reply from server": .networkConnectionLost
         case .unsupportedURL where message.hasPrefix("Received HTTP/0.9"): .cannotParseResponse
+        case .unknown where message.hasPrefix("Failed writing received data"): .cannotDecodeContentData
         default: nil
         }
         guard let corrected else { return TLSFailure.classified(urlError) }
