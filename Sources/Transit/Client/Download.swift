@@ -222,6 +222,11 @@ final class DownloadWriter: Sendable {
             }
             state.received += Int64(chunk.count)
             if let maxBytes, state.received > maxBytes { throw ResponseTooLargeError(limit: maxBytes) }
+            if let continuing = state.continuing, state.received > continuing.totalBytes {
+                // The rest is longer than its `Content-Range` (which ends at the last byte): a body
+                // framed by chunks or by the connection's close is not bounded by a length.
+                throw Self.overlongContinuation(continuing)
+            }
             if let total = state.resumable?.total, state.received > total {
                 // More bytes than the representation has: never kept, never continued.
                 state.resumable = nil
@@ -240,6 +245,13 @@ final class DownloadWriter: Sendable {
             }
             return DownloadProgress(bytesReceived: state.received, expectedBytes: state.expected)
         }
+    }
+
+    /// The failure of a continued download whose server sent more than the rest it announced.
+    private static func overlongContinuation(_ continuing: DownloadResumeData) -> URLError {
+        URLError(.badServerResponse, userInfo: [
+            NSLocalizedDescriptionKey: "The continued download's server sent more than the \(continuing.totalBytes - continuing.bytesOnDisk) bytes its Content-Range announced (bytes \(continuing.bytesOnDisk)-\(continuing.totalBytes - 1)/\(continuing.totalBytes)); the partial file was discarded. Download it again from the start.",
+        ])
     }
 
     /// The transport wrote `total` body bytes to ``temporary`` so far, of `expected` when the

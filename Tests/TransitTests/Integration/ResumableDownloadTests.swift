@@ -219,6 +219,38 @@ struct ResumableDownloadTests {
         }
     }
 
+    /// Continuations whose body does not fit their `Content-Range`: the download fails with
+    /// `.badServerResponse`, nothing is written under the destination's name and nothing is kept.
+    static let overlongContinuations: [String] = ["close-delimited", "chunked"]
+
+    @Test(arguments: overlongContinuations)
+    func aContinuationLongerThanItsRangeFailsAndKeepsNothing(_ framing: String) async throws {
+        let folder = try makeDownloadFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let destination = folder.appendingPathComponent("file")
+        let total = Self.body.count
+        let rest = Data(Self.body.suffix(from: Self.cut)) + Data(repeating: 0x2A, count: 30)
+        let handler = interruptedOnce { _, _ in
+            let head = "HTTP/1.1 206 Partial Content\r\nETag: \(ResumableDownloadTests.etag)\r\nAccept-Ranges: bytes\r\n"
+                + "Content-Range: bytes \(ResumableDownloadTests.cut)-\(total - 1)/\(total)\r\n"
+            if framing == "chunked" {
+                let chunk = Data(String(rest.count, radix: 16).utf8) + Data("\r\n".utf8) + rest + Data("\r\n0\r\n\r\n".utf8)
+                return .raw(Data((head + "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n").utf8) + chunk)
+            }
+            return .raw(Data((head + "Connection: close\r\n\r\n").utf8) + rest)
+        }
+        try await withLoopbackServer(handler: handler) { server in
+            let probe = AwaitedProbe(makeClient().download(URLRequest(url: server.url("/file")), to: destination).retry(1))
+            try await self.await(probe)
+            #expect(server.requests.last?.value(forHTTPHeaderField: "Range") == "bytes=\(Self.cut)-")
+            let failure = try #require(probe.failure, "\(framing): a \(Self.body.count + 30)-byte file was accepted")
+            #expect((failure as? URLError)?.code == .badServerResponse || (failure as? TransportError)?.urlError?.code == .badServerResponse, "\(failure)")
+            #expect(DownloadResumeData(failure: failure) == nil)
+            #expect(DownloadResumeData.kept(for: destination) == nil)
+            #expect(try contents(of: folder).isEmpty, "\(framing): nothing is kept")
+        }
+    }
+
     @Test func aContentEncodedBodyIsNotResumed() async throws {
         let folder = try makeDownloadFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
