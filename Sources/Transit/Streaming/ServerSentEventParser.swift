@@ -93,14 +93,14 @@ public struct ServerSentEventParser: Sendable {
     }
 
     /// Reads the next bytes of the body and returns the events they complete, in order. See
-    /// ``parse(_:dispatch:)``.
+    /// `parse(_:dispatch:)`.
     public mutating func parse(_ chunk: Data) throws(ServerSentEventError) -> [ServerSentEvent] {
         var events: [ServerSentEvent] = []
         try parse(chunk) { events.append($0) }
         return events
     }
 
-    /// ``parse(_:dispatch:)`` on raw bytes.
+    /// `parse(_:dispatch:)` on raw bytes.
     public mutating func parse(_ chunk: UnsafeRawBufferPointer, dispatch: (ServerSentEvent) -> Void) throws(ServerSentEventError) {
         var index = 0
         let count = chunk.count
