@@ -260,7 +260,7 @@ public final class HTTPClient: Sendable {
     ///
     /// `request` is consumed so that, when the caller passes its last reference, adding the
     /// default headers changes its fields in place instead of copying them.
-    private func prepared<Output>(
+    func prepared<Output>(
         _ request: consuming TransportRequest,
         _ body: (TransportRequest) -> Signal<Output, any Error>
     ) -> Signal<Output, any Error> {
@@ -311,7 +311,7 @@ public final class HTTPClient: Sendable {
     }
 
     /// ``parts(of:options:)`` with the deadline (which includes the waits) enforced.
-    private func parts(
+    func parts(
         of request: TransportRequest,
         options: RequestOptions,
         deadline: Duration?

@@ -177,6 +177,30 @@ extension RESTAPI {
         }
     }
 
+    /// A signal of the Server-Sent Events of a GET to `endpoint`, reconnecting with
+    /// `Last-Event-ID` after a dropped connection. See ``HTTPClient/events(_:options:)``; the
+    /// request is built as by ``request(method:endpoint:body:options:modifier:)``, again for every
+    /// connection (so `modifier` runs on each reconnection too).
+    ///
+    /// ```swift
+    /// api.events(endpoint: "feed")
+    ///     .sink(receiveCompletion: { print($0) }) { event in print(event.event, event.data) }
+    /// ```
+    public func events(
+        endpoint: String,
+        options: EventStreamOptions = EventStreamOptions(),
+        modifier: RequestModifier? = nil
+    ) -> Signal<ServerSentEvent, any Error> {
+        let api = self
+        return Signal(deferred: {
+            EventStream(options: options, scheduler: api.client.scheduler) { lastEventID in
+                api.send(method: .get, endpoint: endpoint, body: nil, modifier: modifier) { client, request in
+                    client.eventConnection(request, lastEventID: lastEventID)
+                }
+            }.signal
+        })
+    }
+
     /// A signal that downloads the body of a GET to the file `destination`, with progress; the
     /// file appears under its name only once complete. See ``HTTPClient/download(_:to:options:)``.
     public func download(
