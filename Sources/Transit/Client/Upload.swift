@@ -29,12 +29,6 @@ public struct UploadProgress: Sendable, Hashable {
     /// `true` when this count is not the first send's: the body is being sent again from its
     /// first byte (see ``attempt``).
     public var restarted: Bool { attempt > 1 }
-
-    /// The share of the body sent, from 0 to 1, when its length is known (`1` for an empty body).
-    public var fractionCompleted: Double? {
-        guard let expectedBytes else { return nil }
-        return expectedBytes == 0 ? 1 : Double(bytesSent) / Double(expectedBytes)
-    }
 }
 
 extension HTTPClient {

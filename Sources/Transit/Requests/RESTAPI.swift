@@ -198,7 +198,7 @@ extension RESTAPI {
     /// ```swift
     /// api.upload(endpoint: "photos", body: .multipart(form))
     ///     .sink(receiveCompletion: { print($0) }) { event in
-    ///         if case .progress(let progress) = event { bar.fraction = progress.fractionCompleted ?? 0 }
+    ///         if case .progress(let progress) = event { print(progress.bytesSent, progress.expectedBytes ?? -1) }
     ///     }
     /// ```
     public func upload(

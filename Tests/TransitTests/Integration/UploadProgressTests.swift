@@ -181,6 +181,5 @@ enum UploadTestFile {
         #expect(reports.allSatisfy { $0.attempt == attempt && $0.expectedBytes == total })
         let sent = reports.map(\.bytesSent)
         #expect(zip(sent, sent.dropFirst()).allSatisfy { $0 < $1 }, "attempt \(attempt): progress only goes forward")
-        #expect(reports.last?.fractionCompleted == 1)
     }
 }
