@@ -249,8 +249,9 @@ final class DownloadWriter: Sendable {
 
     /// The failure of a continued download whose server sent more than the rest it announced.
     private static func overlongContinuation(_ continuing: DownloadResumeData) -> URLError {
-        URLError(.badServerResponse, userInfo: [
-            NSLocalizedDescriptionKey: "The continued download's server sent more than the \(continuing.totalBytes - continuing.bytesOnDisk) bytes its Content-Range announced (bytes \(continuing.bytesOnDisk)-\(continuing.totalBytes - 1)/\(continuing.totalBytes)); the partial file was discarded. Download it again from the start.",
+        let range = "bytes \(continuing.bytesOnDisk)-\(continuing.totalBytes - 1)/\(continuing.totalBytes)"
+        return URLError(.badServerResponse, userInfo: [
+            NSLocalizedDescriptionKey: "The continued download's server sent more than the \(continuing.totalBytes - continuing.bytesOnDisk) bytes its Content-Range announced (\(range)); the partial file was discarded. Download it again from the start.",
         ])
     }
 

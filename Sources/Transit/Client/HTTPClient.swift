@@ -166,7 +166,7 @@ public final class HTTPClient: Sendable {
                 // The deadline is timed by the collecting stage itself: one stage fewer per request.
                 let response = self.parts(of: sent, options: options)
                     .collectResponse(for: sent, maxBytes: limit, events: self.events, deadline: deadline, deadlines: self.deadlines)
-                guard self.coalescesRequests, sent.bodyFile == nil, let key = Coalescer.key(for: sent) else { return response }
+                guard self.coalescesRequests, sent.bodyFile == nil, sent.bodyProgress == nil, let key = Coalescer.key(for: sent) else { return response }
                 return self.coalescer.send(key + "\n\(limit)", response, request: sent.urlRequest, events: self.events)
             }
         }
@@ -345,7 +345,7 @@ public final class HTTPClient: Sendable {
             onFinalHead = { head in cooldowns.record(head, for: sent, key: cooldownKey, on: scheduler, events: events) }
         }
         var parts = RedirectingExchange.signal(
-            request, transport: transport, failover: failover, scheduler: scheduler,
+            request, transport: request.bodyProgress == nil ? transport : UploadAttempts(base: transport), failover: failover, scheduler: scheduler,
             policy: options.redirectPolicy ?? redirectPolicy,
             sensitiveHeaders: sensitiveHeaders,
             events: events,

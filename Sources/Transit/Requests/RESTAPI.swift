@@ -214,6 +214,30 @@ extension RESTAPI {
         }
     }
 
+    /// A signal that sends a request with a body and reports the body's progress as it is sent,
+    /// then the buffered response. See ``HTTPClient/upload(_:bodyFile:options:)``; the request is
+    /// built as by ``request(method:endpoint:body:options:modifier:)``, and each new subscription
+    /// (a `retry`) counts as a new send of the body (``UploadProgress/attempt``).
+    ///
+    /// ```swift
+    /// api.upload(endpoint: "photos", body: .multipart(form))
+    ///     .sink(receiveCompletion: { print($0) }) { event in
+    ///         if case .progress(let progress) = event { print(progress.bytesSent, progress.expectedBytes ?? -1) }
+    ///     }
+    /// ```
+    public func upload(
+        method: HTTPMethod = .post,
+        endpoint: String,
+        body: any RequestBodyConvertible,
+        options: RequestOptions = RequestOptions(),
+        modifier: RequestModifier? = nil
+    ) -> Signal<UploadEvent, any Error> {
+        let sends = UploadSends()
+        return send(method: method, endpoint: endpoint, body: body, modifier: modifier) { client, request in
+            client.upload(request, options: options, sends: sends)
+        }
+    }
+
     /// The cold signal behind every verb. On every subscription: the URL from ``baseURL`` and
     /// `endpoint`, the method (checked), the body prepared, `modifier`; then `through` hands the
     /// request, and the file its body streams from (if any), to the client.

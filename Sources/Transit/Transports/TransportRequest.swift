@@ -165,6 +165,12 @@ public struct TransportRequest: Sendable {
     /// ``sensitiveHeaders``, lower-cased.
     private var secretNames: Set<String> = []
 
+    /// Where a transport reports how much of the body it has sent (see ``RequestBodyProgress``).
+    /// Transports that cannot count ignore it. ``HTTPClient`` sets it for uploads observed with
+    /// ``HTTPClient/upload(_:bodyFile:options:)`` only; it is kept across redirects and by
+    /// ``urlRequest``'s setter, like the files.
+    public var bodyProgress: RequestBodyProgress?
+
     /// A request of `method` to `url`, with `headerFields` and `body`.
     public init(
         method: HTTPMethod = .get,

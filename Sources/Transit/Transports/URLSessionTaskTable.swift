@@ -14,16 +14,24 @@ final class URLSessionTaskTable: Sendable {
         let observer: Observer<HTTPResponsePart, any Error>
         /// Where a download task's body goes; `nil` for data and upload tasks.
         let destination: ResponseBodyFile?
+        /// Where the bytes of the request body sent are reported, if anyone listens.
+        let bodyProgress: RequestBodyProgress?
         var headDelivered = false
         /// The response was not HTTP: the task was cancelled and fails with `.badServerResponse`.
         var notHTTP = false
         /// The downloaded file could not be moved to the destination.
         var moveError: (any Error)?
 
-        init(request: URLRequest, observer: Observer<HTTPResponsePart, any Error>, destination: ResponseBodyFile?) {
+        init(
+            request: URLRequest,
+            observer: Observer<HTTPResponsePart, any Error>,
+            destination: ResponseBodyFile?,
+            bodyProgress: RequestBodyProgress? = nil
+        ) {
             self.request = request
             self.observer = observer
             self.destination = destination
+            self.bodyProgress = bodyProgress
         }
     }
 
@@ -141,6 +149,12 @@ final class URLSessionTaskTable: Sendable {
         guard !data.isEmpty else { return }
         let observer = tasks.withLock { $0[task.taskIdentifier]?.observer }
         observer?.send(.body(data))
+    }
+
+    /// `task` sent `total` bytes of its request body, of `expected` (negative when unknown).
+    func sent(_ total: Int64, of expected: Int64, by task: URLSessionTask) {
+        guard let progress = tasks.withLock({ $0[task.taskIdentifier]?.bodyProgress }) else { return }
+        progress.progress(total, expected >= 0 ? expected : nil)
     }
 
     /// A download task wrote `total` bytes of `expected`.
