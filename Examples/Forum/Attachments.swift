@@ -68,8 +68,17 @@ final class ProgressBar: Sendable {
     private let lastDrawn = Guarded(-1)
 
     func update(_ progress: DownloadProgress) {
-        guard let expected = progress.expectedBytes, expected > 0 else { return }
-        let fraction = min(1, Double(progress.bytesReceived) / Double(expected))
+        draw(progress.bytesReceived, of: progress.expectedBytes)
+    }
+
+    /// The bar of an upload: the body's bytes sent.
+    func update(sent progress: UploadProgress) {
+        draw(progress.bytesSent, of: progress.expectedBytes)
+    }
+
+    private func draw(_ done: Int64, of expectedBytes: Int64?) {
+        guard let expected = expectedBytes, expected > 0 else { return }
+        let fraction = min(1, Double(done) / Double(expected))
         let percent = Int(fraction * 100)
         let step = interactive ? percent : percent / 25 * 25
         guard lastDrawn.withLock({ last in
@@ -79,8 +88,10 @@ final class ProgressBar: Sendable {
         let width = 30
         let filled = Int(fraction * Double(width))
         let bar = String(repeating: "█", count: filled) + String(repeating: "·", count: width - filled)
-        let mib = { (bytes: Int64) in String(format: "%.1f", Double(bytes) / 1_048_576) }
-        let line = "        [\(bar)] \(String(format: "%3d", percent))%  \(mib(progress.bytesReceived))/\(mib(progress.expectedBytes ?? 0)) MiB"
+        // MiB, or KiB for a body under a mebibyte.
+        let (unit, divisor) = expected < 1_048_576 ? ("KiB", 1024.0) : ("MiB", 1_048_576.0)
+        let size = { (bytes: Int64) in String(format: "%.1f", Double(bytes) / divisor) }
+        let line = "        [\(bar)] \(String(format: "%3d", percent))%  \(size(done))/\(size(expected)) \(unit)"
         if interactive {
             print("\r\(line)", terminator: percent == 100 ? "\n" : "")
             fflush(nil) // every output stream: the line is drawn now

@@ -9,6 +9,9 @@ import TransitTesting
 /// - `GET /posts[?userId=N]` with `Authorization: Bearer <access token>` → posts, or 401 when the
 ///   token is unknown or expired, or 429 with `Retry-After` when the server is rate limiting.
 ///
+/// - `GET /live` with a bearer token → the new posts as Server-Sent Events, resumed after
+///   `Last-Event-ID` (see `LiveFeed.swift`).
+///
 /// - `/v2/…`: the API of step 8, whose client declares its policies once (see
 ///   `ForumServer+V2.swift`). A mirror (`ForumServer(mirroring:)`) serves it from a second port
 ///   with the same accounts and tokens, for failover.
@@ -137,6 +140,8 @@ final class ForumServer: Sendable {
             }
             guard let body = try? JSONEncoder().encode(posts) else { return .status(500) }
             return .status(200, headers: ["Content-Type": "application/json"], body: body)
+        case ("GET", "/live"):
+            return liveFeed(request, state: state)  // LiveFeed.swift
         default:
             return .json(#"{"error":"not_found"}"#, status: 404)
         }

@@ -52,8 +52,22 @@ struct ForumV2Service: RESTAPI {
         get(endpoint: "v2/status?board=\(board)").catchHTTPErrors().retry(retry)
     }
 
-    func upload(_ form: MultipartFormData) -> Signal<[ReceivedPart], any Error> {
-        json(post(endpoint: "v2/attachments", body: .multipart(form)))
+    /// Sends `form`, telling `progress` how much of its body has gone out (from 0 to the whole,
+    /// again from 0 if a retry sends it again), then decodes what the server received.
+    func upload(_ form: MultipartFormData, progress: @escaping @Sendable (UploadProgress) -> Void) -> Signal<[ReceivedPart], any Error> {
+        upload(endpoint: "v2/attachments", body: .multipart(form))
+            .retry(retry)
+            .compactMap { event -> HTTPResponse? in
+                switch event {
+                case .progress(let sent):
+                    progress(sent)
+                    return nil
+                case .completed(let response):
+                    return response
+                }
+            }
+            .map(\.data)
+            .decode([ReceivedPart].self, decoder: JSONDecoder())
     }
 
     /// The chain every endpoint shares: errors, the retry policy, the 429 this request itself met
@@ -62,7 +76,7 @@ struct ForumV2Service: RESTAPI {
         request
             .catchHTTPErrors()
             .retry(retry)
-            .respondToRateLimiting(maxSecondsToWait: 3)
+            .respondToRateLimiting(maxWait: .seconds(3))
             .map(\.data)
             .decode(T.self, decoder: JSONDecoder())
     }

@@ -140,7 +140,7 @@ func demonstratePolicies(forum: ForumServer, auth: AuthService, narrator: Narrat
             && forum.hits("/v2/popular") - popularBefore == 1 && narrator.count("coalescedRequestJoined") - joinsBefore == 2,
           "all three got the answer; the server saw one request")
 
-    narrator.heading("8g. A multipart upload: a field and a file streamed from disk")
+    narrator.heading("8g. A multipart upload: a field and a file streamed from disk, with a progress bar")
     let folder = FileManager.default.temporaryDirectory.appendingPathComponent("transit-forum-upload-\(UUID().uuidString)")
     try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(at: folder) }
@@ -149,8 +149,17 @@ func demonstratePolicies(forum: ForumServer, auth: AuthService, narrator: Narrat
     var form = MultipartFormData()
     form.append("Forum meetup", name: "title")
     form.append(fileAt: photo, name: "photo", contentType: "image/jpeg")
-    let uploaded = await outcome(service.upload(form))
+    let bar = ProgressBar()
+    let sent = Guarded<[UploadProgress]>([])
+    let uploaded = await outcome(service.upload(form) { progress in
+        sent.withLock { $0.append(progress) }
+        bar.update(sent: progress)
+    })
     let trafficAfterUpload = narrator.traffic
+    let reports = sent.withLock { $0 }
+    check(reports.first?.bytesSent == 0 && reports.last?.bytesSent == reports.last?.expectedBytes
+            && zip(reports, reports.dropFirst()).allSatisfy { $0.bytesSent < $1.bytesSent },
+          "the bar went from 0 to the whole body (\(reports.last?.expectedBytes ?? 0) bytes), never back")
     check((try? uploaded.get()) == [
         ReceivedPart(name: "title", filename: nil, bytes: 12),
         ReceivedPart(name: "photo", filename: "meetup.jpg", bytes: 48 << 10),

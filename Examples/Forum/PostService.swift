@@ -30,7 +30,7 @@ struct LivePostService: RESTAPI, PostService {
         }
         .catchHTTPErrors()
         .retryWithFreshToken(from: tokens)
-        .respondToRateLimiting(maxSecondsToWait: 5)
+        .respondToRateLimiting(maxWait: .seconds(5))
         .map(\.data)
         .decode([Post].self, decoder: JSONDecoder())
         .mapToResult()
@@ -45,7 +45,7 @@ struct LivePostService: RESTAPI, PostService {
         }
         .catchHTTPErrors()
         .retryWithFreshToken(from: tokens)
-        .respondToRateLimiting(maxSecondsToWait: 5)
+        .respondToRateLimiting(maxWait: .seconds(5))
         .map(\.data)
         .decode([Post].self, decoder: JSONDecoder())
         .mapToResult()

@@ -8,7 +8,8 @@ import TransitTesting
 // By default it starts an embedded forum API on 127.0.0.1 and shows, step by step, what Transit
 // does: requests sent, a 401 answered by ONE token refresh shared by concurrent requests, a 429
 // answered by waiting what the server asked, posts decoded, a download, an HTTP cache, and a
-// second service whose policies are declared once on its client (step 8), each narrated from
+// second service whose policies are declared once on its client (step 8), a live feed of Server-Sent
+// Events that resumes after a dropped connection (step 9), each narrated from
 // the client's lifecycle events. `--base-url URL` runs the same service against a real server
 // instead (any JSONPlaceholder-style API with GET /posts).
 
@@ -203,6 +204,9 @@ if let baseURL = baseURLArgument {
     let policies = narrator.sibling(showsTokens: false)
     await demonstratePolicies(forum: forum, auth: auth, narrator: policies, check: check)
     policyRequests = policies.requestCount
+
+    narrator.heading("9. A live feed of new posts: the server drops the connection mid-event, the client resumes")
+    await demonstrateLiveFeed(forum: forum, auth: auth, narrator: narrator, check: check)
 }
 
 let requests = narrator.requestCount + policyRequests

@@ -68,6 +68,7 @@ extension DiskCache {
                     let header = try RecordReading.header(of: file)
                     let key = String(decoding: header.header.key, as: UTF8.self)
                     guard RecordID(key: key) == id else { throw CacheEvent.CorruptionReason.keyMismatch }
+                    file.restrictToOwner()
                     scanned.append(RecordIndex.Entry(
                         id: id, key: key, size: header.size, lastUse: header.header.lastUse,
                         expiresAt: header.header.expiresAt, pinCount: header.header.pinCount

@@ -164,7 +164,7 @@ extension DiskCache {
     }
 
     /// Creates a temporary file (see ``makeTemporaryFile()``); call it with the folder lock held.
-    func createTemporaryFile(mode: mode_t = 0o644) throws -> (path: String, file: SystemFile) {
+    func createTemporaryFile(mode: mode_t = 0o600) throws -> (path: String, file: SystemFile) {
         var attempts = 0
         while true {
             let path = folderPath + "/" + DiskCache.temporaryPrefix + String(UInt64.random(in: 0...UInt64.max), radix: 16)

@@ -131,6 +131,7 @@ public final class DiskCache: Sendable {
         } catch {
             throw CacheError.system("create folder", path: path, error: error)
         }
+        FileSystem.restrictFolderToOwner(path, marker: DiskCache.lockFileName)
         folderLock = FolderLock(path: path + "/" + DiskCache.lockFileName)
         state = Locked(State())
         var report = GarbageCollectionReport()

@@ -23,7 +23,7 @@ struct LivePostService: RESTAPI, PostService {
         }
         .catchHTTPErrors()                          // every status >= 400 becomes an error
         .retryWithFreshToken(from: tokens)          // 401 → one shared refresh → replay once
-        .respondToRateLimiting(maxSecondsToWait: 5) // 429 → wait Retry-After → replay once
+        .respondToRateLimiting(maxWait: .seconds(5)) // 429 → wait Retry-After → replay once
         .map(\.data)
         .decode([Post].self, decoder: JSONDecoder())
         .mapToResult()

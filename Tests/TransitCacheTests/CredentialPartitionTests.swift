@@ -12,7 +12,7 @@ import TransitTesting
 struct HTTPCacheCredentialPartitionTests {
     @Test(
         "a response stored for one credential is served only to requests with the same one; another credential, or none, has its own entry",
-        arguments: ["Authorization", "Cookie", "Proxy-Authorization"]
+        arguments: ["Authorization", "Cookie", "Proxy-Authorization", "X-Auth-Token", "X-API-Key", "x-session-id"]
     )
     func partitioned(header: String) async throws {
         let fixture = try HTTPCacheFixture()
@@ -118,7 +118,7 @@ struct HTTPCacheCredentialPartitionTests {
         let request = signedIn
         let partitions = Locked<[String]>([])
         DispatchQueue.concurrentPerform(iterations: 8) { index in
-            let partition = caches[index % caches.count].partition(of: request)
+            let partition = caches[index % caches.count].partition(of: TransportRequest(request))
             partitions.withLock { $0.append(partition) }
         }
         #expect(Set(partitions.withLock { $0 }).count == 1)
@@ -126,7 +126,7 @@ struct HTTPCacheCredentialPartitionTests {
         #expect(try folder.names() == [DiskCache.lockFileName, DiskCache.secretKeyFileName].sorted())
         let attributes = try FileManager.default.attributesOfItem(atPath: folder.url.appendingPathComponent(DiskCache.secretKeyFileName).path)
         #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600)
-        #expect(caches[0].partition(of: URLRequest(url: URL(string: "https://api.example.com/me")!)) == "")
+        #expect(caches[0].partition(of: TransportRequest(URLRequest(url: URL(string: "https://api.example.com/me")!))) == "")
     }
 
     @Test("a response stored before the cache was partitioned (no partition in its metadata) is never served")
@@ -166,5 +166,89 @@ struct HTTPCacheCredentialPartitionTests {
         #expect(try fixture.folder.recordFiles().count == 2)
         try fixture.cache.removeResponse(for: fixture.url("/items/1"))
         #expect(try fixture.folder.recordFiles().isEmpty)
+    }
+
+    @Test("a header the client marks sensitive partitions the cache like any credential: the client hands its list to the transports with each request")
+    func theClientsOwnSensitiveHeadersPartition() async throws {
+        let fixture = try HTTPCacheFixture()
+        fixture.stub.stub(.get, path: "/me")
+            .thenRespond(.text("alice", headers: ["Cache-Control": "private, max-age=600", "Vary": "X-Tenant-Badge"]))
+            .thenRespond(.text("bob", headers: ["Cache-Control": "private, max-age=600"]))
+        let client = HTTPClient(transport: fixture.transport) { $0.sensitiveHeaders = ["x-TENANT-badge"] }
+        var request = fixture.request("/me")
+        request.setValue("badge-of-alice", forHTTPHeaderField: "X-Tenant-Badge")
+        #expect(try await client.send(request).firstValue().text == "alice")
+        request.setValue("badge-of-bob", forHTTPHeaderField: "X-Tenant-Badge")
+        #expect(try await client.send(request).firstValue().text == "bob")
+        #expect(fixture.networkRequests == 2)
+        request.setValue("badge-of-alice", forHTTPHeaderField: "X-Tenant-Badge")
+        #expect(try await client.send(request).firstValue().text == "alice")
+        #expect(fixture.networkRequests == 2)
+        try expectNoSecretOnDisk(fixture.folder, secrets: ["badge-of-alice", "badge-of-bob"])
+    }
+
+    @Test("a response that varies on a secret header keeps only its digest on disk, never its value")
+    func varyOnASecretHeaderKeepsNoValue() async throws {
+        let fixture = try HTTPCacheFixture()
+        fixture.stub.stub(.get, path: "/me")
+            .thenRespond(.text("a", headers: ["Cache-Control": "private, max-age=600", "Vary": "X-Auth-Token, X-Api-Key"]))
+        _ = try await fixture.send("/me", headers: ["X-Auth-Token": "token-A-s3cr3t", "X-Api-Key": "k3y-A-s3cr3t"])
+        #expect(try await fixture.send("/me", headers: ["X-Auth-Token": "token-A-s3cr3t", "X-Api-Key": "k3y-A-s3cr3t"]).text == "a")
+        #expect(fixture.networkRequests == 1)
+        #expect(try fixture.folder.recordFiles().count == 1)
+        try expectNoSecretOnDisk(fixture.folder, secrets: ["token-A-s3cr3t", "k3y-A-s3cr3t"])
+    }
+
+    @Test("records, the key and the lock are readable by their owner only (0600), in a folder of the owner's only (0700), its created parents too")
+    func filesAndFoldersAreTheOwnersOnly() async throws {
+        let parent = try TemporaryFolder()
+        let folder = parent.url.appendingPathComponent("made/by/the-cache", isDirectory: true)
+        let records = try DiskCache(directory: folder)
+        let fixtureStub = StubTransport()
+        fixtureStub.stub(.get).thenRespond(.text("private", headers: ["Cache-Control": "private, max-age=600"]))
+        let transport = fixtureStub.caching(in: HTTPCache(records: records))
+        var request = URLRequest(url: URL(string: "https://api.example.com/me")!)
+        request.setValue("Bearer alice", forHTTPHeaderField: "Authorization")
+        _ = try await transport.send(request).firstValue()
+        for path in ["made", "made/by", "made/by/the-cache"] {
+            #expect(try permissions(parent.url.appendingPathComponent(path).path) == 0o700, "\(path)")
+        }
+        let names = try FileManager.default.contentsOfDirectory(atPath: folder.path)
+        #expect(names.contains { $0.hasSuffix(RecordID.suffix) })
+        for name in names {
+            #expect(try permissions(folder.appendingPathComponent(name).path) == 0o600, "\(name)")
+        }
+    }
+
+    @Test("a cache folder and records left readable by others are made the owner's only when the cache opens them")
+    func existingCacheFilesAreTightened() async throws {
+        let folder = try TemporaryFolder()
+        let fixtureStub = StubTransport()
+        fixtureStub.stub(.get).thenRespond(.text("private", headers: ["Cache-Control": "private, max-age=600"]))
+        _ = try await fixtureStub.caching(in: HTTPCache(records: DiskCache(directory: folder.url))).send(URLRequest(url: URL(string: "https://api.example.com/a")!)).firstValue()
+        for name in try folder.names() {
+            try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: folder.url.appendingPathComponent(name).path)
+        }
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: folder.path)
+        _ = try DiskCache(directory: folder.url)
+        #expect(try permissions(folder.path) == 0o700)
+        for name in try folder.names() {
+            #expect(try permissions(folder.url.appendingPathComponent(name).path) == 0o600, "\(name)")
+        }
+    }
+}
+
+/// The permission bits of the file at `path`.
+private func permissions(_ path: String) throws -> Int {
+    try #require((FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? NSNumber)?.intValue) & 0o777
+}
+
+/// Expects that no file in `folder` holds any of `secrets`.
+private func expectNoSecretOnDisk(_ folder: TemporaryFolder, secrets: [String], sourceLocation: SourceLocation = #_sourceLocation) throws {
+    for name in try folder.names() {
+        let bytes = Data(try fileBytes(folder.url.appendingPathComponent(name).path))
+        for secret in secrets {
+            #expect(bytes.range(of: Data(secret.utf8)) == nil, "\(name) holds \(secret)", sourceLocation: sourceLocation)
+        }
     }
 }

@@ -282,7 +282,7 @@ import TransitTesting
         let token = log.subscribe(to: api.get(endpoint: "me", modifier: store.authorize)
             .catchHTTPErrors()
             .retryWithFreshToken(from: store)
-            .respondToRateLimiting(maxSecondsToWait: 5, scheduler: scheduler)
+            .respondToRateLimiting(maxWait: .seconds(5), scheduler: scheduler)
             .retry(RetryPolicy(baseDelay: .seconds(1), jitter: .none), method: .get, scheduler: scheduler))
         scheduler.run()
         #expect(log.values.map(\.text) == ["done"])

@@ -16,7 +16,7 @@ private struct RateLimitFixture {
     let parsed = AuthRetryBox<[TimeInterval?]>([])
     let token: CancellationToken
 
-    init(_ answers: [StubResponse], maxSecondsToWait: TimeInterval = 60) {
+    init(_ answers: [StubResponse], maxWait: Duration = .seconds(60)) {
         transport = StubTransport(scheduler: scheduler)
         let stub = transport.stub(.get, path: "/items")
         for answer in answers { stub.thenRespond(answer) }
@@ -29,7 +29,7 @@ private struct RateLimitFixture {
                     parsed.mutate { $0.append(retryAfter?.timeInterval) }
                 }
             })
-            .respondToRateLimiting(maxSecondsToWait: maxSecondsToWait, scheduler: scheduler)
+            .respondToRateLimiting(maxWait: maxWait, scheduler: scheduler)
         token = log.subscribe(to: signal)
     }
 
@@ -199,7 +199,7 @@ private func httpDate(_ date: Date, form: String) -> String {
             weakSentinel = sentinel
             let token = AuthRetryAPI(transport: transport).get(endpoint: "items")
                 .catchHTTPErrors()
-                .respondToRateLimiting(maxSecondsToWait: 60, scheduler: scheduler)
+                .respondToRateLimiting(maxWait: .seconds(60), scheduler: scheduler)
                 .sink(receiveCompletion: { _ in withExtendedLifetime(sentinel) {} }, receiveValue: { _ in })
             #expect(scheduler.pendingCount == 1)
             withExtendedLifetime(token) {}
@@ -210,18 +210,18 @@ private func httpDate(_ date: Date, form: String) -> String {
         #expect(transport.requests.count == 1)
     }
 
-    @Test(arguments: [-5.0, .nan])
-    func aNegativeOrNaNCapMeansNoWait(cap: TimeInterval) {
-        let f = RateLimitFixture([.status(429), .text("ok")], maxSecondsToWait: cap)
+    @Test(arguments: [Duration.seconds(-5), .zero])
+    func aNegativeOrZeroCapMeansNoWait(cap: Duration) {
+        let f = RateLimitFixture([.status(429), .text("ok")], maxWait: cap)
         f.expectRetry(after: 0)
-        let refused = RateLimitFixture([.status(429, headers: ["Retry-After": "1"]), .text("ok")], maxSecondsToWait: cap)
+        let refused = RateLimitFixture([.status(429, headers: ["Retry-After": "1"]), .text("ok")], maxWait: cap)
         #expect(statusCode(of: refused.log.failure) == 429)
         #expect(refused.requestCount == 1)
         withExtendedLifetime((f.token, refused.token)) {}
     }
 
     @Test func anInfiniteCapWithoutAHeaderWaitsWithoutOverflowing() {
-        let f = RateLimitFixture([.status(429), .text("ok")], maxSecondsToWait: .infinity)
+        let f = RateLimitFixture([.status(429), .text("ok")], maxWait: .seconds(Int64.max))
         f.scheduler.advance(by: .seconds(86_400 * 365))
         #expect(f.requestCount == 1)
         #expect(f.scheduler.pendingCount == 1)

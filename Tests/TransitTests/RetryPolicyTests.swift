@@ -58,13 +58,13 @@ private func policy(
     multiplier: Double = 2,
     maxDelay: TimeInterval = 100,
     jitter: RetryPolicy.Jitter = .none,
-    maxRetryAfter: TimeInterval = 60,
+    maxWait: TimeInterval = 60,
     retryNonIdempotent: Bool = false,
     random: [Double] = [0.5]
 ) -> RetryPolicy {
     RetryPolicy(
         maxAttempts: maxAttempts, baseDelay: .seconds(base), multiplier: multiplier, maxDelay: .seconds(maxDelay),
-        jitter: jitter, maxRetryAfter: .seconds(maxRetryAfter), retryNonIdempotent: retryNonIdempotent,
+        jitter: jitter, maxWait: .seconds(maxWait), retryNonIdempotent: retryNonIdempotent,
         random: sequence(random)
     )
 }
@@ -98,7 +98,7 @@ private func policy(
     @Test func theDefaultPolicyIsDocumented() {
         let p = RetryPolicy()
         #expect(p.maxAttempts == 3 && p.baseDelay == .milliseconds(500) && p.multiplier == 2 && p.maxDelay == .seconds(30))
-        #expect(p.jitter == .full && p.maxRetryAfter == .seconds(60) && !p.retryNonIdempotent)
+        #expect(p.jitter == .full && p.maxWait == .seconds(60) && !p.retryNonIdempotent)
         let r = p.random()
         #expect(r >= 0 && r < 1)
     }
@@ -273,7 +273,7 @@ private func policy(
     }
 
     @Test func a503RetryAfterBeyondTheCapFailsAtOnce() {
-        let f = RetryFixture(answers: [.status(503, headers: ["Retry-After": "120"]), .text("done")], policy: policy(maxRetryAfter: 60))
+        let f = RetryFixture(answers: [.status(503, headers: ["Retry-After": "120"]), .text("done")], policy: policy(maxWait: 60))
         guard case .serviceUnavailable(let retryAfter, _)? = f.log.failure as? HTTPServerError else {
             Issue.record("expected a 503, got \(String(describing: f.log.failure))")
             return

@@ -66,6 +66,72 @@ D7gj/1SsB8pkNm4=
         #expect(policy.rule(for: "127.0.0.2") == nil)
     }
 
+    /// Every spelling of an IPv4 address that WHATWG's URL host parser (and the system's
+    /// resolver) accepts, and its IPv4-mapped IPv6 form, is the address: a rule for it covers
+    /// them all, and a rule written in any of them covers the dotted-decimal form.
+    @Test(arguments: [
+        "127.0.0.1", "127.1", "127.0.1", "2130706433", "0x7f.0.0.1", "0X7F.0.0.1", "0x7f000001", "127.000.000.001",
+        "0177.0.0.1", "017700000001", "127.0.0.1.", "[::ffff:127.0.0.1]", "::ffff:127.0.0.1", "[::FFFF:7f00:1]",
+        "[0:0:0:0:0:ffff:127.0.0.1]",
+    ])
+    func everySpellingOfAnIPv4AddressIsTheAddress(spelling: String) throws {
+        let policy = try ServerTrustPolicy([.init(host: "127.0.0.1")])
+        #expect(policy.rule(for: spelling)?.host == "127.0.0.1", "\(spelling)")
+        let written = try ServerTrustPolicy([.init(host: spelling)])
+        #expect(written.rules.first?.host == "127.0.0.1")
+        #expect(written.rule(for: "127.0.0.1") != nil)
+        #expect(policy.rule(for: "127.0.0.2") == nil)
+        #expect(policy.rule(for: "127.0.0.1.example") == nil)
+    }
+
+    /// IPv6 addresses are compared in one form (RFC 5952: lower case, zeros compressed).
+    @Test func anIPv6AddressIsMatchedInAnySpelling() throws {
+        let policy = try ServerTrustPolicy([.init(host: "[2001:DB8:0:0:0:0:0:1]")])
+        #expect(policy.rules.first?.host == "2001:db8::1")
+        for spelling in ["2001:db8::1", "[2001:0db8::0001]", "2001:db8:0::0:1"] {
+            #expect(policy.rule(for: spelling) != nil, "\(spelling)")
+        }
+        #expect(policy.rule(for: "2001:db8::2") == nil)
+    }
+
+    /// A rule written in Unicode is kept in its ASCII (IDNA, punycode) form, the form URL hosts
+    /// arrive in, and matches either spelling; so does a wildcard.
+    @Test func aUnicodeRuleMatchesItsASCIIForm() throws {
+        let policy = try ServerTrustPolicy([.init(host: "Bücher.test"), .init(host: "*.münchen.test")])
+        #expect(policy.rules.map(\.host) == ["xn--bcher-kva.test", "*.xn--mnchen-3ya.test"])
+        #expect(policy.rule(for: "xn--bcher-kva.test")?.host == "xn--bcher-kva.test")
+        #expect(policy.rule(for: "XN--BCHER-KVA.TEST.")?.host == "xn--bcher-kva.test")
+        #expect(policy.rule(for: "bücher.test")?.host == "xn--bcher-kva.test")
+        #expect(policy.rule(for: "BÜCHER。test")?.host == "xn--bcher-kva.test")
+        #expect(policy.rule(for: "api.xn--mnchen-3ya.test")?.host == "*.xn--mnchen-3ya.test")
+        #expect(policy.rule(for: "bucher.test") == nil)
+        #expect(throws: ServerTrustPolicy.InputError.self) { try ServerTrustPolicy([.init(host: "bücher.test"), .init(host: "xn--bcher-kva.test")]) }
+    }
+
+    /// RFC 3492's own examples (section 7.1), encoded as written.
+    @Test(arguments: [
+        ("\u{0644}\u{064A}\u{0647}\u{0645}\u{0627}\u{0628}\u{062A}\u{0643}\u{0644}\u{0645}\u{0648}\u{0634}\u{0639}\u{0631}\u{0628}\u{064A}\u{061F}", "egbpdaj6bu4bxfgehfvwxn"),
+        ("\u{4ED6}\u{4EEC}\u{4E3A}\u{4EC0}\u{4E48}\u{4E0D}\u{8BF4}\u{4E2D}\u{6587}", "ihqwcrb4cv8a8dqg056pqjye"),
+        ("3\u{5E74}B\u{7D44}\u{91D1}\u{516B}\u{5148}\u{751F}", "3B-ww4c5e180e575a65lsy2b"),
+        ("\u{305D}\u{306E}\u{30B9}\u{30D4}\u{30FC}\u{30C9}\u{3067}", "d9juau41awczczp"),
+        ("-> $1.00 <-", "-> $1.00 <--"),
+    ])
+    func punycodeEncodesRFC3492sExamples(label: String, encoded: String) {
+        #expect(Punycode.encode(label) == encoded)
+    }
+
+    /// A rule that can never match a request's host is refused when it is made: an address
+    /// WHATWG's parser refuses (a part out of range, a name that ends in a number but is no
+    /// address), a wildcard over an address, characters no host has, a label longer than 63
+    /// bytes once encoded.
+    @Test(arguments: [
+        "1.2.3.256", "256.0.0.1", "0x100.0.0.1", "1.2.3.4.5", "*.0.0.1", "example.123", "a^b.test", "a<b.test", "a:b",
+        "[::1", "[1::2::3]", "[::ffff:1.2.3.256]", String(repeating: "ü", count: 60) + ".test",
+    ])
+    func aRuleThatCanNeverMatchIsRefused(host: String) {
+        #expect(throws: ServerTrustPolicy.InputError.self) { try ServerTrustPolicy.Rule(host: host) }
+    }
+
     @Test(arguments: ["", ".", "a..b", "*", "*.com", "a.*.example.com", "*a.example.com", "**.example.com", "a b.com", "user@host"])
     func aMalformedHostIsRefused(host: String) {
         #expect(throws: ServerTrustPolicy.InputError.self) { try ServerTrustPolicy.Rule(host: host) }
@@ -199,6 +265,19 @@ D7gj/1SsB8pkNm4=
         #expect(server.requests.isEmpty)
     }
 
+    /// A request to another spelling of a covered address is refused as one to the address.
+    @Test(arguments: ["127.1", "2130706433", "0x7f.0.0.1", "127.000.000.001", "[::ffff:127.0.0.1]"])
+    func aPlainHTTPRequestToAnotherSpellingOfACoveredAddressIsNotSent(spelling: String) async throws {
+        let server = LoopbackServer()
+        try server.start()
+        defer { server.stop() }
+        server.enqueue(.text("never"))
+        let transport = URLSessionTransport(serverTrust: try ServerTrustPolicy([.init(host: "127.0.0.1")]))
+        let error = await failure(transport, try #require(URL(string: "http://\(spelling):\(server.port)/")))
+        #expect(error?.reason == .notEncrypted, "\(spelling)")
+        #expect(server.requests.isEmpty)
+    }
+
     @Test func anUncoveredHostIsSentAsWithoutAPolicy() async throws {
         let server = LoopbackServer()
         try server.start()
@@ -207,7 +286,7 @@ D7gj/1SsB8pkNm4=
         let transport = URLSessionTransport(serverTrust: try ServerTrustPolicy([
             .init(host: "localhost", pins: [.publicKey(sha256: "Z6+L0oCeEL4C5qnGLNCsvKILCxDUDYxGBEOT6q4c3Uc=")]),
             // A wildcard never covers an IP address.
-            .init(host: "*.0.0.1"),
+            .init(host: "*.example.test"),
         ]))
         #expect(transport.serverTrust?.rules.count == 2)
         let response = try await HTTPClient(transport: transport).send(URLRequest(url: URL(string: "http://127.0.0.1:\(server.port)/")!)).firstValue()

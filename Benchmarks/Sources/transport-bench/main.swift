@@ -206,7 +206,7 @@ struct BenchPostService: RESTAPI {
         }
         .catchHTTPErrors()
         .retryWithFreshToken(from: tokens)
-        .respondToRateLimiting(maxSecondsToWait: 5)
+        .respondToRateLimiting(maxWait: .seconds(5))
         .map(\.data)
     }
 }
@@ -246,7 +246,7 @@ struct BenchPolicyService: RESTAPI {
         .catchHTTPErrors()
         if let retryPolicy { signal = signal.retry(retryPolicy, method: .get) }
         return signal
-            .respondToRateLimiting(maxSecondsToWait: 5)
+            .respondToRateLimiting(maxWait: .seconds(5))
             .map(\.data)
     }
 

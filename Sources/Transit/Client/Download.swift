@@ -74,6 +74,9 @@ final class DownloadWriter: Sendable {
         var pending = Data()
         /// The partial download this exchange continues (its request asks for the rest).
         var continuing: DownloadResumeData?
+        /// Its partial file, opened when it was claimed (a link is never followed): what the rest
+        /// is appended to. Closed once the answer is known or the download ends.
+        var continuingFile: FileHandle?
         /// The validator and total length under which the bytes written can be continued later.
         var resumable: (validator: String, total: Int64)?
         /// The download finished, failed or was cancelled: nothing more is written or removed.
@@ -111,10 +114,11 @@ final class DownloadWriter: Sendable {
         let resumable = method == "GET" && request.httpBody == nil && request.httpBodyStream == nil
             && request.value(forHTTPHeaderField: "Range") == nil && request.value(forHTTPHeaderField: "If-Range") == nil
         resumableURL = resumable ? request.url : nil
-        if let url = resumableURL, let kept = KeptDownload.claim(for: destination, url: url) {
+        if let url = resumableURL, let (kept, file) = KeptDownload.claim(for: destination, url: url) {
             temporary = kept.partialFile
             state.withLock { state in
                 state.continuing = kept
+                state.continuingFile = file
                 state.resumable = (kept.validator, kept.totalBytes)
             }
         } else {
@@ -139,12 +143,16 @@ final class DownloadWriter: Sendable {
     func begin(_ head: HTTPResponseHead) throws -> Start {
         let encoded = head.isContentEncoded
         let success = (200..<300).contains(head.statusCode)
-        if let continuing = state.withLock({ $0.continuing }) {
-            if KeptDownload.isContinuation(head, of: continuing) {
+        let (continuing, continuingFile) = state.withLock { state in
+            defer { state.continuingFile = nil }
+            return (state.continuing, state.continuingFile)
+        }
+        if let continuing {
+            if KeptDownload.isContinuation(head, of: continuing), let handle = continuingFile {
                 if let maxBytes, continuing.totalBytes > maxBytes {
+                    try? handle.close()
                     throw ResponseTooLargeError(limit: maxBytes, declaredLength: continuing.totalBytes)
                 }
-                let handle = try FileHandle(forWritingTo: temporary)
                 do {
                     try handle.truncate(atOffset: UInt64(continuing.bytesOnDisk))
                     try handle.seekToEnd()
@@ -161,6 +169,7 @@ final class DownloadWriter: Sendable {
                     return .proceed(DownloadProgress(bytesReceived: continuing.bytesOnDisk, expectedBytes: continuing.totalBytes))
                 }
             }
+            try? continuingFile?.close()
             if head.statusCode == 206 || head.statusCode == 412 || head.statusCode == 416 { return .restart }
             if success {
                 // The whole representation (the range was ignored, or it changed): the partial
@@ -193,11 +202,12 @@ final class DownloadWriter: Sendable {
     /// The answer to a resume could not be appended: forget the partial file and start again as a
     /// download from zero.
     func restart() {
-        let handle = state.withLock { state in
+        let (handle, continuingFile) = state.withLock { state in
             defer { state = State() }
-            return state.handle
+            return (state.handle, state.continuingFile)
         }
         try? handle?.close()
+        try? continuingFile?.close()
         try? FileManager.default.removeItem(at: temporary)
     }
 
@@ -212,6 +222,11 @@ final class DownloadWriter: Sendable {
             }
             state.received += Int64(chunk.count)
             if let maxBytes, state.received > maxBytes { throw ResponseTooLargeError(limit: maxBytes) }
+            if let continuing = state.continuing, state.received > continuing.totalBytes {
+                // The rest is longer than its `Content-Range` (which ends at the last byte): a body
+                // framed by chunks or by the connection's close is not bounded by a length.
+                throw Self.overlongContinuation(continuing)
+            }
             if let total = state.resumable?.total, state.received > total {
                 // More bytes than the representation has: never kept, never continued.
                 state.resumable = nil
@@ -230,6 +245,14 @@ final class DownloadWriter: Sendable {
             }
             return DownloadProgress(bytesReceived: state.received, expectedBytes: state.expected)
         }
+    }
+
+    /// The failure of a continued download whose server sent more than the rest it announced.
+    private static func overlongContinuation(_ continuing: DownloadResumeData) -> URLError {
+        let range = "bytes \(continuing.bytesOnDisk)-\(continuing.totalBytes - 1)/\(continuing.totalBytes)"
+        return URLError(.badServerResponse, userInfo: [
+            NSLocalizedDescriptionKey: "The continued download's server sent more than the \(continuing.totalBytes - continuing.bytesOnDisk) bytes its Content-Range announced (\(range)); the partial file was discarded. Download it again from the start.",
+        ])
     }
 
     /// The transport wrote `total` body bytes to ``temporary`` so far, of `expected` when the
@@ -257,14 +280,17 @@ final class DownloadWriter: Sendable {
         }
     }
 
+    /// Creates ``temporary``: a new file, never an existing one, never through a link.
     private func openTemporaryFile() throws -> FileHandle {
-        guard FileManager.default.createFile(atPath: temporary.path, contents: nil) else {
+        let descriptor = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o666)
+        guard descriptor >= 0 else {
+            let code = errno
             throw CocoaError(.fileWriteNoPermission, userInfo: [
                 NSFilePathErrorKey: temporary.path,
-                NSLocalizedDescriptionKey: "Cannot create the download's temporary file in \(temporary.deletingLastPathComponent().path).",
+                NSLocalizedDescriptionKey: "Cannot create the download's temporary file in \(temporary.deletingLastPathComponent().path): \(String(cString: strerror(code))).",
             ])
         }
-        return try FileHandle(forWritingTo: temporary)
+        return FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
     }
 
     /// The body ended: move the file into place, or produce the error response's failure.
@@ -274,6 +300,8 @@ final class DownloadWriter: Sendable {
                 state.handle = nil
                 state.pending = Data()
                 state.ended = true
+                try? state.continuingFile?.close()
+                state.continuingFile = nil
             }
             return (state.head, state.success, state.handle, state.errorBody, state.pending, state.continuing, state.resumable)
         }
@@ -367,6 +395,8 @@ final class DownloadWriter: Sendable {
             defer {
                 state.handle = nil
                 state.pending = Data()
+                try? state.continuingFile?.close()
+                state.continuingFile = nil
             }
             guard let url = resumableURL, let resumable = state.resumable else { return (state.handle, Data(), nil) }
             if let continuing = state.continuing, state.head == nil || !state.success {
@@ -407,6 +437,8 @@ final class DownloadWriter: Sendable {
             defer {
                 state.handle = nil
                 state.pending = Data()
+                try? state.continuingFile?.close()
+                state.continuingFile = nil
             }
             return .some(state.handle)
         }

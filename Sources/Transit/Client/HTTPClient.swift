@@ -166,7 +166,7 @@ public final class HTTPClient: Sendable {
                 // The deadline is timed by the collecting stage itself: one stage fewer per request.
                 let response = self.parts(of: sent, options: options)
                     .collectResponse(for: sent, maxBytes: limit, events: self.events, deadline: deadline, deadlines: self.deadlines)
-                guard self.coalescesRequests, sent.bodyFile == nil, let key = Coalescer.key(for: sent) else { return response }
+                guard self.coalescesRequests, sent.bodyFile == nil, sent.bodyProgress == nil, let key = Coalescer.key(for: sent) else { return response }
                 return self.coalescer.send(key + "\n\(limit)", response, request: sent.urlRequest, events: self.events)
             }
         }
@@ -260,7 +260,7 @@ public final class HTTPClient: Sendable {
     ///
     /// `request` is consumed so that, when the caller passes its last reference, adding the
     /// default headers changes its fields in place instead of copying them.
-    private func prepared<Output>(
+    func prepared<Output>(
         _ request: consuming TransportRequest,
         _ body: (TransportRequest) -> Signal<Output, any Error>
     ) -> Signal<Output, any Error> {
@@ -311,7 +311,7 @@ public final class HTTPClient: Sendable {
     }
 
     /// ``parts(of:options:)`` with the deadline (which includes the waits) enforced.
-    private func parts(
+    func parts(
         of request: TransportRequest,
         options: RequestOptions,
         deadline: Duration?
@@ -330,6 +330,10 @@ public final class HTTPClient: Sendable {
     ) -> Signal<HTTPResponsePart, any Error> {
         let events = self.events
         let scheduler = self.scheduler
+        // The transports and their decorators (the HTTP cache) learn the client's own secrets.
+        var marked = request
+        if !sensitiveHeaders.isEmpty { marked.sensitiveHeaders = sensitiveHeaders }
+        let request = marked
         // A policy that reports about the request gets it as a `URLRequest`, made once.
         let sent = cooldowns != nil || (rateLimiter != nil && events != nil) ? request.urlRequest : nil
         // Each policy's key is computed once per request. A request that may go at once (a free
@@ -341,7 +345,7 @@ public final class HTTPClient: Sendable {
             onFinalHead = { head in cooldowns.record(head, for: sent, key: cooldownKey, on: scheduler, events: events) }
         }
         var parts = RedirectingExchange.signal(
-            request, transport: transport, failover: failover, scheduler: scheduler,
+            request, transport: request.bodyProgress == nil ? transport : UploadAttempts(base: transport), failover: failover, scheduler: scheduler,
             policy: options.redirectPolicy ?? redirectPolicy,
             sensitiveHeaders: sensitiveHeaders,
             events: events,

@@ -78,8 +78,9 @@ public struct DownloadResumeData: Codable, Sendable, Hashable {
 
     /// The resume data kept on disk for a download to `destination`, if an interrupted one left
     /// its bytes there. Reading it changes nothing.
+    /// A sidecar that is not a regular file of its own (a link, a folder, a device) is not read.
     public static func kept(for destination: URL) -> DownloadResumeData? {
-        guard let json = try? Data(contentsOf: KeptDownload.sidecar(for: destination)),
+        guard let json = KeptDownload.readSidecar(at: KeptDownload.sidecar(for: destination)),
               let data = try? JSONDecoder().decode(DownloadResumeData.self, from: json) else { return nil }
         return data
     }
@@ -121,9 +122,13 @@ extension HTTPClient {
     /// already on disk (``DownloadProgress/expectedBytes`` is the whole length), the file
     /// appears under `destination` only when complete, and a server that ignores the range or
     /// whose representation changed sends the whole body, which replaces the partial bytes
-    /// (nothing is ever mixed). When the partial file is gone, is not beside `destination` and
-    /// cannot be moved there, or is shorter than ``DownloadResumeData/bytesOnDisk``, the
-    /// download starts from zero.
+    /// (nothing is ever mixed). The resume data and the partial file are checked as input: when
+    /// the partial file is gone, is not beside `destination` and cannot be moved there, is not a
+    /// regular file of its own (a symbolic or hard link, a folder, a device, another user's file),
+    /// or is shorter than ``DownloadResumeData/bytesOnDisk`` or longer than
+    /// ``DownloadResumeData/totalBytes``, it is never opened through: the partial data is
+    /// discarded (a link is removed, never its target) and the download starts from zero, without
+    /// a `Range`.
     ///
     /// The request carries no header of the interrupted one: the client's default headers and
     /// its authoriser add them again. To send headers of your own, use
@@ -147,8 +152,55 @@ extension HTTPClient {
 /// `.<name>.transit-resume` (the ``DownloadResumeData`` as JSON) beside the destination
 /// `<name>`. A download claims the sidecar by renaming it (atomic: two downloads to the same
 /// destination never continue the same partial file), then reads it and removes it.
+///
+/// Both files are input (another process, or a user, may have changed them): a sidecar is read
+/// only when it is a small regular file, and a partial file is opened without following a link
+/// and used only when it is a regular file with one name, owned by this user, of a size that
+/// can be the prefix the sidecar describes.
 enum KeptDownload {
     static let partialSuffix = ".transit-partial"
+
+    /// The largest sidecar read: a ``DownloadResumeData`` as JSON is far smaller.
+    static let maxSidecarBytes = 16 * 1024
+
+    /// The contents of the sidecar at `file`, or `nil` when it is missing, not a regular file
+    /// (a link is not followed; a folder, a FIFO or a device is not read) or larger than
+    /// ``maxSidecarBytes``.
+    static func readSidecar(at file: URL) -> Data? {
+        let descriptor = open(file.path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard descriptor >= 0 else { return nil }
+        let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
+        var status = stat()
+        guard fstat(descriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG,
+              status.st_size <= off_t(maxSidecarBytes) else { return nil }
+        return try? handle.read(upToCount: maxSidecarBytes + 1)
+    }
+
+    /// `true` when `path` names a regular file of its own: not a link (never followed), one name
+    /// (no hard link elsewhere), owned by this user.
+    static func isOwnRegularFile(_ path: String) -> Bool {
+        var status = stat()
+        return lstat(path, &status) == 0 && isOwnRegularFile(status)
+    }
+
+    private static func isOwnRegularFile(_ status: stat) -> Bool {
+        (status.st_mode & S_IFMT) == S_IFREG && status.st_nlink == 1 && status.st_uid == geteuid()
+    }
+
+    /// The partial file at `file`, opened for writing without following a link and cut back to
+    /// `kept`'s ``DownloadResumeData/bytesOnDisk``: `nil` (nothing written) unless it is a regular
+    /// file of its own (see ``isOwnRegularFile(_:)``) holding from `bytesOnDisk` to
+    /// `totalBytes` bytes.
+    static func openPartial(_ file: URL, for kept: DownloadResumeData) -> FileHandle? {
+        let descriptor = open(file.path, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard descriptor >= 0 else { return nil }
+        let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
+        var status = stat()
+        guard fstat(descriptor, &status) == 0, isOwnRegularFile(status),
+              Int64(status.st_size) >= kept.bytesOnDisk, Int64(status.st_size) <= kept.totalBytes,
+              ftruncate(descriptor, off_t(kept.bytesOnDisk)) == 0 else { return nil }
+        return handle
+    }
 
     static func sidecar(for destination: URL) -> URL {
         destination.deletingLastPathComponent().appendingPathComponent(".\(destination.lastPathComponent).transit-resume")
@@ -269,8 +321,8 @@ enum KeptDownload {
     private static func claimSidecar(_ sidecar: URL) -> DownloadResumeData? {
         let claimed = sidecar.deletingLastPathComponent().appendingPathComponent(".\(UUID().uuidString).transit-claimed")
         guard rename(sidecar.path, claimed.path) == 0 else { return nil }
-        defer { try? FileManager.default.removeItem(at: claimed) }
-        guard let json = try? Data(contentsOf: claimed) else { return nil }
+        defer { unlink(claimed.path) }
+        guard let json = readSidecar(at: claimed) else { return nil }
         if let data = try? JSONDecoder().decode(DownloadResumeData.self, from: json) { return data }
         // A sidecar that does not decode (damaged, or changed by hand): its partial file, if it
         // names one beside it, is removed too.
@@ -278,50 +330,54 @@ enum KeptDownload {
            let partial = (object["partialFile"] as? String).flatMap(URL.init(string:)) {
             let name = partial.lastPathComponent
             if isPartialFileName(name) {
-                try? FileManager.default.removeItem(at: sidecar.deletingLastPathComponent().appendingPathComponent(name))
+                removeFileOrLink(sidecar.deletingLastPathComponent().appendingPathComponent(name))
             }
         }
         return nil
     }
 
-    /// Removes `partial` when it is a partial file beside `destination` (never anything else).
+    /// Removes `partial` when it is a partial file beside `destination` (never anything else;
+    /// a link is removed, not its target).
     static func removePartial(_ partial: URL, beside destination: URL) {
         let name = partial.lastPathComponent
         guard isPartialFileName(name) else { return }
-        try? FileManager.default.removeItem(at: destination.deletingLastPathComponent().appendingPathComponent(name))
+        removeFileOrLink(destination.deletingLastPathComponent().appendingPathComponent(name))
     }
 
-    /// The partial download a request for `url` to `destination` continues, claimed for it: its
-    /// partial file holds exactly ``DownloadResumeData/bytesOnDisk`` bytes (a longer one is cut
-    /// back). `nil` when there is none; a kept download of another URL, or one whose file is
-    /// missing or short, is removed.
-    static func claim(for destination: URL, url: URL) -> DownloadResumeData? {
+    /// Removes the name `file`: a file or a link itself (never what a link points to), or an
+    /// empty folder. A folder with contents is left.
+    private static func removeFileOrLink(_ file: URL) {
+        if unlink(file.path) != 0 { rmdir(file.path) }
+    }
+
+    /// The partial download a request for `url` to `destination` continues, claimed for it, and
+    /// its partial file opened for writing, holding exactly ``DownloadResumeData/bytesOnDisk``
+    /// bytes (a longer one is cut back; see ``openPartial(_:for:)``). `nil` when there is none; a
+    /// kept download of another URL, or one whose file is missing, short, too long or not a
+    /// regular file of its own, is removed.
+    static func claim(for destination: URL, url: URL) -> (data: DownloadResumeData, file: FileHandle)? {
         guard let kept = claimSidecar(sidecar(for: destination)) else { return nil }
         let file = destination.deletingLastPathComponent().appendingPathComponent(kept.partialFile.lastPathComponent)
-        guard kept.url.absoluteString == url.absoluteString, kept.isWellFormed else {
+        guard kept.url.absoluteString == url.absoluteString, kept.isWellFormed, let handle = openPartial(file, for: kept) else {
             removePartial(file, beside: destination)
             return nil
         }
-        var status = stat()
-        guard stat(file.path, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG, Int64(status.st_size) >= kept.bytesOnDisk,
-              truncate(file.path, off_t(kept.bytesOnDisk)) == 0 else {
-            removePartial(file, beside: destination)
-            return nil
-        }
-        return DownloadResumeData(url: kept.url, validator: kept.validator, bytesOnDisk: kept.bytesOnDisk, totalBytes: kept.totalBytes, partialFile: file)
+        let data = DownloadResumeData(url: kept.url, validator: kept.validator, bytesOnDisk: kept.bytesOnDisk, totalBytes: kept.totalBytes, partialFile: file)
+        return (data, handle)
     }
 
     /// Makes `data` the kept download of `destination`, unless one is kept already for the same
     /// partial file (a later interruption of the same download, which has more bytes). A partial
-    /// file elsewhere is moved beside `destination`; when that fails nothing is staged.
+    /// file elsewhere is moved beside `destination` only when it is a regular file of its own
+    /// (never a link); when it is not, or the move fails, nothing is staged.
     static func stage(_ data: DownloadResumeData, beside destination: URL) {
         guard data.isWellFormed else { return }
         let name = data.partialFile.lastPathComponent
         if DownloadResumeData.kept(for: destination)?.partialFile.lastPathComponent == name { return }
         let beside = destination.deletingLastPathComponent().appendingPathComponent(name)
-        if !FileManager.default.fileExists(atPath: beside.path) {
-            guard FileManager.default.fileExists(atPath: data.partialFile.path),
-                  rename(data.partialFile.path, beside.path) == 0 else { return }
+        var status = stat()
+        if lstat(beside.path, &status) != 0 {
+            guard isOwnRegularFile(data.partialFile.path), rename(data.partialFile.path, beside.path) == 0 else { return }
         }
         park(DownloadResumeData(url: data.url, validator: data.validator, bytesOnDisk: data.bytesOnDisk, totalBytes: data.totalBytes, partialFile: beside), for: destination)
     }

@@ -59,18 +59,13 @@ public struct RedirectPolicy: Sendable, Hashable {
     /// Deliver every 3xx as the response.
     public static let never = RedirectPolicy(.never)
 
-    /// Headers always dropped from a request redirected to another origin. They are among the
-    /// headers ``Redaction`` treats as secret, all of which are dropped (see
-    /// ``dropsAcrossOrigins(_:sensitiveHeaders:)``), with those the client adds.
-    package static let credentialHeaders: Set<String> = ["authorization", "proxy-authorization", "cookie"]
-
     /// Whether the header `field` is dropped from a request redirected to another origin: it is
-    /// one ``Redaction`` treats as secret (``Redaction/isSensitiveHeader(_:)``, which covers
-    /// ``credentialHeaders``), or one of `sensitiveHeaders` (lowercased names, the client's
-    /// additions). One list decides what is redacted and what stays with its origin.
+    /// one ``Redaction`` treats as secret (`Authorization`, `Proxy-Authorization`, `Cookie` and
+    /// every name that looks secret), or one of `sensitiveHeaders` (lowercased names, the
+    /// client's additions): ``Redaction/isSecretHeader(_:additional:)``. One list decides what is
+    /// redacted, what stays with its origin and what partitions the HTTP cache.
     package static func dropsAcrossOrigins(_ field: String, sensitiveHeaders: Set<String>) -> Bool {
-        let lowered = field.lowercased()
-        return credentialHeaders.contains(lowered) || sensitiveHeaders.contains(lowered) || Redaction.isSensitiveHeader(field)
+        Redaction.isSecretHeader(field, additional: sensitiveHeaders)
     }
 }
 

@@ -13,7 +13,10 @@ extension URLRequest {
     /// Every argument is single-quoted for a POSIX shell. A body of up to `maxBodyBytes` is shown
     /// with `--data-raw` only when it is a URL-encoded form or JSON (as its `Content-Type` says,
     /// or, without one, as it reads), with the value of every field named like a secret shown as
-    /// `REDACTED`, at any depth of JSON. Any other body — larger, binary, plain text, XML,
+    /// `REDACTED`, at any depth of JSON. JSON in UTF-16 or UTF-32 (found by its byte-order mark or
+    /// its pattern of zero bytes, as RFC 8259 and RFC 4627 describe) is redacted the same way and
+    /// shown as UTF-8, with a note naming its encoding (`# body: 96 bytes of UTF-16LE JSON, shown
+    /// as UTF-8`); a body that cannot be decoded is not shown. Any other body — larger, binary, plain text, XML,
     /// multipart, invalid JSON — is summarised (`# body: 1048576 bytes, not shown`), never
     /// printed. Headers are sorted by name, so the same request always renders the same way.
     ///
@@ -33,8 +36,9 @@ extension URLRequest {
         }
         var trailer = ""
         if let body = httpBody, !body.isEmpty {
-            if body.count <= maxBodyBytes, let text = Redaction.printableBody(body, contentType: value(forHTTPHeaderField: "Content-Type")) {
-                parts.append("--data-raw \(Self.quoted(text))")
+            if body.count <= maxBodyBytes, let shown = Redaction.printableBody(body, contentType: value(forHTTPHeaderField: "Content-Type")) {
+                parts.append("--data-raw \(Self.quoted(shown.text))")
+                if let encoding = shown.encoding { trailer = "  # body: \(body.count) bytes of \(encoding) JSON, shown as UTF-8" }
             } else {
                 trailer = "  # body: \(body.count) bytes, not shown"
             }

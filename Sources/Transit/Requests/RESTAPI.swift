@@ -177,6 +177,30 @@ extension RESTAPI {
         }
     }
 
+    /// A signal of the Server-Sent Events of a GET to `endpoint`, reconnecting with
+    /// `Last-Event-ID` after a dropped connection. See ``HTTPClient/events(_:options:)``; the
+    /// request is built as by ``request(method:endpoint:body:options:modifier:)``, again for every
+    /// connection (so `modifier` runs on each reconnection too).
+    ///
+    /// ```swift
+    /// api.events(endpoint: "feed")
+    ///     .sink(receiveCompletion: { print($0) }) { event in print(event.event, event.data) }
+    /// ```
+    public func events(
+        endpoint: String,
+        options: EventStreamOptions = EventStreamOptions(),
+        modifier: RequestModifier? = nil
+    ) -> Signal<ServerSentEvent, any Error> {
+        let api = self
+        return Signal(deferred: {
+            EventStream(options: options, scheduler: api.client.scheduler) { lastEventID in
+                api.send(method: .get, endpoint: endpoint, body: nil, modifier: modifier) { client, request in
+                    client.eventConnection(request, lastEventID: lastEventID)
+                }
+            }.signal
+        })
+    }
+
     /// A signal that downloads the body of a GET to the file `destination`, with progress; the
     /// file appears under its name only once complete. See ``HTTPClient/download(_:to:options:)``.
     public func download(
@@ -187,6 +211,30 @@ extension RESTAPI {
     ) -> Signal<DownloadEvent, any Error> {
         send(method: .get, endpoint: endpoint, body: nil, modifier: modifier) { client, request in
             client.download(request, to: destination, options: options)
+        }
+    }
+
+    /// A signal that sends a request with a body and reports the body's progress as it is sent,
+    /// then the buffered response. See ``HTTPClient/upload(_:bodyFile:options:)``; the request is
+    /// built as by ``request(method:endpoint:body:options:modifier:)``, and each new subscription
+    /// (a `retry`) counts as a new send of the body (``UploadProgress/attempt``).
+    ///
+    /// ```swift
+    /// api.upload(endpoint: "photos", body: .multipart(form))
+    ///     .sink(receiveCompletion: { print($0) }) { event in
+    ///         if case .progress(let progress) = event { print(progress.bytesSent, progress.expectedBytes ?? -1) }
+    ///     }
+    /// ```
+    public func upload(
+        method: HTTPMethod = .post,
+        endpoint: String,
+        body: any RequestBodyConvertible,
+        options: RequestOptions = RequestOptions(),
+        modifier: RequestModifier? = nil
+    ) -> Signal<UploadEvent, any Error> {
+        let sends = UploadSends()
+        return send(method: method, endpoint: endpoint, body: body, modifier: modifier) { client, request in
+            client.upload(request, options: options, sends: sends)
         }
     }
 

@@ -15,14 +15,16 @@ import FoundationNetworking
 /// - **Header values** of `Authorization`, `Proxy-Authorization`, `Cookie`, `Set-Cookie` and of
 ///   any header whose name looks secret (`X-API-Key`, `X-Auth-Token`, …); the scheme of an
 ///   `Authorization` value is kept (`Bearer REDACTED`), since it helps debugging and is not
-///   secret. The same headers are dropped from a request redirected to another origin.
+///   secret. The same headers are dropped from a request redirected to another origin, and
+///   partition TransitCache's HTTP cache (a response stored for one value is served only to
+///   requests with the same value, and the value is kept on disk as a keyed digest only).
 /// - **Body fields** whose name looks secret, in a URL-encoded form or JSON body rendered by
 ///   `curlDescription(maxBodyBytes:)`; any other body is summarised, never printed.
 ///
 /// A name **looks secret** when, case-insensitively and with camelCase, `-`, `.` and spaces read
 /// as `_`, it is or ends with `token`, `access_token`, `refresh_token`, `id_token`, `key`,
 /// `api_key`, `apikey`, `password`, `passwd`, `secret`, `client_secret`, `assertion`,
-/// `signature`, `sig`, `auth`, `cookie`, `session` and a few more (`x-api-key`,
+/// `signature`, `sig`, `auth`, `cookie`, `session`, `session_id` and a few more (`x-api-key`,
 /// `X-Amz-Signature`, `clientSecret`, `client_assertion`); `code`, `device_code`, `user_code` and
 /// `otp` count as whole names only. A percent-encoded name is decoded first. Redacted values read
 /// `REDACTED`.
@@ -41,12 +43,13 @@ public enum Redaction {
     /// spaces read as `_`), it equals one of these or ends with `_` and one of these.
     ///
     /// This one list decides everything secret in Transit: what descriptions, cURL renderings
-    /// and logs redact (URL queries, form and JSON bodies, headers), and which headers a redirect
-    /// to another origin drops (see ``RedirectPolicy``).
+    /// and logs redact (URL queries, form and JSON bodies, headers), which headers a redirect
+    /// to another origin drops (see ``RedirectPolicy``), and which request headers partition the
+    /// HTTP cache (see ``isSecretHeader(_:additional:)``).
     static let sensitiveWords: [String] = [
         "token", "key", "apikey", "accesstoken", "authtoken", "password", "passwd", "pwd", "passphrase", "secret",
         "signature", "sig", "auth", "authorization", "credential", "credentials", "cookie",
-        "session", "sessionid", "assertion",
+        "session", "sessionid", "session_id", "assertion",
     ]
 
     /// Names whose values are secret only as the whole name, not as the end of a longer one: an
@@ -76,6 +79,16 @@ public enum Redaction {
     /// `Cookie`, `Set-Cookie`, or a name ``isSensitiveName(_:)`` accepts. Case-insensitive.
     static func isSensitiveHeader(_ field: String) -> Bool {
         sensitiveHeaders.contains(field.lowercased()) || isSensitiveName(field)
+    }
+
+    /// `true` if the header `field` carries a credential: one ``isSensitiveHeader(_:)`` accepts,
+    /// or one of `additional` (lower-cased names: a client's
+    /// ``HTTPClient/Configuration/sensitiveHeaders``, a request's
+    /// ``TransportRequest/sensitiveHeaders``). The one test of a secret header everywhere in
+    /// Transit: what descriptions redact, what a redirect to another origin drops, and what the
+    /// HTTP cache partitions its responses by and never writes to disk.
+    package static func isSecretHeader(_ field: String, additional: Set<String>) -> Bool {
+        (!additional.isEmpty && additional.contains(field.lowercased())) || isSensitiveHeader(field)
     }
 
     /// `value` as it may be printed for the header `field`: ``placeholder`` for a sensitive header

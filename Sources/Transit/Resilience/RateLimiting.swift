@@ -12,8 +12,8 @@ extension Signal where Failure == any Error {
     /// Place it after ``catchHTTPErrors()``, which parses `Retry-After` (delay-seconds, fractional
     /// seconds, and the three HTTP-date forms) into the error's `retryAfter`.
     ///
-    /// - The wait is `retryAfter`, or `maxSecondsToWait` when the server sent no readable header.
-    /// - If the server asks for longer than `maxSecondsToWait`, the signal fails at once with the
+    /// - The wait is `retryAfter`, or `maxWait` when the server sent no readable header.
+    /// - If the server asks for longer than `maxWait`, the signal fails at once with the
     ///   429 (its `retryAfter` tells the caller how long the server wants), rather than retrying
     ///   early: an early retry would only be refused again.
     /// - A 429 on the retried request fails the signal with that 429.
@@ -23,21 +23,23 @@ extension Signal where Failure == any Error {
     ///   ``HTTPEvent/Kind/retryScheduled(attempt:delay:failure:)`` (attempt 1).
     ///
     /// - Parameters:
-    ///   - maxSecondsToWait: the longest wait the caller accepts. Negative or NaN means zero.
+    ///   - maxWait: the longest wait the caller accepts, as ``Cooldowns``' `maxWait` and
+    ///     ``RetryPolicy/maxWait`` are. Negative means zero.
     ///   - scheduler: where the wait is timed; a `TestScheduler` in tests.
     public func respondToRateLimiting(
-        maxSecondsToWait: TimeInterval,
+        maxWait: Duration,
         scheduler: some Scheduler = DispatchQueue.transitGlobal
     ) -> Signal<Output, any Error> {
-        SpecializedOperator.forResponses(self, generic: { $0.respondingToRateLimiting(maxSecondsToWait: maxSecondsToWait, scheduler: scheduler) }) {
-            $0.respondingToRateLimiting(maxSecondsToWait: maxSecondsToWait, scheduler: scheduler)
+        SpecializedOperator.forResponses(self, generic: { $0.respondingToRateLimiting(maxWait: maxWait, scheduler: scheduler) }) {
+            $0.respondingToRateLimiting(maxWait: maxWait, scheduler: scheduler)
         }
     }
 
-    /// The body of ``respondToRateLimiting(maxSecondsToWait:scheduler:)``.
-    func respondingToRateLimiting(maxSecondsToWait: TimeInterval, scheduler: any Scheduler) -> Signal<Output, any Error> {
+    /// The body of ``respondToRateLimiting(maxWait:scheduler:)``.
+    func respondingToRateLimiting(maxWait: Duration, scheduler: any Scheduler) -> Signal<Output, any Error> {
         let upstream = self
-        let cap = maxSecondsToWait.isNaN ? 0 : max(0, maxSecondsToWait)
+        // A cap at or past the longest wait the operators time accepts any wait, however long.
+        let cap = maxWait >= ScheduledSubscription.longest ? TimeInterval.infinity : ScheduledSubscription.seconds(maxWait)
         return self.catch { error -> Signal<Output, any Error> in
             guard let clientError = error as? HTTPClientError,
                   case .tooManyRequests(let retryAfter, _) = clientError

@@ -33,7 +33,7 @@ import Signals
 /// or from a bare `URLError`.
 ///
 /// **Retry-After on 503.** The wait is the larger of the back-off and the server's Retry-After.
-/// If the server asks for longer than ``maxRetryAfter``, the signal fails at once with the 503
+/// If the server asks for longer than ``maxWait``, the signal fails at once with the 503
 /// rather than retrying early.
 public struct RetryPolicy: Sendable {
     /// How the back-off is randomised. See ``RetryPolicy``.
@@ -56,8 +56,9 @@ public struct RetryPolicy: Sendable {
     public var maxDelay: Duration
     /// How the back-off is randomised.
     public var jitter: Jitter
-    /// The longest Retry-After of a 503 that is honoured; a longer one fails at once.
-    public var maxRetryAfter: Duration
+    /// The longest wait a 503's Retry-After may ask for; a longer one fails at once. The same
+    /// name as ``Cooldowns``' `maxWait` and `respondToRateLimiting(maxWait:scheduler:)`'s.
+    public var maxWait: Duration
     /// Retry requests whose method is not idempotent (POST, PATCH) or unknown. Off by default:
     /// a POST that timed out may have been processed, and sending it again may do it twice.
     public var retryNonIdempotent: Bool
@@ -125,7 +126,7 @@ public struct RetryPolicy: Sendable {
         multiplier: Double = 2,
         maxDelay: Duration = .seconds(30),
         jitter: Jitter = .full,
-        maxRetryAfter: Duration = .seconds(60),
+        maxWait: Duration = .seconds(60),
         retryNonIdempotent: Bool = false,
         random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
         budget: RetryBudget? = nil,
@@ -138,7 +139,7 @@ public struct RetryPolicy: Sendable {
         self.multiplier = multiplier
         self.maxDelay = maxDelay
         self.jitter = jitter
-        self.maxRetryAfter = maxRetryAfter
+        self.maxWait = maxWait
         self.retryNonIdempotent = retryNonIdempotent
         self.random = random
         self.budget = budget
@@ -241,7 +242,7 @@ public struct RetryPolicy: Sendable {
         }
         let backoff = backoff(beforeRetry: attempt)
         if let serverError = error as? HTTPServerError, case .serviceUnavailable(let retryAfter?, _) = serverError {
-            guard retryAfter <= maxRetryAfter else { return nil }
+            guard retryAfter <= maxWait else { return nil }
             return max(backoff, ScheduledSubscription.clamped(retryAfter))
         }
         return backoff

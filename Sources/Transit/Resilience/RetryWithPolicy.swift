@@ -21,7 +21,7 @@ extension Signal where Failure == any Error {
     ///   neither (a bare `URLError` from a transport used without an ``HTTPClient``), pass
     ///   `method`; without it they are retried only if they mean the request never reached the
     ///   server, or if `policy.retryNonIdempotent` is `true`.
-    /// - A 503's Retry-After is honoured (see ``RetryPolicy/maxRetryAfter``).
+    /// - A 503's Retry-After is honoured (see ``RetryPolicy/maxWait``).
     /// - Monitors: each retry scheduled (``HTTPEvent/Kind/retryScheduled(attempt:delay:failure:)``)
     ///   and each retry the budget refuses (``HTTPEvent/Kind/retryRefusedByBudget(attempt:failure:)``)
     ///   is reported to the ``HTTPEventMonitor``s of the ``HTTPClient`` that sent the request. The

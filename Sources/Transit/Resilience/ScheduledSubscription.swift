@@ -51,7 +51,7 @@ enum ScheduledSubscription {
 
 extension DispatchQueue {
     /// The global concurrent queue (default quality of service), looked up once: where
-    /// `retry(_:method:scheduler:)` and `respondToRateLimiting(maxSecondsToWait:scheduler:)` time
+    /// `retry(_:method:scheduler:)` and `respondToRateLimiting(maxWait:scheduler:)` time
     /// their waits unless given another scheduler.
     ///
     /// The same queue as `DispatchQueue.global()`, but that call makes a new wrapper object on

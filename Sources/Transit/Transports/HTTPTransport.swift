@@ -26,6 +26,10 @@ import Signals
 ///   transport.
 /// - **No buffering of its own.** Chunks are delivered as they arrive; bounding memory is the
 ///   consumer's business (``HTTPClient`` bounds buffered responses with a limit).
+/// - **Upload progress, when it can count.** A transport that knows how many body bytes it has
+///   written reports them to the request's ``TransportRequest/bodyProgress`` (see
+///   ``RequestBodyProgress``); one that cannot ignores it, and uploads then report only the start
+///   of each send.
 ///
 /// ``URLSessionTransport`` is the transport of Apple platforms and Linux; `TransitTesting` has
 /// `StubTransport` for tests.

@@ -15,10 +15,26 @@ import Foundation
 /// ```
 ///
 /// A rule names a host exactly (`api.example.com`) or with a wildcard for exactly one label
-/// (`*.example.com` covers `a.example.com`, not `example.com` nor `a.b.example.com`). Names are
-/// compared without regard to case and to a trailing dot. An exact rule wins over a wildcard one.
-/// An IP address (`127.0.0.1`, `[::1]`) is covered by an exact rule only.
-/// Hosts that no rule covers are trusted as the transport trusts them without a policy.
+/// (`*.example.com` covers `a.example.com`, not `example.com` nor `a.b.example.com`). An exact
+/// rule wins over a wildcard one. An IP address (`127.0.0.1`, `[::1]`) is covered by an exact
+/// rule only. Hosts that no rule covers are trusted as the transport trusts them without a policy.
+///
+/// Rules and the hosts of requests are compared in one normal form, on every transport:
+/// - case and one trailing dot do not count;
+/// - a name written in Unicode is its IDNA ASCII form, the form URL hosts arrive in: a rule for
+///   `bücher.test` is kept as `xn--bcher-kva.test` and covers both spellings. The encoding is
+///   RFC 3492 punycode of each label after Unicode normalisation form C and a lower-case
+///   mapping; other mappings of UTS #46 (`ß` to `ss`, say) are not made, so write such a name as
+///   the URLs you send spell it;
+/// - an IPv4 address is the same in every spelling WHATWG's URL parser and the system's resolver
+///   accept (`127.1`, `2130706433`, `0x7f.0.0.1`, `127.000.000.001`), and an IPv4-mapped IPv6
+///   address (`[::ffff:127.0.0.1]`) is its IPv4 address; an IPv6 address is compared as RFC 5952
+///   writes it.
+///
+/// A rule that could never apply is refused when it is made: a host no URL can have (a space,
+/// `%`, `<`, `@` and the like, an empty label, a label longer than 63 bytes once encoded), a name
+/// whose last label is a number but that is no IPv4 address (`1.2.3.256`), a wildcard over an
+/// address.
 ///
 /// For a covered host, the policy is enforced before any byte of the request is sent, and a
 /// transport that cannot enforce it fails the request with ``ServerTrustError`` instead of
@@ -50,28 +66,24 @@ public struct ServerTrustPolicy: Sendable, Hashable {
         self.rules = rules
     }
 
-    /// The rule that covers `host` (an exact rule before a wildcard one), or `nil`.
+    /// The rule that covers `host` (an exact rule before a wildcard one), or `nil`. `host` is
+    /// compared in the policy's one normal form (see ``ServerTrustPolicy``): any spelling of a
+    /// covered address or name finds its rule; text that is no host finds none.
     public func rule(for host: String) -> Rule? {
-        let name = Self.normalized(host)
+        guard let normal = NormalizedHost(host) else { return nil }
+        let name = normal.name
         if let exact = rules.first(where: { $0.host == name }) { return exact }
         // An IP address is covered by its exact rule only.
-        let isAddress = name.contains(":") || name.allSatisfy { $0 == "." || $0.isASCII && $0.isNumber }
-        guard !isAddress, let dot = name.firstIndex(of: "."), dot != name.startIndex else { return nil }
+        guard !normal.isAddress, let dot = name.firstIndex(of: "."), dot != name.startIndex else { return nil }
         let parent = "*" + name[dot...]
         return rules.first { $0.host == parent }
     }
 
-    /// `host` in lower case, without a trailing dot or the brackets of an IPv6 literal.
-    static func normalized(_ host: String) -> String {
-        var name = Substring(host.lowercased())
-        if name.hasPrefix("["), name.hasSuffix("]") { name = name.dropFirst().dropLast() }
-        if name.hasSuffix(".") { name = name.dropLast() }
-        return String(name)
-    }
-
     /// The trust of one host name or wildcard.
     public struct Rule: Sendable, Hashable {
-        /// The host name, or `*.` and a domain, in lower case without a trailing dot.
+        /// The host in the policy's normal form (see ``ServerTrustPolicy``): a name in lower-case
+        /// ASCII (IDNA) without a trailing dot, or `*.` and such a domain, or an IP address
+        /// (IPv4 dotted-decimal, IPv6 as RFC 5952 writes it, without brackets).
         public let host: String
         /// Root certificates trusted for the host, in addition to the system's.
         public let roots: [Certificate]
@@ -79,25 +91,39 @@ public struct ServerTrustPolicy: Sendable, Hashable {
         /// pinning.
         public let pins: [Pin]
 
-        /// A rule for `host` (exact, or `*.domain` for exactly one label in front of `domain`).
+        /// A rule for `host` (exact, or `*.domain` for exactly one label in front of `domain`),
+        /// in any spelling: it is kept in the policy's normal form (see ``ServerTrustPolicy``),
+        /// a Unicode name as its IDNA ASCII form.
         ///
-        /// Throws ``InputError`` for a host that is empty, has an empty label, or has a `*`
-        /// anywhere but as the whole first label of a name with at least two more labels.
+        /// Throws ``InputError`` for a host that no request could have, so that the rule could
+        /// never apply (empty, an empty label, a character no host has, a label longer than 63
+        /// bytes once encoded, a last label that is a number in a name that is no IPv4 address),
+        /// or that has a `*` anywhere but as the whole first label of a name with at least two
+        /// more labels, or a wildcard over an IP address.
         public init(host: String, roots: [Certificate] = [], pins: [Pin] = []) throws {
-            let name = ServerTrustPolicy.normalized(host)
-            let labels = name.split(separator: ".", omittingEmptySubsequences: false)
-            guard !name.isEmpty, !labels.contains(where: \.isEmpty),
-                  !name.contains(where: { $0.isWhitespace || $0 == "/" || $0 == "@" }) else {
-                throw InputError("\"\(host)\" is not a host name.")
-            }
-            if name.contains("*") {
-                guard labels[0] == "*", labels.count >= 3, !labels.dropFirst().contains(where: { $0.contains("*") }) else {
-                    throw InputError("\"\(host)\": a wildcard must be the whole first label of a name of at least three labels (\"*.example.com\").")
-                }
+            let wildcardError = InputError(
+                "\"\(host)\": a wildcard must be the whole first label of a name of at least three labels (\"*.example.com\")."
+            )
+            let name: String
+            if host.hasPrefix("*.") {
+                let domain = String(host.dropFirst(2))
+                guard !domain.contains("*") else { throw wildcardError }
+                guard let normal = NormalizedHost(domain) else { throw Self.notAHost(host) }
+                guard !normal.isAddress else { throw InputError("\"\(host)\": a wildcard never covers an IP address, so the rule could never apply.") }
+                guard normal.name.contains(".") else { throw wildcardError }
+                name = "*." + normal.name
+            } else {
+                guard !host.contains("*") else { throw wildcardError }
+                guard let normal = NormalizedHost(host) else { throw Self.notAHost(host) }
+                name = normal.name
             }
             self.host = name
             self.roots = roots
             self.pins = pins
+        }
+
+        private static func notAHost(_ host: String) -> InputError {
+            InputError("\"\(host)\" is not a host name or IP address a URL can have, so the rule could never apply.")
         }
     }
 

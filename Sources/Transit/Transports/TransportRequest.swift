@@ -149,6 +149,28 @@ public struct TransportRequest: Sendable {
     /// parts. Other transports ignore it. ``HTTPClient`` sets it for downloads only.
     public var responseBodyFile: ResponseBodyFile?
 
+    /// Names of header fields whose values are secrets of the sender's own, beyond those
+    /// ``Redaction`` recognises (`Authorization`, `Proxy-Authorization`, `Cookie`, `X-API-Key`,
+    /// `X-Auth-Token`, …), kept lower-cased. ``HTTPClient`` puts its
+    /// ``HTTPClient/Configuration/sensitiveHeaders`` here on every request it sends, so that a
+    /// transport decorator keeping anything of a request treats them as credentials: the HTTP
+    /// cache of TransitCache partitions its stored responses by their values and never writes
+    /// them to disk. Empty by default; set it yourself when you send through a transport without
+    /// a client.
+    public var sensitiveHeaders: Set<String> {
+        get { secretNames }
+        set { secretNames = Set(newValue.map { $0.lowercased() }) }
+    }
+
+    /// ``sensitiveHeaders``, lower-cased.
+    private var secretNames: Set<String> = []
+
+    /// Where a transport reports how much of the body it has sent (see ``RequestBodyProgress``).
+    /// Transports that cannot count ignore it. ``HTTPClient`` sets it for uploads observed with
+    /// ``HTTPClient/upload(_:bodyFile:options:)`` only; it is kept across redirects and by
+    /// ``urlRequest``'s setter, like the files.
+    public var bodyProgress: RequestBodyProgress?
+
     /// A request of `method` to `url`, with `headerFields` and `body`.
     public init(
         method: HTTPMethod = .get,

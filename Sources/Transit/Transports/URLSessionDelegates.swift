@@ -77,6 +77,16 @@ class TaskDelegate: NSObject, URLSessionTaskDelegate, @unchecked Sendable {
         completionHandler(otherwise(), nil)
     }
 
+    func urlSession(
+        _ session: URLSession,
+        task: URLSessionTask,
+        didSendBodyData bytesSent: Int64,
+        totalBytesSent: Int64,
+        totalBytesExpectedToSend: Int64
+    ) {
+        table.sent(totalBytesSent, of: totalBytesExpectedToSend, by: task)
+    }
+
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
         table.complete(task, error: error)
     }

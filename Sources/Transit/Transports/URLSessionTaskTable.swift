@@ -14,16 +14,24 @@ final class URLSessionTaskTable: Sendable {
         let observer: Observer<HTTPResponsePart, any Error>
         /// Where a download task's body goes; `nil` for data and upload tasks.
         let destination: ResponseBodyFile?
+        /// Where the bytes of the request body sent are reported, if anyone listens.
+        let bodyProgress: RequestBodyProgress?
         var headDelivered = false
         /// The response was not HTTP: the task was cancelled and fails with `.badServerResponse`.
         var notHTTP = false
         /// The downloaded file could not be moved to the destination.
         var moveError: (any Error)?
 
-        init(request: URLRequest, observer: Observer<HTTPResponsePart, any Error>, destination: ResponseBodyFile?) {
+        init(
+            request: URLRequest,
+            observer: Observer<HTTPResponsePart, any Error>,
+            destination: ResponseBodyFile?,
+            bodyProgress: RequestBodyProgress? = nil
+        ) {
             self.request = request
             self.observer = observer
             self.destination = destination
+            self.bodyProgress = bodyProgress
         }
     }
 
@@ -143,6 +151,12 @@ final class URLSessionTaskTable: Sendable {
         observer?.send(.body(data))
     }
 
+    /// `task` sent `total` bytes of its request body, of `expected` (negative when unknown).
+    func sent(_ total: Int64, of expected: Int64, by task: URLSessionTask) {
+        guard let progress = tasks.withLock({ $0[task.taskIdentifier]?.bodyProgress }) else { return }
+        progress.progress(total, expected >= 0 ? expected : nil)
+    }
+
     /// A download task wrote `total` bytes of `expected`.
     func written(_ total: Int64, of expected: Int64, by task: URLSessionDownloadTask) {
         guard let state = state(of: task), !state.notHTTP else { return }
@@ -222,7 +236,11 @@ final class URLSessionTaskTable: Sendable {
     /// - "Empty reply from server" (`.badServerResponse`: the connection closed before any
     ///   response) → `.networkConnectionLost`;
     /// - "Received HTTP/0.9 when not allowed" (the reply is not HTTP) → `.cannotParseResponse`,
-    ///   which Linux reports as `.unsupportedURL`.
+    ///   which Linux reports as `.unsupportedURL`;
+    /// - "Failed writing received data to disk/application" (libcurl's decoder refusing the body:
+    ///   bytes after the end of a gzip member, empty members included) →
+    ///   `.cannotDecodeContentData`, what the AsyncHTTPClient adapter gives a body it cannot
+    ///   decode.
     static func urlError(_ error: any Error) -> any Error {
         let urlError: URLError
         if let error = error as? URLError {
@@ -240,6 +258,7 @@ final class URLSessionTaskTable: Sendable {
         case .unknown where message.hasPrefix("transfer closed"): .networkConnectionLost
         case .badServerResponse where message == "Empty reply from server": .networkConnectionLost
         case .unsupportedURL where message.hasPrefix("Received HTTP/0.9"): .cannotParseResponse
+        case .unknown where message.hasPrefix("Failed writing received data"): .cannotDecodeContentData
         default: nil
         }
         guard let corrected else { return TLSFailure.classified(urlError) }

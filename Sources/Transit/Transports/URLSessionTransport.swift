@@ -15,6 +15,8 @@ import Signals
 ///   ``HTTPClient`` follows it by its ``RedirectPolicy`` (so Linux Foundation, which copies every
 ///   header to the redirected request, never sends credentials to another origin).
 /// - Uploads from a file use `uploadTask(with:fromFile:)`, which streams the file.
+/// - Upload progress: the body bytes `URLSession` reports sent (`didSendBodyData`) are passed to
+///   the request's ``TransportRequest/bodyProgress``.
 ///
 /// - Cancellation: cancelling the subscription forgets the task's state at once, so nothing is
 ///   delivered after the cancel, and cancels the `URLSessionTask` (its socket is closed) without
@@ -252,7 +254,7 @@ public final class URLSessionTransport: HTTPTransport {
             } else {
                 (table, task) = (delegate.table, session.dataTask(with: urlRequest))
             }
-            table.register(task.taskIdentifier, URLSessionTaskTable.TaskState(request: urlRequest, observer: observer, destination: destination))
+            table.register(task.taskIdentifier, URLSessionTaskTable.TaskState(request: urlRequest, observer: observer, destination: destination, bodyProgress: request.bodyProgress))
             task.resume()
             // Capturing `self` keeps the transport (so its sessions) alive while the request runs;
             // the teardown is released as soon as the subscription ends.

@@ -68,13 +68,16 @@ extension HTTPClient {
     /// The renewal is timed by `scheduler`, the client's. A ``TokenStore``'s refreshes are
     /// reported to `events` (the client's monitors) by the store; another authorizer's renewal is
     /// reported here (``HTTPEvent/Kind/authorizerRenewalStarted`` and how it ended).
-    static func authorized(
+    ///
+    /// `Output` is what an attempt delivers: the buffered ``HTTPResponse``, or a stream's parts
+    /// (whose head is the answer a 401 renews on, see ``AuthorizedAnswer``).
+    static func authorized<Output: AuthorizedAnswer>(
         _ request: TransportRequest,
         by authorizer: any Authorizer,
         scheduler: any Scheduler,
         events: HTTPEventSink?,
-        attempt: @escaping @Sendable (consuming TransportRequest) -> Signal<HTTPResponse, any Error>
-    ) -> Signal<HTTPResponse, any Error> {
+        attempt: @escaping @Sendable (consuming TransportRequest) -> Signal<Output, any Error>
+    ) -> Signal<Output, any Error> {
         guard let url = request.url, authorizer.scope.allows(url) else { return attempt(request) }
         // One stage rather than `deferred` and two `flatMap`s: every request in the scope passes
         // through it, and the renewal path is the rare one. Its signal captures one object, and
@@ -91,12 +94,12 @@ extension HTTPClient {
 
     /// `attempt` for `request` with the authorizer's credentials added now; fails with the
     /// authorizer's error if it cannot add them.
-    static func sendAuthorized(
+    static func sendAuthorized<Output>(
         _ request: TransportRequest,
         by authorizer: any Authorizer,
         store: TokenStore?,
-        attempt: (consuming TransportRequest) -> Signal<HTTPResponse, any Error>
-    ) -> Signal<HTTPResponse, any Error> {
+        attempt: (consuming TransportRequest) -> Signal<Output, any Error>
+    ) -> Signal<Output, any Error> {
         do {
             if let store { return attempt(try authorize(request, with: store.credential)) }
             return attempt(try authorize(request, by: authorizer))
@@ -108,7 +111,7 @@ extension HTTPClient {
 
 /// What ``HTTPClient/authorized(_:by:scheduler:events:attempt:)`` sends: the request, its authorizer and
 /// how to attempt it, shared by every subscription.
-private final class AuthorizedExchange: Sendable {
+private final class AuthorizedExchange<Output: AuthorizedAnswer>: Sendable {
     let request: TransportRequest
     let authorizer: any Authorizer
     /// The authorizer, when it is a ``TokenStore``: a store's renewal needs only the refresh
@@ -120,14 +123,14 @@ private final class AuthorizedExchange: Sendable {
     let events: HTTPEventSink?
     /// Where another authorizer's renewal is reported (the client's monitors); `nil` for a store.
     let report: HTTPEventSink?
-    let attempt: @Sendable (consuming TransportRequest) -> Signal<HTTPResponse, any Error>
+    let attempt: @Sendable (consuming TransportRequest) -> Signal<Output, any Error>
 
     init(
         request: TransportRequest,
         authorizer: any Authorizer,
         scheduler: any Scheduler,
         events: HTTPEventSink?,
-        attempt: @escaping @Sendable (consuming TransportRequest) -> Signal<HTTPResponse, any Error>
+        attempt: @escaping @Sendable (consuming TransportRequest) -> Signal<Output, any Error>
     ) {
         self.request = request
         self.authorizer = authorizer
@@ -141,7 +144,7 @@ private final class AuthorizedExchange: Sendable {
     /// One subscription: the first attempt, and on its 401 the renewal and one more attempt.
     final class Subscription: Sendable {
         let exchange: AuthorizedExchange
-        let observer: Observer<HTTPResponse, any Error>
+        let observer: Observer<Output, any Error>
         let scope = CancellationToken()
         /// Set (from the first attempt's serialised events) once its 401 starts the renewal:
         /// the first attempt's completion is then not the signal's.
@@ -152,7 +155,7 @@ private final class AuthorizedExchange: Sendable {
         /// Another authorizer's renewal, made at subscription as ``Authorizer/renewal(scheduler:)`` says.
         let renew: (@Sendable (URLRequest) -> Signal<Void, any Error>)?
 
-        init(_ exchange: AuthorizedExchange, _ observer: Observer<HTTPResponse, any Error>) {
+        init(_ exchange: AuthorizedExchange, _ observer: Observer<Output, any Error>) {
             self.exchange = exchange
             self.observer = observer
             // At subscription, so a request made by a renewal is known as such.
@@ -171,11 +174,11 @@ private final class AuthorizedExchange: Sendable {
                 .observe(Observer { [self] event in receiveFirst(event) }, in: scope)
         }
 
-        private func receiveFirst(_ event: Event<HTTPResponse, any Error>) {
+        private func receiveFirst(_ event: Event<Output, any Error>) {
             // A 401 renews only when the credentials reached the server that answered: one in the
             // scope, which got them (no redirect to another origin dropped them on the way).
             // Any other 401 is the answer, as it is.
-            guard case .value(let response) = event, response.statusCode == 401,
+            guard case .value(let value) = event, let response = value.answer, response.statusCode == 401,
                   response.answersCredentials(sentIn: exchange.authorizer.scope)
             else {
                 if !renewing.load(ordering: .acquiring) { observer.send(event) }
@@ -199,8 +202,9 @@ private final class AuthorizedExchange: Sendable {
                     observer.fail(error)
                 case .finished:
                     report?.emit(.authorizerRenewalEnded(renewed: false), request: rejected)
-                    // A renewal that ends without renewing: the 401 is the answer.
-                    observer.send(.value(response))
+                    // A renewal that ends without renewing: the 401 is the answer (a stream's
+                    // parts after its head were not kept: its body ends there).
+                    observer.send(.value(value))
                     observer.finish()
                 }
             }, in: waiting)
@@ -218,4 +222,18 @@ private final class AuthorizedExchange: Sendable {
             return renew.map { $0(rejected) } ?? exchange.authorizer.renewCredentials(after: rejected, scheduler: exchange.scheduler)
         }
     }
+}
+
+/// What an attempt of ``HTTPClient/authorized(_:by:scheduler:events:attempt:)`` delivers: a value
+/// that may be the server's answer to the credentials sent.
+protocol AuthorizedAnswer: Sendable {
+    /// The response this value is, or whose head it carries, when it may be a 401 that renews the
+    /// credentials; `nil` for a value that is none (a stream's body chunk, or a head whose status is
+    /// not 401). Read for each value of the first attempt.
+    var answer: HTTPResponse? { get }
+}
+
+extension HTTPResponse: AuthorizedAnswer {
+    /// The buffered response itself.
+    var answer: HTTPResponse? { self }
 }

@@ -146,7 +146,7 @@ final class CacheExchange: Sendable {
         // this exchange would store out of the cache — the response it may find below included,
         // which a 304 would otherwise store again from its still-open file.
         let generation = cache.records.generation()
-        let partition = cache.partition(of: request.urlRequest)
+        let partition = cache.partition(of: request)
         let slot = Slot(key: HTTPCache.key(for: url, partition: partition), partition: partition, generation: generation)
         let candidate = lookUp(slot)
         if cache.isOffline {
@@ -190,7 +190,7 @@ final class CacheExchange: Sendable {
         guard let record = try? cache.records.openRecord(forKey: slot.key, generation: slot.generation),
               let stored = try? JSONDecoder().decode(StoredResponse.self, from: record.metadata),
               stored.partition == slot.partition,
-              stored.matches(request.urlRequest)
+              stored.matches(request.urlRequest, sensitiveHeaders: request.sensitiveHeaders)
         else { return nil }
         return Candidate(stored: stored, record: record)
     }
@@ -270,7 +270,8 @@ final class CacheExchange: Sendable {
         var writer: RecordWriter?
         if let slot = storing, isStorable(head) {
             let stored = StoredResponse(
-                url: url, response: head, request: request.urlRequest, requestTime: requestTime, responseTime: now, partition: slot.partition
+                url: url, response: head, request: request.urlRequest, requestTime: requestTime, responseTime: now, partition: slot.partition,
+                sensitiveHeaders: request.sensitiveHeaders
             )
             do {
                 let metadata = try JSONEncoder().encode(stored)
@@ -317,7 +318,9 @@ final class CacheExchange: Sendable {
             return (state.writer, state.notModified)
         }
         if let notModified, let fallback {
-            let updated = fallback.stored.updated(with: notModified, request: request.urlRequest, requestTime: requestTime, responseTime: now)
+            let updated = fallback.stored.updated(
+                with: notModified, request: request.urlRequest, requestTime: requestTime, responseTime: now, sensitiveHeaders: request.sensitiveHeaders
+            )
             restore(updated, body: fallback.record)
             cache.send(.revalidated(url))
             return serve(updated.delivered(afterRevalidationBy: notModified), fallback.record)

@@ -10,11 +10,20 @@ import Transit
 ///
 /// Being a *private* cache, it may keep responses to requests with `Authorization` and
 /// responses marked `private`. It is **partitioned by credential**: a stored response is served,
-/// and revalidated, only for a request with the same `Authorization`, `Proxy-Authorization`
-/// and `Cookie` values as the request it answered (or the same absence of them), so one client
-/// acting for several users never hands one user's response to another. Each credential has its
-/// own entry per URL. The credentials are never stored: the partition is an HMAC-SHA256 of
-/// them under a random key kept in the folder (created on first use).
+/// and revalidated, only for a request with the same values of every credential header as the
+/// request it answered (or the same absence of them), so one client acting for several users
+/// never hands one user's response to another. The credential headers are those Transit treats
+/// as secret everywhere (one list, in `Redaction`: `Authorization`, `Proxy-Authorization`,
+/// `Cookie`, and every name that looks secret — `X-API-Key`, `X-Auth-Token`, `X-Session-Id`, …),
+/// and the names a request's `TransportRequest.sensitiveHeaders` adds: an `HTTPClient` puts
+/// its `Configuration.sensitiveHeaders` there, so a client's own secret headers partition the
+/// cache too. Each credential has its own entry per URL. The credentials are never stored: the
+/// partition is an HMAC-SHA256 of them under a random key kept in the folder (created on first
+/// use), and a response that varies on a credential header keeps no value of it.
+///
+/// The folder the cache creates, and every file in it, are readable by their owner only
+/// (folders 0700, files 0600); a cache folder and records found readable by others are made so
+/// when the cache opens them.
 ///
 /// Credentials added below the cache — cookies that `URLSession` adds from its cookie storage —
 /// are not seen by it: call ``removeAll()`` on sign-out, and give each user a folder of their
@@ -125,21 +134,25 @@ public final class HTTPCache: Sendable {
     }
 
     /// The partition of `request`: empty for a request without credentials; otherwise the
-    /// HMAC-SHA256 of its credential values (each absent, or present with its length and bytes),
-    /// under the folder's secret key, in hexadecimal.
-    func partition(of request: URLRequest) -> String {
-        let values = StoredResponse.credentialHeaders.map { request.value(forHTTPHeaderField: $0) }
-        guard values.contains(where: { $0 != nil }) else { return "" }
+    /// HMAC-SHA256 of its credential header fields (every field
+    /// `Redaction.isSecretHeader(_:additional:)` accepts with the request's
+    /// `TransportRequest.sensitiveHeaders`: each name lower-cased and its value, with their
+    /// lengths, in the order of the names, repeated fields in their order), under the folder's
+    /// secret key, in hexadecimal.
+    func partition(of request: TransportRequest) -> String {
+        let additional = request.sensitiveHeaders
+        var credentials: [(name: [UInt8], position: Int, value: [UInt8])] = []
+        for (position, field) in request.headerFields.enumerated() where Redaction.isSecretHeader(field.name, additional: additional) {
+            credentials.append((Array(field.name.lowercased().utf8), position, Array(field.value.utf8)))
+        }
+        guard !credentials.isEmpty else { return "" }
+        credentials.sort { $0.name.lexicographicallyPrecedes($1.name) || $0.name == $1.name && $0.position < $1.position }
         var message: [UInt8] = []
-        for value in values {
-            guard let value else {
-                message.append(0)
-                continue
-            }
-            let bytes = Array(value.utf8)
-            message.append(1)
-            message.appendLittleEndian(UInt64(bytes.count))
-            message.append(contentsOf: bytes)
+        for credential in credentials {
+            message.appendLittleEndian(UInt64(credential.name.count))
+            message.append(contentsOf: credential.name)
+            message.appendLittleEndian(UInt64(credential.value.count))
+            message.append(contentsOf: credential.value)
         }
         if let last = lastPartition.withLock({ $0 }), last.message == message { return last.partition }
         let digest = HMACSHA256.authenticationCode(for: message, key: secretKey())
@@ -191,8 +204,11 @@ extension HTTPTransport {
     ///   `PATCH`, `DELETE`, …) removes the stored responses for its URL and for the same-origin
     ///   `Location`/`Content-Location` (for every credential the cache instance knows of).
     /// - **Partitioned by credential**: a stored response is served and revalidated only for a
-    ///   request with the same `Authorization`, `Proxy-Authorization` and `Cookie` values as the one
-    ///   it answered (see ``HTTPCache``).
+    ///   request with the same values of every credential header as the one it answered:
+    ///   `Authorization`, `Proxy-Authorization`, `Cookie`, every header Transit's one list of
+    ///   secret names covers (`X-API-Key`, `X-Auth-Token`, …) and the request's
+    ///   `TransportRequest.sensitiveHeaders` (a client's own; see ``HTTPCache``). Their values
+    ///   reach the disk only as a keyed digest, `Vary` on them included.
     /// - **Cookies are not stored**: a `Set-Cookie` (or `Set-Cookie2`) is delivered with the response
     ///   that carried it, a 304's included, but never written to the cache's files nor served again
     ///   from them: a session cookie must not outlive its exchange on disk.

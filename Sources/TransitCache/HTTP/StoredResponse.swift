@@ -44,7 +44,7 @@ struct StoredResponse: Codable, Equatable, Sendable {
     static let cookieHeaders: Set<String> = ["set-cookie", "set-cookie2"]
     static let unmergedHeaders: Set<String> = unstoredHeaders.union(["content-length", "content-encoding", "content-range"])
 
-    init(url: URL, response: HTTPResponseHead, request: URLRequest, requestTime: Int64, responseTime: Int64, partition: String = "") {
+    init(url: URL, response: HTTPResponseHead, request: URLRequest, requestTime: Int64, responseTime: Int64, partition: String = "", sensitiveHeaders: Set<String> = []) {
         self.url = url.absoluteString
         self.partition = partition
         status = response.statusCode
@@ -56,7 +56,7 @@ struct StoredResponse: Codable, Equatable, Sendable {
         }
         self.headers = headers
         varyNames = StoredResponse.varyNames(headers.first { $0.key.lowercased() == "vary" }?.value)
-        varyValues = StoredResponse.values(of: varyNames, in: request)
+        varyValues = StoredResponse.values(of: varyNames, in: request, sensitiveHeaders: sensitiveHeaders)
         self.requestTime = requestTime
         self.responseTime = responseTime
     }
@@ -72,10 +72,12 @@ struct StoredResponse: Codable, Equatable, Sendable {
     /// `true` if a conditional request can revalidate the response.
     var hasValidators: Bool { header("ETag") != nil || header("Last-Modified") != nil }
 
-    /// `true` if `request` sends the same values of the `Vary` headers as the stored request.
-    /// A response that varies on `*` matches no request (RFC 9111 §4.1).
-    func matches(_ request: URLRequest) -> Bool {
-        !varyNames.contains("*") && StoredResponse.values(of: varyNames, in: request) == varyValues
+    /// `true` if `request` sends the same values of the `Vary` headers as the stored request
+    /// (credential headers, `sensitiveHeaders` among them, only as present or absent: the
+    /// partition compares their values). A response that varies on `*` matches no request
+    /// (RFC 9111 §4.1).
+    func matches(_ request: URLRequest, sensitiveHeaders: Set<String> = []) -> Bool {
+        !varyNames.contains("*") && StoredResponse.values(of: varyNames, in: request, sensitiveHeaders: sensitiveHeaders) == varyValues
     }
 
     /// The lowercased names in a `Vary` value ("*" stays "*").
@@ -85,19 +87,20 @@ struct StoredResponse: Codable, Equatable, Sendable {
     }
 
     /// The values of the headers `names` in `request`, with whitespace around commas removed; a
-    /// credential's value as an empty string (present) or `nil` (absent).
-    static func values(of names: [String], in request: URLRequest) -> [String?] {
+    /// credential's value (a header `Redaction.isSecretHeader(_:additional:)` accepts with
+    /// `sensitiveHeaders`) as an empty string (present) or `nil` (absent), so that no credential
+    /// is written to disk.
+    static func values(of names: [String], in request: URLRequest, sensitiveHeaders: Set<String>) -> [String?] {
         names.map { name in
             guard let value = request.value(forHTTPHeaderField: name) else { return nil }
-            if credentialNames.contains(name) { return "" }
+            // Secret as the request spells the name too (`XAuthToken` reads as `x_auth_token`).
+            let spelled = request.allHTTPHeaderFields?.keys.first { $0.lowercased() == name } ?? name
+            if Redaction.isSecretHeader(name, additional: sensitiveHeaders) || Redaction.isSecretHeader(spelled, additional: sensitiveHeaders) {
+                return ""
+            }
             return listElements(value).joined(separator: ",")
         }
     }
-
-    /// The request headers that carry a credential: the cache is partitioned by their values.
-    static let credentialHeaders = ["Authorization", "Proxy-Authorization", "Cookie"]
-    /// The lowercased names of ``credentialHeaders``.
-    static let credentialNames = Set(credentialHeaders.map { $0.lowercased() })
 
     /// The elements of a comma-separated field value, without the spaces and tabs around them.
     /// Split on Unicode scalars, as HTTP reads bytes: as Characters, a comma or a space followed
@@ -171,7 +174,9 @@ struct StoredResponse: Codable, Equatable, Sendable {
     /// `Date` becomes the time the 304 arrived (RFC 9110 §6.6.1: a recipient adds one) and a
     /// missing `Age` goes. Kept, they made a response revalidated by a server that sends 304s
     /// without `Date` as old as the first answer, stale at once, revalidated on every request.
-    func updated(with notModified: HTTPResponseHead, request: URLRequest, requestTime: Int64, responseTime: Int64) -> StoredResponse {
+    func updated(
+        with notModified: HTTPResponseHead, request: URLRequest, requestTime: Int64, responseTime: Int64, sensitiveHeaders: Set<String> = []
+    ) -> StoredResponse {
         var copy = self
         var varyUpdated = false
         for (name, value) in notModified.allHeaderFields {
@@ -184,7 +189,7 @@ struct StoredResponse: Codable, Equatable, Sendable {
         }
         if varyUpdated {
             copy.varyNames = StoredResponse.varyNames(copy.header("Vary"))
-            copy.varyValues = StoredResponse.values(of: copy.varyNames, in: request)
+            copy.varyValues = StoredResponse.values(of: copy.varyNames, in: request, sensitiveHeaders: sensitiveHeaders)
         }
         if notModified.value(forHTTPHeaderField: "Date") == nil {
             copy.headers = copy.headers.filter { $0.key.lowercased() != "date" }

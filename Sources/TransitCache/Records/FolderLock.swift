@@ -25,7 +25,8 @@ final class FolderLock: Sendable {
     private let mutex = Locked<UInt64>(0)
 
     init(path: String) {
-        if let file = try? SystemFile(path: path, flags: O_RDWR | O_CREAT, mode: 0o644) {
+        if let file = try? SystemFile(path: path, flags: O_RDWR | O_CREAT, mode: 0o600) {
+            file.restrictToOwner()
             self.file = file
         } else {
             file = try? SystemFile(path: path, flags: O_RDONLY)

@@ -22,8 +22,9 @@ struct SystemError: Error, Equatable {
 final class SystemFile: Sendable {
     let descriptor: Int32
 
-    /// Opens `path` with `flags` (`O_CLOEXEC` is always added).
-    init(path: String, flags: Int32, mode: mode_t = 0o644) throws {
+    /// Opens `path` with `flags` (`O_CLOEXEC` is always added); a file it creates is readable by
+    /// its owner only unless `mode` says otherwise.
+    init(path: String, flags: Int32, mode: mode_t = 0o600) throws {
         while true {
             let fd = open(path, flags | O_CLOEXEC, mode)
             if fd >= 0 {
@@ -43,6 +44,14 @@ final class SystemFile: Sendable {
         var info = stat()
         guard fstat(descriptor, &info) == 0 else { throw SystemError.current }
         return Int(info.st_size)
+    }
+
+    /// Makes the file readable and writable by its owner only (0600) if others may read or write
+    /// it, and the caller owns it (a file written by an earlier version of the cache).
+    func restrictToOwner() {
+        var info = stat()
+        guard fstat(descriptor, &info) == 0, info.st_mode & 0o077 != 0, info.st_uid == geteuid() else { return }
+        _ = fchmod(descriptor, 0o600)
     }
 
     /// The file's identity (device and inode), to tell whether a path still names this file.
@@ -159,7 +168,7 @@ enum FileSystem {
         guard unlink(path) == 0 || errno == ENOENT else { throw SystemError.current }
     }
 
-    /// Creates the folder `path` and its missing parents.
+    /// Creates the folder `path` and its missing parents, each readable by its owner only (0700).
     static func makeFolder(_ path: String) throws {
         var info = stat()
         if stat(path, &info) == 0 {
@@ -168,7 +177,18 @@ enum FileSystem {
         }
         let parent = (path as NSString).deletingLastPathComponent
         if !parent.isEmpty, parent != path { try makeFolder(parent) }
-        guard mkdir(path, 0o755) == 0 || errno == EEXIST else { throw SystemError.current }
+        guard mkdir(path, 0o700) == 0 || errno == EEXIST else { throw SystemError.current }
+    }
+
+    /// Makes the folder `path` readable by its owner only (0700) if others may read it, it holds
+    /// a file named `marker` (it is a cache folder, made by an earlier version of the cache), and
+    /// the caller owns it. A folder the caller merely chose is left as it is.
+    static func restrictFolderToOwner(_ path: String, marker: String) {
+        var info = stat()
+        var markerInfo = stat()
+        guard stat(path, &info) == 0, info.st_mode & 0o077 != 0, info.st_uid == geteuid(),
+              lstat(path + "/" + marker, &markerInfo) == 0 else { return }
+        _ = chmod(path, 0o700)
     }
 
     /// The names in the folder `path`, without `.` and `..`.

@@ -100,6 +100,10 @@ public enum LoopbackStep: Sendable {
     case reset
     /// Closes the connection (a clean FIN), whatever the framing announced: a truncated body.
     case close
+    /// Sends these body bytes `times` times over (each one chunk on the wire when the body is
+    /// chunked), without keeping more than one copy: a body of gigabytes, or one without end
+    /// (`Int.max`) that only the client closing stops.
+    case sendRepeatedly(Data, times: Int)
 }
 
 extension LoopbackResponse {
@@ -161,6 +165,13 @@ extension LoopbackServerCore {
                 guard sendHead() else { return failed() }
                 let bytes = chunked ? Array(String(data.count, radix: 16).utf8) + [13, 10] + data + [13, 10] : Array(data)
                 guard POSIX.sendAll(fd, bytes) else { return failed() }
+            case .sendRepeatedly(let data, let times):
+                guard sendsBody, !data.isEmpty, times > 0 else { continue }
+                guard sendHead() else { return failed() }
+                let bytes = chunked ? Array(String(data.count, radix: 16).utf8) + [13, 10] + data + [13, 10] : Array(data)
+                for _ in 0..<times {
+                    guard POSIX.sendAll(fd, bytes) else { return failed() }
+                }
             case .wait(let gate):
                 gate.markReached()
                 let outcome = waitForScript(gate: gate, duration: nil, fd: fd, wake: wake, buffer: &buffer)

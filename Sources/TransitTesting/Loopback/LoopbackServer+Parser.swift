@@ -7,7 +7,7 @@ import Transit
 enum LoopbackRequestParser {
     /// Limits that turn an endless or huge request into an error instead of unbounded memory.
     static let maxHeadBytes = 64 * 1024
-    static let maxBodyBytes = 64 * 1024 * 1024
+    static let maxBodyBytes = 128 * 1024 * 1024
     static let maxChunkLineBytes = 4096
     /// Trailer fields after a chunked body: at most this many lines, each of at most
     /// ``maxHeadBytes`` bytes.

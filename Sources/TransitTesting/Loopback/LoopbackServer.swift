@@ -30,7 +30,7 @@ import Signals
 /// keep-alive with any number of requests per connection (pipelined ones too), `Connection:
 /// close` and HTTP/1.0 are supported. A malformed request is answered `400` (or `413`, `431`,
 /// `501`, `505`) with the reason in the body, and its connection is closed. Heads are limited to
-/// 64 KiB and bodies to 64 MiB.
+/// 64 KiB and bodies to 128 MiB.
 ///
 /// **Lifecycle.** ``start()`` binds an ephemeral port on 127.0.0.1 and starts one accept thread;
 /// each connection gets its own thread. ``stop()`` is immediate: it wakes every thread (delays

@@ -333,7 +333,7 @@ struct LifecycleMonitorTests {
         let flaky = RequestProbe(client.send(get("https://api.example.test/flaky"))
             .retry(RetryPolicy(maxAttempts: 2, baseDelay: .seconds(2), jitter: .none), scheduler: scheduler))
         let limited = RequestProbe(client.send(get("https://api.example.test/limited"))
-            .catchHTTPErrors().respondToRateLimiting(maxSecondsToWait: 5, scheduler: scheduler))
+            .catchHTTPErrors().respondToRateLimiting(maxWait: .seconds(5), scheduler: scheduler))
         scheduler.advance(by: .seconds(3))
         #expect(flaky.isFinished && limited.isFinished)
         let retries = log.events(named: "retryScheduled").compactMap { event -> (String?, Duration, Bool)? in

@@ -108,7 +108,7 @@ import TransitTesting
             let started = ContinuousClock.now
             let items = try await api(server).get(endpoint: "items")
                 .catchHTTPErrors()
-                .respondToRateLimiting(maxSecondsToWait: 5, scheduler: DispatchQueue.global())
+                .respondToRateLimiting(maxWait: .seconds(5), scheduler: DispatchQueue.global())
                 .map(\.data)
                 .decode([Item].self, decoder: JSONDecoder())
                 .firstValue()
@@ -123,7 +123,7 @@ import TransitTesting
             server.enqueue(.json("{}", status: 429, headers: ["Retry-After": "120"]))
             let signal = api(server).get(endpoint: "items")
                 .catchHTTPErrors()
-                .respondToRateLimiting(maxSecondsToWait: 5, scheduler: TestScheduler())
+                .respondToRateLimiting(maxWait: .seconds(5), scheduler: TestScheduler())
             let error = await #expect(throws: HTTPClientError.self) { try await signal.firstValue() }
             guard case .tooManyRequests(let retryAfter, _)? = error else {
                 Issue.record("expected .tooManyRequests, got \(String(describing: error))")
@@ -157,7 +157,7 @@ import TransitTesting
             let completed = IntegrationGate()
             let token = api(server).get(endpoint: "items")
                 .catchHTTPErrors()
-                .respondToRateLimiting(maxSecondsToWait: 5, scheduler: scheduler)
+                .respondToRateLimiting(maxWait: .seconds(5), scheduler: scheduler)
                 .sink(receiveCompletion: { _ in completed.open() }, receiveValue: { _ in completed.open() })
             #expect(await scheduler.scheduled.wait())
             #expect(scheduler.base.pendingCount == 1)

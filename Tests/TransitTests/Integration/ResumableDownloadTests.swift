@@ -219,6 +219,38 @@ struct ResumableDownloadTests {
         }
     }
 
+    /// Continuations whose body does not fit their `Content-Range`: the download fails with
+    /// `.badServerResponse`, nothing is written under the destination's name and nothing is kept.
+    static let overlongContinuations: [String] = ["close-delimited", "chunked"]
+
+    @Test(arguments: overlongContinuations)
+    func aContinuationLongerThanItsRangeFailsAndKeepsNothing(_ framing: String) async throws {
+        let folder = try makeDownloadFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let destination = folder.appendingPathComponent("file")
+        let total = Self.body.count
+        let rest = Data(Self.body.suffix(from: Self.cut)) + Data(repeating: 0x2A, count: 30)
+        let handler = interruptedOnce { _, _ in
+            let head = "HTTP/1.1 206 Partial Content\r\nETag: \(ResumableDownloadTests.etag)\r\nAccept-Ranges: bytes\r\n"
+                + "Content-Range: bytes \(ResumableDownloadTests.cut)-\(total - 1)/\(total)\r\n"
+            if framing == "chunked" {
+                let chunk = Data(String(rest.count, radix: 16).utf8) + Data("\r\n".utf8) + rest + Data("\r\n0\r\n\r\n".utf8)
+                return .raw(Data((head + "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n").utf8) + chunk)
+            }
+            return .raw(Data((head + "Connection: close\r\n\r\n").utf8) + rest)
+        }
+        try await withLoopbackServer(handler: handler) { server in
+            let probe = AwaitedProbe(makeClient().download(URLRequest(url: server.url("/file")), to: destination).retry(1))
+            try await self.await(probe)
+            #expect(server.requests.last?.value(forHTTPHeaderField: "Range") == "bytes=\(Self.cut)-")
+            let failure = try #require(probe.failure, "\(framing): a \(Self.body.count + 30)-byte file was accepted")
+            #expect((failure as? URLError)?.code == .badServerResponse || (failure as? TransportError)?.urlError?.code == .badServerResponse, "\(failure)")
+            #expect(DownloadResumeData(failure: failure) == nil)
+            #expect(DownloadResumeData.kept(for: destination) == nil)
+            #expect(try contents(of: folder).isEmpty, "\(framing): nothing is kept")
+        }
+    }
+
     @Test func aContentEncodedBodyIsNotResumed() async throws {
         let folder = try makeDownloadFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -328,6 +360,128 @@ struct ResumableDownloadTests {
             #expect(server.requests.last?.value(forHTTPHeaderField: "X-Injected") == nil)
             #expect(try Data(contentsOf: destination) == Self.body)
             #expect(try contents(of: folder) == ["file"], "the damaged sidecar's partial file is removed")
+        }
+    }
+
+    /// A victim file outside the download's folder, holding `contents`.
+    private func makeVictim(_ contents: String = "precious bytes") throws -> (folder: URL, file: URL) {
+        let folder = try makeDownloadFolder()
+        let file = folder.appendingPathComponent("victim")
+        try Data(contents.utf8).write(to: file)
+        return (folder, file)
+    }
+
+    private func isSymbolicLink(_ url: URL) -> Bool {
+        var status = stat()
+        return lstat(url.path, &status) == 0 && (status.st_mode & S_IFMT) == S_IFLNK
+    }
+
+    /// Interrupts a download into `destination` and replaces its kept partial file with what
+    /// `replace` puts at the partial file's path.
+    private func interruptAndReplacePartial(_ server: LoopbackServer, _ destination: URL, _ replace: (URL) throws -> Void) async throws -> DownloadResumeData {
+        let first = AwaitedProbe(makeClient().download(URLRequest(url: server.url("/file")), to: destination))
+        try await self.await(first)
+        let failure = try #require(first.failure)
+        let resume = try #require(DownloadResumeData(failure: failure))
+        try FileManager.default.removeItem(at: resume.partialFile)
+        try replace(resume.partialFile)
+        return resume
+    }
+
+    @Test(arguments: ["symbolic link", "hard link"])
+    func aKeptPartialFileThatIsALinkIsDiscardedAndItsTargetUntouched(_ kind: String) async throws {
+        let folder = try makeDownloadFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let victim = try makeVictim(String(repeating: "v", count: Self.cut + 10))
+        defer { try? FileManager.default.removeItem(at: victim.folder) }
+        let destination = folder.appendingPathComponent("file")
+        try await withLoopbackServer(handler: interruptedOnce()) { server in
+            _ = try await interruptAndReplacePartial(server, destination) { partial in
+                if kind == "symbolic link" {
+                    try FileManager.default.createSymbolicLink(at: partial, withDestinationURL: victim.file)
+                } else {
+                    #expect(link(victim.file.path, partial.path) == 0)
+                }
+            }
+            let second = AwaitedProbe(makeClient().download(URLRequest(url: server.url("/file")), to: destination))
+            try await self.await(second)
+            #expect(second.isFinished, "\(kind): \(String(describing: second.failure))")
+            #expect(try Data(contentsOf: victim.file) == Data(String(repeating: "v", count: Self.cut + 10).utf8), "\(kind): the link's target is untouched")
+            #expect(server.requests.last?.value(forHTTPHeaderField: "Range") == nil, "\(kind): the download starts from zero")
+            #expect(!isSymbolicLink(destination), "\(kind): the destination is a file of its own")
+            #expect(try Data(contentsOf: destination) == Self.body)
+            #expect(try contents(of: folder) == ["file"], "\(kind): the link is removed")
+        }
+    }
+
+    @Test func resumeDataNamingALinkElsewhereIsNotFollowed() async throws {
+        let folder = try makeDownloadFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let victim = try makeVictim(String(repeating: "v", count: Self.cut + 10))
+        defer { try? FileManager.default.removeItem(at: victim.folder) }
+        let destination = folder.appendingPathComponent("file")
+        let handler: LoopbackServer.Handler = { .ranged(ResumableDownloadTests.body, for: $0, etag: ResumableDownloadTests.etag) }
+        try await withLoopbackServer(handler: handler) { server in
+            // Resume data whose partial file is a link in another folder, to the victim.
+            let elsewhere = victim.folder.appendingPathComponent(".file.0000.transit-partial")
+            try FileManager.default.createSymbolicLink(at: elsewhere, withDestinationURL: victim.file)
+            let object: [String: Any] = [
+                "url": server.url("/file").absoluteString, "validator": Self.etag, "bytesOnDisk": Self.cut,
+                "totalBytes": Self.body.count, "partialFile": elsewhere.absoluteString,
+            ]
+            let resume = try JSONDecoder().decode(DownloadResumeData.self, from: JSONSerialization.data(withJSONObject: object))
+            let probe = AwaitedProbe(makeClient().download(resuming: resume, to: destination))
+            try await self.await(probe)
+            #expect(probe.isFinished, "\(String(describing: probe.failure))")
+            #expect(try Data(contentsOf: victim.file) == Data(String(repeating: "v", count: Self.cut + 10).utf8), "the link's target is untouched")
+            #expect(server.requests.last?.value(forHTTPHeaderField: "Range") == nil)
+            #expect(!isSymbolicLink(destination))
+            #expect(try Data(contentsOf: destination) == Self.body)
+            #expect(try contents(of: folder) == ["file"])
+        }
+    }
+
+    @Test(arguments: ["longer than the representation", "a folder"])
+    func aKeptPartialFileThatCannotBeAPrefixIsDiscarded(_ kind: String) async throws {
+        let folder = try makeDownloadFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let destination = folder.appendingPathComponent("file")
+        try await withLoopbackServer(handler: interruptedOnce()) { server in
+            _ = try await interruptAndReplacePartial(server, destination) { partial in
+                if kind == "a folder" {
+                    try FileManager.default.createDirectory(at: partial, withIntermediateDirectories: false)
+                } else {
+                    try Data(count: Self.body.count + 1).write(to: partial)
+                }
+            }
+            let second = AwaitedProbe(makeClient().download(URLRequest(url: server.url("/file")), to: destination))
+            try await self.await(second)
+            #expect(second.isFinished, "\(kind): \(String(describing: second.failure))")
+            #expect(server.requests.last?.value(forHTTPHeaderField: "Range") == nil, "\(kind)")
+            #expect(try Data(contentsOf: destination) == Self.body)
+        }
+    }
+
+    @Test func aSidecarThatIsALinkIsNotRead() async throws {
+        let folder = try makeDownloadFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let other = try makeDownloadFolder()
+        defer { try? FileManager.default.removeItem(at: other) }
+        let destination = folder.appendingPathComponent("file")
+        try await withLoopbackServer(handler: interruptedOnce()) { server in
+            let first = AwaitedProbe(makeClient().download(URLRequest(url: server.url("/file")), to: destination))
+            try await self.await(first)
+            let sidecar = folder.appendingPathComponent(".file.transit-resume")
+            let moved = other.appendingPathComponent("sidecar.json")
+            try FileManager.default.moveItem(at: sidecar, to: moved)
+            try FileManager.default.createSymbolicLink(at: sidecar, withDestinationURL: moved)
+            #expect(DownloadResumeData.kept(for: destination) == nil)
+            let second = AwaitedProbe(makeClient().download(URLRequest(url: server.url("/file")), to: destination))
+            try await self.await(second)
+            #expect(second.isFinished, "\(String(describing: second.failure))")
+            #expect(server.requests.last?.value(forHTTPHeaderField: "Range") == nil)
+            #expect(try Data(contentsOf: destination) == Self.body)
+            #expect(FileManager.default.fileExists(atPath: moved.path), "the link's target is not removed")
         }
     }
 

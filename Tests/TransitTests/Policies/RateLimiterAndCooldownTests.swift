@@ -219,7 +219,7 @@ struct RateLimiterAndCooldownTests {
         }
         let probe = RequestProbe(client.send(get("https://api.example.com/v1/a"))
             .catchHTTPErrors()
-            .respondToRateLimiting(maxSecondsToWait: 5, scheduler: scheduler))
+            .respondToRateLimiting(maxWait: .seconds(5), scheduler: scheduler))
         scheduler.advance(by: .seconds(2))
         #expect(probe.values.first?.text == "done")
         #expect(transport.requests.count == 2)

@@ -148,4 +148,63 @@ struct CURLRenderingTests {
             #expect(!Redaction.isSensitiveName(name), "\(name)")
         }
     }
+
+    // MARK: JSON in other Unicode encodings
+
+    /// JSON may be UTF-8, UTF-16 or UTF-32, with or without a byte-order mark (RFC 8259, RFC
+    /// 4627): each is recognised by its BOM or its pattern of zero bytes, redacted like UTF-8 JSON
+    /// and shown as UTF-8 with a note saying so.
+    @Test(arguments: [
+        (String.Encoding.utf16LittleEndian, false, "UTF-16LE"), (.utf16BigEndian, false, "UTF-16BE"),
+        (.utf16LittleEndian, true, "UTF-16LE"), (.utf16BigEndian, true, "UTF-16BE"),
+        (.utf32LittleEndian, false, "UTF-32LE"), (.utf32BigEndian, false, "UTF-32BE"),
+        (.utf32LittleEndian, true, "UTF-32LE"), (.utf32BigEndian, true, "UTF-32BE"),
+        (.utf8, true, "UTF-8"),
+    ])
+    func aJSONBodyInAnyUnicodeEncodingShowsNoSecretValue(encoding: String.Encoding, byteOrderMark: Bool, name: String) throws {
+        let json = #"{"user":"ada","password":"hunter2","nested":{"api_key":"k-3"}}"#
+        var body = try #require(json.data(using: encoding))
+        if byteOrderMark {
+            let marks: [String.Encoding: [UInt8]] = [
+                .utf16LittleEndian: [0xFF, 0xFE], .utf16BigEndian: [0xFE, 0xFF], .utf32LittleEndian: [0xFF, 0xFE, 0, 0],
+                .utf32BigEndian: [0, 0, 0xFE, 0xFF], .utf8: [0xEF, 0xBB, 0xBF],
+            ]
+            body = Data(try #require(marks[encoding])) + body
+        }
+        for contentType in ["application/json", nil] {
+            var request = URLRequest(url: URL(string: "https://api.example.com/login")!)
+            request.httpMethod = "POST"
+            if let contentType { request.setValue(contentType, forHTTPHeaderField: "Content-Type") }
+            request.httpBody = body
+            let curl = request.curlDescription(maxBodyBytes: 4096)
+            let flattened = curl.replacingOccurrences(of: #"\x00"#, with: "")
+            for secret in ["hunter2", "k-3"] {
+                #expect(!flattened.contains(secret), "\(name): \(curl)")
+            }
+            #expect(curl.contains(#"--data-raw '{"user":"ada","password":"REDACTED","nested":{"api_key":"REDACTED"}}'"#), "\(name): \(curl)")
+            #expect(curl.hasSuffix("# body: \(body.count) bytes of \(name) JSON, shown as UTF-8"), "\(name): \(curl)")
+        }
+    }
+
+    /// A body that claims (or looks like) UTF-16 or UTF-32 JSON but cannot be decoded, and a form
+    /// in any encoding but UTF-8, are summarised, never printed.
+    @Test func aBodyThatCannotBeDecodedIsNotPrinted() {
+        let passwordUTF16 = Array(#"{"password":"hunter2"}"#.utf16).flatMap { [UInt8($0 & 0xFF), UInt8($0 >> 8)] }
+        let bodies: [(String?, [UInt8])] = [
+            ("application/json", passwordUTF16 + [0x00, 0xD8]),          // an unpaired surrogate
+            ("application/json", passwordUTF16 + [0x7D]),                // an odd number of bytes
+            ("application/json", [0, 0, 0, 0x7B] + [0, 0x11, 0, 0]),     // beyond Unicode in UTF-32BE
+            ("application/x-www-form-urlencoded", Array("password=hunter2".utf16).flatMap { [UInt8($0 & 0xFF), UInt8($0 >> 8)] }),
+            (nil, Array("password=hunter2".utf16).flatMap { [UInt8($0 >> 8), UInt8($0 & 0xFF)] }),
+        ]
+        for (contentType, bytes) in bodies {
+            var request = URLRequest(url: URL(string: "https://api.example.com/login")!)
+            request.httpMethod = "POST"
+            if let contentType { request.setValue(contentType, forHTTPHeaderField: "Content-Type") }
+            request.httpBody = Data(bytes)
+            let curl = request.curlDescription(maxBodyBytes: 4096)
+            #expect(!curl.contains("--data"), "\(curl)")
+            #expect(curl.hasSuffix("# body: \(bytes.count) bytes, not shown"), "\(curl)")
+        }
+    }
 }

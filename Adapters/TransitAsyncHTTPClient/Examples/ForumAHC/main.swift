@@ -39,7 +39,7 @@ struct LivePostService: RESTAPI {
         }
         .catchHTTPErrors()
         .retryWithFreshToken(from: tokens)
-        .respondToRateLimiting(maxSecondsToWait: 5)
+        .respondToRateLimiting(maxWait: .seconds(5))
         .map(\.data)
         .decode([Post].self, decoder: JSONDecoder())
         .mapToResult()
