@@ -38,21 +38,34 @@ extension HTTPClient {
     /// connection at once and drops a pending reconnection. The stream has no deadline.
     public func events(_ request: URLRequest, options: EventStreamOptions = EventStreamOptions()) -> Signal<ServerSentEvent, any Error> {
         let request = TransportRequest(request)
-        return EventStream(options: options, scheduler: scheduler) { lastEventID in
-            self.eventConnection(request, lastEventID: lastEventID)
-        }.signal
+        return eventStream(options: options) { lastEventID, events in
+            self.eventConnection(request, lastEventID: lastEventID, events: events)
+        }
+    }
+
+    /// An event stream whose connections `connection` makes (given the last event ID and the
+    /// request's sink), reported to the monitors as one request whatever the number of connections.
+    func eventStream(
+        options: EventStreamOptions,
+        _ connection: @escaping @Sendable (_ lastEventID: String, _ events: HTTPEventSink?) -> Signal<EventStreamPart, any Error>
+    ) -> Signal<ServerSentEvent, any Error> {
+        let stream: @Sendable (HTTPEventSink?) -> Signal<ServerSentEvent, any Error> = { events in
+            EventStream(options: options, scheduler: self.scheduler) { lastEventID in connection(lastEventID, events) }.signal
+        }
+        guard events != nil else { return stream(nil) }
+        return observed(RequestOptions(), endsWith: { _ in false }, stream)
     }
 
     /// One connection of an event stream: `request` with the event stream's header fields, through
     /// the client (the authorizer's renewal on 401 included), its parts with the request sent.
-    func eventConnection(_ request: consuming TransportRequest, lastEventID: String) -> Signal<EventStreamPart, any Error> {
+    func eventConnection(_ request: consuming TransportRequest, lastEventID: String, events: HTTPEventSink?) -> Signal<EventStreamPart, any Error> {
         var request = request
         if request.value(forHTTPHeaderField: "Accept") == nil { request.setValue("text/event-stream", forHTTPHeaderField: "Accept") }
         if request.value(forHTTPHeaderField: "Cache-Control") == nil { request.setValue("no-cache", forHTTPHeaderField: "Cache-Control") }
         request.setValue(lastEventID.isEmpty ? nil : lastEventID, forHTTPHeaderField: "Last-Event-ID")
         let attempt: @Sendable (consuming TransportRequest) -> Signal<EventStreamPart, any Error> = { request in
-            self.prepared(request) { sent in
-                self.parts(of: sent, options: RequestOptions(), deadline: nil).map { part in
+            self.prepared(request, events: events) { sent in
+                self.parts(of: sent, options: RequestOptions(), deadline: nil, events: events).map { part in
                     switch part {
                     case .head(let head): .head(head, sent: sent)
                     case .body(let chunk): .body(chunk)

@@ -159,19 +159,76 @@ public final class HTTPClient: Sendable {
     /// ``send(_:bodyFile:options:)`` for a request Transit carries: what every buffered request
     /// of a ``RESTAPI`` goes through.
     func send(_ request: consuming TransportRequest, options: RequestOptions) -> Signal<HTTPResponse, any Error> {
+        guard events != nil else { return buffered(request, options: options, events: nil) }
+        let request = request
+        return observed(options, endsWith: { _ in true }) { events in self.buffered(request, options: options, events: events) }
+    }
+
+    /// The buffered exchange of `request`, renewing credentials on a 401, reported to `events`.
+    private func buffered(_ request: consuming TransportRequest, options: RequestOptions, events: HTTPEventSink?) -> Signal<HTTPResponse, any Error> {
         let limit = options.maxResponseBytes ?? maxResponseBytes
         let deadline = Self.timed(options.deadline ?? self.deadline)
         let buffered: @Sendable (consuming TransportRequest) -> Signal<HTTPResponse, any Error> = { request in
-            self.prepared(request) { sent in
+            self.prepared(request, events: events) { sent in
                 // The deadline is timed by the collecting stage itself: one stage fewer per request.
-                let response = self.parts(of: sent, options: options)
-                    .collectResponse(for: sent, maxBytes: limit, events: self.events, deadline: deadline, deadlines: self.deadlines)
+                let response = self.parts(of: sent, options: options, events: events)
+                    .collectResponse(for: sent, maxBytes: limit, events: events, deadline: deadline, deadlines: self.deadlines)
                 guard self.coalescesRequests, sent.bodyFile == nil, sent.bodyProgress == nil, let key = Coalescer.key(for: sent) else { return response }
-                return self.coalescer.send(key + "\n\(limit)", response, request: sent.urlRequest, events: self.events)
+                return self.coalescer.send(key + "\n\(limit)", response, request: sent.urlRequest, events: events)
             }
         }
         guard let authorizer else { return buffered(request) }
         return Self.authorized(request, by: authorizer, scheduler: scheduler, events: events, attempt: buffered)
+    }
+
+    /// The signal `build` makes for the sink of one request, reported to the monitors as that
+    /// request: its sink is made where the signal is subscribed (the monitors capture their
+    /// context there), or continued from the operator that subscribes again (see
+    /// ``HTTPEventSink/resubscribing(_:)``), and the request ends once, with
+    /// ``HTTPEvent/Kind/requestEnded(_:)``: completed at the value `endsWith` accepts (or at the
+    /// end), failed, or cancelled. Only for a client with monitors.
+    func observed<Output>(
+        _ options: RequestOptions,
+        endsWith isLast: @escaping @Sendable (Output) -> Bool,
+        _ build: @escaping @Sendable (HTTPEventSink) -> Signal<Output, any Error>
+    ) -> Signal<Output, any Error> {
+        let client = events!
+        let operationName = options.operationName
+        return Signal { observer in
+            let request = client.subscribedRequest(operationName: operationName)
+            let generation = request.beginSubscription()
+            let scope = CancellationToken()
+            let stage = Locked(ObservedStage())
+            build(request).observe(Observer { event in
+                var ended: HTTPEvent.RequestOutcome?
+                switch event {
+                case .value(let value): ended = isLast(value) ? .completed(statusCode: nil) : nil
+                case .finished: ended = .completed(statusCode: nil)
+                case .failed(let error): ended = .failed(error)
+                }
+                stage.withLock { stage in
+                    if stage.outcome == nil { stage.outcome = ended }
+                    stage.delivering = true
+                }
+                // Passed on first: an operator downstream that will subscribe again says so
+                // (``HTTPEventSink/handOver()``) before the request's end is decided, even when
+                // it cancels this subscription first.
+                observer.send(event)
+                let end = stage.withLock { stage -> HTTPEvent.RequestOutcome? in
+                    stage.delivering = false
+                    return ended ?? (stage.tornDown ? stage.outcome ?? .cancelled : nil)
+                }
+                if let end { request.endSubscription(generation, end) }
+            }, in: scope)
+            return {
+                scope.cancel()
+                let end = stage.withLock { stage -> HTTPEvent.RequestOutcome? in
+                    stage.tornDown = true
+                    return stage.delivering ? nil : stage.outcome ?? .cancelled
+                }
+                if let end { request.endSubscription(generation, end) }
+            }
+        }
     }
 
     /// The length of time `deadline` gives a request, as the client times it: clamped, never
@@ -209,13 +266,17 @@ public final class HTTPClient: Sendable {
 
     /// ``stream(_:bodyFile:options:)`` for a request Transit carries.
     func stream(_ request: TransportRequest, options: RequestOptions) -> Signal<HTTPResponsePart, any Error> {
-        withCredentials(request) { request in
-            self.prepared(request) { sent in
-                var parts = self.parts(of: sent, options: options, deadline: Self.timed(options.deadline))
-                if let limit = options.maxResponseBytes { parts = parts.limitingBody(to: limit) }
-                return parts
+        let streamed: @Sendable (HTTPEventSink?) -> Signal<HTTPResponsePart, any Error> = { events in
+            self.withCredentials(request) { request in
+                self.prepared(request, events: events) { sent in
+                    var parts = self.parts(of: sent, options: options, deadline: Self.timed(options.deadline), events: events)
+                    if let limit = options.maxResponseBytes { parts = parts.limitingBody(to: limit) }
+                    return parts
+                }
             }
         }
+        guard events != nil else { return streamed(nil) }
+        return observed(options, endsWith: { _ in false }, streamed)
     }
 
     /// A signal that downloads the response body of `request` to the file `destination`.
@@ -244,15 +305,19 @@ public final class HTTPClient: Sendable {
     /// ``download(_:to:options:)`` for a request Transit carries.
     func download(_ request: TransportRequest, to destination: URL, options: RequestOptions) -> Signal<DownloadEvent, any Error> {
         let transportWrites = transport.writesResponseBodiesToFiles
-        return withCredentials(request) { request in
-            self.prepared(request) { sent in
-                DownloadWriter.signal(to: destination, request: sent.urlRequest, maxBytes: options.maxResponseBytes, transportWrites: transportWrites) { request, file in
-                    var attempt = TransportRequest(request)
-                    attempt.responseBodyFile = file
-                    return self.parts(of: attempt, options: options, deadline: Self.timed(options.deadline))
+        let downloaded: @Sendable (HTTPEventSink?) -> Signal<DownloadEvent, any Error> = { events in
+            self.withCredentials(request) { request in
+                self.prepared(request, events: events) { sent in
+                    DownloadWriter.signal(to: destination, request: sent.urlRequest, maxBytes: options.maxResponseBytes, transportWrites: transportWrites) { request, file in
+                        var attempt = TransportRequest(request)
+                        attempt.responseBodyFile = file
+                        return self.parts(of: attempt, options: options, deadline: Self.timed(options.deadline), events: events)
+                    }
                 }
             }
         }
+        guard events != nil else { return downloaded(nil) }
+        return observed(options, endsWith: { if case .completed = $0 { true } else { false } }, downloaded)
     }
 
     /// `request` with the default headers, checked; `body` builds the signal for the prepared
@@ -262,6 +327,7 @@ public final class HTTPClient: Sendable {
     /// default headers changes its fields in place instead of copying them.
     func prepared<Output>(
         _ request: consuming TransportRequest,
+        events: HTTPEventSink?,
         _ body: (TransportRequest) -> Signal<Output, any Error>
     ) -> Signal<Output, any Error> {
         // The request's own refusals first, then the client's; both before anything is sent.
@@ -282,7 +348,7 @@ public final class HTTPClient: Sendable {
             if events != nil || cooldowns != nil { prepared.holdAsURLRequest() }
         }
         let sent = prepared
-        return monitored(body(sent), sent)
+        return monitored(body(sent), sent, events: events)
     }
 
     /// For a request Transit built: why it cannot be sent, or else the default fields it lacks.
@@ -314,9 +380,10 @@ public final class HTTPClient: Sendable {
     func parts(
         of request: TransportRequest,
         options: RequestOptions,
-        deadline: Duration?
+        deadline: Duration?,
+        events: HTTPEventSink?
     ) -> Signal<HTTPResponsePart, any Error> {
-        let parts = parts(of: request, options: options)
+        let parts = parts(of: request, options: options, events: events)
         guard let deadline else { return parts }
         // The deadline's `URLError(.timedOut)` carries the request like a transport's would.
         return parts.within(deadline, deadlines: deadlines, for: request, events: events)
@@ -326,9 +393,9 @@ public final class HTTPClient: Sendable {
     /// redirects followed.
     private func parts(
         of request: TransportRequest,
-        options: RequestOptions
+        options: RequestOptions,
+        events: HTTPEventSink?
     ) -> Signal<HTTPResponsePart, any Error> {
-        let events = self.events
         let scheduler = self.scheduler
         // The transports and their decorators (the HTTP cache) learn the client's own secrets.
         var marked = request
@@ -397,13 +464,14 @@ public final class HTTPClient: Sendable {
 
     /// `signal`, reported to the monitors as ``HTTPEvent/Kind/requestStarted``,
     /// ``HTTPEvent/Kind/responseReceived(_:)`` and ``HTTPEvent/Kind/requestFailed(_:)``.
-    private func monitored<Output>(_ signal: Signal<Output, any Error>, _ request: TransportRequest) -> Signal<Output, any Error> {
+    private func monitored<Output>(_ signal: Signal<Output, any Error>, _ request: TransportRequest, events: HTTPEventSink?) -> Signal<Output, any Error> {
         guard let events else { return signal }
         let sent = request.urlRequest
         return signal.handleEvents(
-            receiveSubscription: { events.emit(.requestStarted, request: sent) },
+            receiveSubscription: { events.startRequest(sent) },
             receiveValue: { value in
                 if let response = value as? HTTPResponse {
+                    events.noteStatus(response.statusCode)
                     events.emit(.responseReceived(response), request: sent)
                 }
             },
@@ -414,6 +482,15 @@ public final class HTTPClient: Sendable {
             }
         )
     }
+}
+
+/// Where one subscription of ``HTTPClient/observed(_:endsWith:_:)`` is: how it ended, once
+/// known, and whether an event is being passed on (a teardown that runs meanwhile, from the
+/// downstream, leaves the request's end to be decided once it is passed on).
+private struct ObservedStage {
+    var outcome: HTTPEvent.RequestOutcome?
+    var delivering = false
+    var tornDown = false
 }
 
 extension Signal where Output == HTTPResponsePart, Failure == any Error {

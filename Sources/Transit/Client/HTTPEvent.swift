@@ -9,6 +9,16 @@ import FoundationNetworking
 /// ``time`` is the client's ``HTTPClient/Configuration/scheduler`` clock (virtual time under a
 /// `TestScheduler`). ``request`` is the request the event is about, when there is one. The
 /// ``description`` is redacted (see ``Redaction``) and safe to log.
+///
+/// **One request, one identity.** Every event about one request carries its ``requestID``
+/// (unique within the client), its ``operationName`` and the ``context`` the monitor captured
+/// where the request was subscribed (``HTTPEventMonitor/captureRequestContext()``). A request
+/// begins with ``Kind/requestStarted`` and ends with exactly one ``Kind/requestEnded(_:)``,
+/// whether it is buffered, streamed or downloaded. A request sent again by a Transit retry
+/// operator (`retry(_:method:scheduler:)`, `respondToRateLimiting`, `retryWithFreshToken`) or by
+/// the client's ``HTTPClient/Configuration/authorizer`` after a 401 stays the same request: its
+/// new subscription reports ``Kind/requestStarted`` again under the same ``requestID``, and the
+/// request ends once, after its last attempt.
 public struct HTTPEvent: Sendable, CustomStringConvertible {
     /// What happened. New kinds may be added: switch with a `default:` case.
     public enum Kind: Sendable {
@@ -24,6 +34,9 @@ public struct HTTPEvent: Sendable, CustomStringConvertible {
         /// The request failed: a transport error, the deadline, a refused redirect, a cooldown
         /// that fails fast, a response too large, …
         case requestFailed(any Error)
+        /// The request ended: the closing event, exactly one per ``HTTPEvent/requestID``, after
+        /// every other event of the request (its retries by Transit's operators included).
+        case requestEnded(RequestOutcome)
 
         // MARK: Each exchange with the transport
 
@@ -120,6 +133,20 @@ public struct HTTPEvent: Sendable, CustomStringConvertible {
         case coalescedRequestJoined(subscribers: Int)
     }
 
+    /// How a request ended (``Kind/requestEnded(_:)``).
+    public enum RequestOutcome: Sendable {
+        /// The response arrived whole: a buffered response delivered, a stream or a download
+        /// finished. `statusCode` is the final response's status (after redirects), whatever it
+        /// is; `nil` only when no head was seen (a request that joined another in flight and
+        /// ended without its response).
+        case completed(statusCode: Int?)
+        /// The request failed with `error` (after the retries of Transit's operators, if any).
+        case failed(any Error)
+        /// The subscription was cancelled before the end (by the caller, or by an operator
+        /// downstream that stopped reading, such as a `prefix` on a stream).
+        case cancelled
+    }
+
     /// What happened.
     public let kind: Kind
     /// The request the event is about, when there is one (none for token refreshes and
@@ -127,12 +154,34 @@ public struct HTTPEvent: Sendable, CustomStringConvertible {
     public let request: URLRequest?
     /// When it happened, on the client's scheduler.
     public let time: Duration
+    /// The identity of the request this event belongs to, unique within the client: the same on
+    /// every event of one request, from ``Kind/requestStarted`` to ``Kind/requestEnded(_:)``.
+    /// `nil` only for an event reported outside any request. (A token refresh's outcome is
+    /// reported once per client, with the first of its requests that waited for it.)
+    public let requestID: UInt64?
+    /// On ``Kind/attemptStarted(id:)`` and ``Kind/attemptEnded(_:)``: how many attempts of this
+    /// request came before this one (OpenTelemetry's `http.request.resend_count`): 0 for the
+    /// first, one more for each redirect hop, failover attempt, credential resend and retry.
+    /// `nil` on other events.
+    public let resendCount: Int?
+    /// The request's ``RequestOptions/operationName``, when it has one.
+    public let operationName: String?
+    /// The value this monitor returned from ``HTTPEventMonitor/captureRequestContext()`` when the
+    /// request was subscribed (each monitor gets back its own); `nil` when it returned none.
+    public let context: (any Sendable)?
 
     /// Creates an event.
-    init(kind: Kind, request: URLRequest?, time: Duration) {
+    init(
+        kind: Kind, request: URLRequest?, time: Duration,
+        requestID: UInt64? = nil, resendCount: Int? = nil, operationName: String? = nil, context: (any Sendable)? = nil
+    ) {
         self.kind = kind
         self.request = request
         self.time = time
+        self.requestID = requestID
+        self.resendCount = resendCount
+        self.operationName = operationName
+        self.context = context
     }
 
     /// A one-line, redacted rendering: URLs without user-info or secret query values, header
@@ -147,6 +196,12 @@ public struct HTTPEvent: Sendable, CustomStringConvertible {
             return "response \(response.statusCode):\(subject)"
         case .requestFailed(let error):
             return "request failed:\(subject): \(Self.describe(error))"
+        case .requestEnded(.completed(let statusCode)):
+            return "request ended \(statusCode.map(String.init) ?? "?"):\(subject)"
+        case .requestEnded(.failed(let error)):
+            return "request ended, failed:\(subject): \(Self.describe(error))"
+        case .requestEnded(.cancelled):
+            return "request ended, cancelled:\(subject)"
         case .attemptStarted(let id):
             return "attempt #\(id) started:\(subject)"
         case .attemptEnded(let metrics):

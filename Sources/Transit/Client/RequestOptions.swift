@@ -13,12 +13,20 @@ public struct RequestOptions: Sendable, Hashable {
     public var deadline: Deadline?
     /// Which redirects to follow (``HTTPClient/Configuration/redirectPolicy``).
     public var redirectPolicy: RedirectPolicy?
+    /// A low-cardinality name of what the request does (an OpenAPI operation id such as
+    /// `listPosts`), reported by every ``HTTPEvent`` of the request as
+    /// ``HTTPEvent/operationName``, for metrics and traces to group by. Never a URL or an
+    /// identifier that varies per request. None by default.
+    public var operationName: String?
 
-    /// Creates options; `nil` means "the client's".
-    public init(maxResponseBytes: Int? = nil, deadline: Deadline? = nil, redirectPolicy: RedirectPolicy? = nil) {
+    /// Creates options; `nil` means "the client's" (or, for `operationName`, none).
+    public init(
+        maxResponseBytes: Int? = nil, deadline: Deadline? = nil, redirectPolicy: RedirectPolicy? = nil, operationName: String? = nil
+    ) {
         self.maxResponseBytes = maxResponseBytes
         self.deadline = deadline
         self.redirectPolicy = redirectPolicy
+        self.operationName = operationName
     }
 }
 

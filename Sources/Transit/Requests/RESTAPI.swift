@@ -193,11 +193,11 @@ extension RESTAPI {
     ) -> Signal<ServerSentEvent, any Error> {
         let api = self
         return Signal(deferred: {
-            EventStream(options: options, scheduler: api.client.scheduler) { lastEventID in
+            api.client.eventStream(options: options) { lastEventID, events in
                 api.send(method: .get, endpoint: endpoint, body: nil, modifier: modifier) { client, request in
-                    client.eventConnection(request, lastEventID: lastEventID)
+                    client.eventConnection(request, lastEventID: lastEventID, events: events)
                 }
-            }.signal
+            }
         })
     }
 

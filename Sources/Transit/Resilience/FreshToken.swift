@@ -85,6 +85,9 @@ extension Signal where Failure == any Error {
                 replacing: TokenStore.bearerToken(in: response?.request), scheduler: scheduler, fromRefresh: ownRefresh,
                 events: response?.eventSink
             )
+            // The request is sent again as the same request (see `HTTPEventSink.handOver()`).
+            let request = response?.eventSink
+            request?.handOver()
             return Signal { observer in
                 let scope = CancellationToken()
                 let waiting = scope.makeChild()
@@ -93,14 +96,22 @@ extension Signal where Failure == any Error {
                     case .value:
                         // Stop waiting (releases this waiter), then send the request again.
                         waiting.cancel()
-                        upstream.observe(observer, in: scope)
+                        if let request {
+                            request.resubscribing { upstream.observe(observer, in: scope) }
+                        } else {
+                            upstream.observe(observer, in: scope)
+                        }
                     case .failed(let refreshError):
+                        request?.endIfUnclaimed(.failed(refreshError))
                         observer.fail(refreshError)
                     case .finished:
                         break
                     }
                 }, in: waiting)
-                return { scope.cancel() }
+                return {
+                    scope.cancel()
+                    request?.endIfUnclaimed(.cancelled)
+                }
             }
         }
     }

@@ -50,7 +50,12 @@ extension Signal where Failure == any Error {
             HTTPEventSink.report(
                 .retryScheduled(attempt: 1, delay: ScheduledSubscription.duration(seconds: wait), failure: error), about: error
             )
-            return ScheduledSubscription.signal(upstream, after: wait, on: scheduler)
+            guard let request = HTTPEventSink.of(error) else { return ScheduledSubscription.signal(upstream, after: wait, on: scheduler) }
+            // The request is sent again as the same request (see `HTTPEventSink.handOver()`).
+            request.handOver()
+            return ScheduledSubscription.signal(request.continuing(upstream), after: wait, on: scheduler).handleEvents(receiveCancel: {
+                request.endIfUnclaimed(.cancelled)
+            })
         }
     }
 }

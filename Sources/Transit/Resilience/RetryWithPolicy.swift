@@ -90,6 +90,9 @@ private final class PolicyRetrier<Output: Sendable>: @unchecked Sendable {
         var subscribing = false
         /// An attempt that became due while another was being subscribed.
         var queued: (number: Int, scope: CancellationToken)?
+        /// The request of the client that failed, handed over to the next attempt (so that it
+        /// continues that request: see ``HTTPEventSink/handOver()``), until it is subscribed.
+        var handedOver: HTTPEventSink?
         /// Cancelled, or the terminal event was passed on.
         var ended = false
         var downstream: Observer<Output, any Error>?
@@ -134,21 +137,28 @@ private final class PolicyRetrier<Output: Sendable>: @unchecked Sendable {
         }
         guard proceed else { return }
         policy.budget?.recordRequest(at: scheduler.now)
-        run(1, scope)
+        run(1, scope, continuing: nil)
     }
 
-    /// Subscribes attempt `number` in `scope`, then every attempt queued meanwhile.
-    private func run(_ number: Int, _ scope: CancellationToken) {
-        var next: (number: Int, scope: CancellationToken)? = (number, scope)
-        while let (number, scope) = next {
-            upstream.observe(Observer { [self] event in receive(event, from: number) }, in: scope)
+    /// Subscribes attempt `number` in `scope` (continuing the request `continuing` handed over),
+    /// then every attempt queued meanwhile.
+    private func run(_ number: Int, _ scope: CancellationToken, continuing: HTTPEventSink?) {
+        var next: (number: Int, scope: CancellationToken, continuing: HTTPEventSink?)? = (number, scope, continuing)
+        while let (number, scope, continuing) = next {
+            let observer = Observer<Output, any Error> { [self] event in receive(event, from: number) }
+            if let continuing {
+                continuing.resubscribing { upstream.observe(observer, in: scope) }
+            } else {
+                upstream.observe(observer, in: scope)
+            }
             next = withState { state in
                 defer { state.queued = nil }
                 guard let queued = state.queued, !state.ended else {
                     state.subscribing = false
                     return nil
                 }
-                return queued
+                defer { state.handedOver = nil }
+                return (queued.number, queued.scope, state.handedOver)
             }
         }
     }
@@ -178,7 +188,7 @@ private final class PolicyRetrier<Output: Sendable>: @unchecked Sendable {
                 .retryScheduled(attempt: number, delay: delay, failure: error),
                 about: error
             )
-            scheduleAttempt(after: delay, following: number)
+            scheduleAttempt(after: delay, following: number, handingOver: HTTPEventSink.of(error))
         }
     }
 
@@ -200,11 +210,14 @@ private final class PolicyRetrier<Output: Sendable>: @unchecked Sendable {
     }
 
     /// Ends attempt `number` (its subscription is released) and schedules attempt `number + 1`
-    /// after `delay`.
-    private func scheduleAttempt(after delay: Duration, following number: Int) {
+    /// after `delay`, continuing the request of `sink` (the failed attempt's client, if any).
+    private func scheduleAttempt(after delay: Duration, following number: Int, handingOver sink: HTTPEventSink?) {
         var finished: CancellationToken?
         let id = withState { state -> UInt64? in
             guard !state.ended, state.attempt == number else { return nil }
+            // Before the attempt's subscription is released: its end is not the request's.
+            sink?.handOver()
+            state.handedOver = sink
             finished = state.current
             state.current = nil
             let id = state.nextWaitID
@@ -231,6 +244,7 @@ private final class PolicyRetrier<Output: Sendable>: @unchecked Sendable {
     /// subscribed on another call (see ``run(_:_:)``).
     private func fire(_ id: UInt64) {
         let scope = CancellationToken()
+        var continuing: HTTPEventSink?
         let claimed = withState { state -> Int? in
             guard !state.ended, state.waitID == id else { return nil }
             state.waitID = nil
@@ -242,9 +256,11 @@ private final class PolicyRetrier<Output: Sendable>: @unchecked Sendable {
                 return nil
             }
             state.subscribing = true
+            continuing = state.handedOver
+            state.handedOver = nil
             return state.attempt
         }
-        if let claimed { run(claimed, scope) }
+        if let claimed { run(claimed, scope, continuing: continuing) }
     }
 
     /// Cancels the running attempt or the pending wait and releases the downstream. Called by
@@ -253,12 +269,15 @@ private final class PolicyRetrier<Output: Sendable>: @unchecked Sendable {
         var scope: CancellationToken?
         var wait: (any Cancellable)?
         var queued: CancellationToken?
+        var handedOver: HTTPEventSink?
         let downstream = withState { state -> Observer<Output, any Error>? in
             guard !state.ended else { return nil }
             state.ended = true
             scope = state.current
             wait = state.wait
             queued = state.queued?.scope
+            handedOver = state.handedOver
+            state.handedOver = nil
             state.current = nil
             state.wait = nil
             state.waitID = nil
@@ -269,6 +288,8 @@ private final class PolicyRetrier<Output: Sendable>: @unchecked Sendable {
         wait?.cancel()
         scope?.cancel()
         queued?.cancel()
+        // Cancelled while waiting: the request handed over ends here.
+        handedOver?.endIfUnclaimed(.cancelled)
         // Released here, after the lock.
         withExtendedLifetime(downstream) {}
     }

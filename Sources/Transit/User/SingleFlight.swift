@@ -14,7 +14,8 @@ struct SingleFlight: Sendable {
         let id: UInt64
         /// The subscription of the refresh signal and of its deadline; only the flight holds it.
         let subscription = CancellationToken()
-        /// The monitors of the clients whose requests wait for this refresh (each once).
+        /// The monitors of the clients whose requests wait for this refresh (each client once,
+        /// with its first waiting request).
         var sinks: [HTTPEventSink] = []
 
         init(id: UInt64) {
@@ -22,7 +23,7 @@ struct SingleFlight: Sendable {
         }
 
         mutating func add(_ sink: HTTPEventSink?) {
-            guard let sink, !sinks.contains(where: { $0 === sink }) else { return }
+            guard let sink, !sinks.contains(where: { $0.isSameClient(as: sink) }) else { return }
             sinks.append(sink)
         }
 
