@@ -201,4 +201,41 @@ struct HugeRetryAfterTests {
         token.cancel()
         #expect(log.events.isEmpty)
     }
+
+    /// A client whose clock is ten minutes fast would read the date as past (no wait at all);
+    /// measured from the response's own `Date` header, it waits the minute the server meant.
+    @Test func anHTTPDateIsMeasuredFromTheResponsesOwnDateHeader() {
+        let fastClock = rfcExampleDate.addingTimeInterval(600)
+        let retryAt = "Sun, 06 Nov 1994 08:50:37 GMT"
+        let serverNow = "Sun, 06 Nov 1994 08:49:37 GMT"
+        #expect(RetryAfter.delay(from: retryAt, now: fastClock) == .zero)
+        #expect(RetryAfter.delay(from: retryAt, serverDate: serverNow, now: fastClock) == .seconds(60))
+        #expect(RetryAfter.delay(from: retryAt, serverDate: " \(serverNow) ", now: fastClock) == .seconds(60))
+        // An unreadable or missing `Date` falls back to the client's clock; seconds are seconds.
+        #expect(RetryAfter.delay(from: retryAt, serverDate: "yesterday", now: rfcExampleDate) == .seconds(60))
+        #expect(RetryAfter.delay(from: retryAt, serverDate: nil, now: rfcExampleDate) == .seconds(60))
+        #expect(RetryAfter.delay(from: "30", serverDate: serverNow, now: fastClock) == .seconds(30))
+    }
+
+    /// The errors of a 429 or 503 and the client's cooldowns read the date the same way: a
+    /// response from 1994 asking for a minute is a minute, whatever today's date.
+    @Test func errorsAndCooldownsReadTheDateAgainstTheResponsesDate() throws {
+        let headers = ["Retry-After": "Sun, 06 Nov 1994 08:50:37 GMT", "Date": "Sun, 06 Nov 1994 08:49:37 GMT"]
+        let scheduler = TestScheduler()
+        let transport = StubTransport(scheduler: scheduler)
+        transport.stub(.get, path: "/v1/a").thenRespond(.status(429, headers: headers))
+        transport.stub(.get, path: "/v1/b").thenRespond(.text("b"))
+        let client = HTTPClient(transport: transport) {
+            $0.scheduler = scheduler
+            $0.cooldowns = Cooldowns(maxWait: .seconds(120))
+        }
+        let limited = RequestProbe(client.send(URLRequest(url: URL(string: "https://api.example.com/v1/a")!)).catchHTTPErrors())
+        let error = try #require(limited.failure as? HTTPClientError)
+        #expect(error.retryAfter == .seconds(60))
+        let held = RequestProbe(client.send(URLRequest(url: URL(string: "https://api.example.com/v1/b")!)))
+        scheduler.advance(by: .seconds(59))
+        #expect(held.values.isEmpty)
+        scheduler.advance(by: .seconds(1))
+        #expect(held.values.first?.text == "b")
+    }
 }

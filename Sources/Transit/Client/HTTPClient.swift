@@ -430,7 +430,12 @@ public final class HTTPClient: Sendable {
                     rateLimiter.key.key(for: request)
                 }
                 let waited = sent.flatMap { Self.rateLimitReport($0, to: events) }
-                permitted = { Self.afterPermit(of: rateLimiter, key: key, on: scheduler, waited: waited, exchange) }
+                permitted = if rateLimiter.sharing == nil {
+                    { Self.afterPermit(of: rateLimiter, key: key, on: scheduler, waited: waited, exchange) }
+                } else {
+                    // A fleet's limit: the store's grant, or its fallback.
+                    { rateLimiter.sharedPermit(forKey: key, on: scheduler, waited: waited, events: events, request: sent).flatMap(maxConcurrent: 1) { _ in exchange } }
+                }
             } else {
                 permitted = { exchange }
             }

@@ -131,6 +131,16 @@ public struct HTTPEvent: Sendable, CustomStringConvertible {
         /// The request joined an identical one in flight instead of sending its own
         /// (``HTTPClient/Configuration/coalescesRequests``); `subscribers` now share it.
         case coalescedRequestJoined(subscribers: Int)
+
+        // MARK: Policy store
+
+        /// A call to the ``PolicyStore`` of a ``PolicySharing`` failed with `error` (or missed its
+        /// deadline) while the store was available: it is skipped for `quarantine`, and the
+        /// policies keep to their fallback (``PolicySharing/fallback``) until it answers again.
+        case policyStoreLost(error: any Error, quarantine: Duration)
+        /// The ``PolicyStore`` answered again, `after` it was lost: the policies share their
+        /// limits through it again.
+        case policyStoreRestored(after: Duration)
     }
 
     /// How a request ended (``Kind/requestEnded(_:)``).
@@ -248,6 +258,10 @@ public struct HTTPEvent: Sendable, CustomStringConvertible {
             return "authorizer renewal failed:\(subject): \(Self.describe(error))"
         case .coalescedRequestJoined(let subscribers):
             return "joined an identical request in flight (\(subscribers) sharing it):\(subject)"
+        case .policyStoreLost(let error, let quarantine):
+            return "policy store lost (\(Self.describe(error))): limits kept locally for \(Self.seconds(quarantine)):\(subject)"
+        case .policyStoreRestored(let after):
+            return "policy store restored after \(Self.seconds(after)): limits shared again:\(subject)"
         }
     }
 

@@ -22,19 +22,29 @@ import Signals
 /// one and when one refuses a request (``HTTPEvent/Kind/cooldownStarted(key:duration:statusCode:)``,
 /// …).
 ///
+/// Given a ``PolicySharing``, a cooldown is the **fleet's**: one started here is written to the
+/// store (extended, never shortened), and a cooldown that any process of the fleet started holds
+/// back new requests here too, read from the store's local view without a round trip. A request
+/// refused by a cooldown that another process saw fails with the same error, without a response.
+/// While the store is unavailable, the cooldowns this process saw itself still hold.
+///
 /// Thread safety: state behind one lock.
 public final class Cooldowns: Sendable {
     /// The longest a request waits for a cooldown to end before failing fast.
     let maxWait: Duration
     /// How requests are grouped.
     let key: RequestKey
+    /// Where the fleet's cooldowns are kept, if they are shared.
+    let sharing: PolicySharing?
+    /// Cooldowns being written to the store.
+    private let writes = DetachedStoreCalls()
     private let entries = Locked<[String: Entry]>([:])
 
     struct Entry {
         /// When new requests may go again, on the client's clock.
         let until: Duration
-        /// The answer that started the cooldown.
-        let response: HTTPResponse
+        /// The answer that started the cooldown; `nil` for one another process of the fleet saw.
+        let response: HTTPResponse?
     }
 
     /// Creates the registry.
@@ -43,10 +53,16 @@ public final class Cooldowns: Sendable {
     ///   - maxWait: the longest a new request waits (10 s by default); longer cooldowns fail
     ///     fast.
     ///   - key: how requests are grouped; scheme + host + port + first path segment by default.
-    public init(maxWait: Duration = .seconds(10), key: RequestKey = .originAndFirstSegment) {
+    ///   - sharing: the store through which a fleet shares its cooldowns; `nil` (the default)
+    ///     keeps them in this process.
+    public init(maxWait: Duration = .seconds(10), key: RequestKey = .originAndFirstSegment, sharing: PolicySharing? = nil) {
         self.maxWait = maxWait
         self.key = key
+        self.sharing = sharing
     }
+
+    /// How many cooldowns are being written to the store.
+    var pendingWrites: Int { writes.count }
 
     /// The time left on `key`'s cooldown on `scheduler`'s clock, if one is running.
     func remaining(forKey key: String, on scheduler: any Scheduler) -> Duration? {
@@ -62,7 +78,8 @@ public final class Cooldowns: Sendable {
     }
 
     /// Records `head`, the answer to `request`: a 429 or 503 with a `Retry-After` starts (or
-    /// extends) the cooldown of its key, on `scheduler`'s clock.
+    /// extends) the cooldown of its key, on `scheduler`'s clock (a `Retry-After` date is measured
+    /// from the answer's own `Date` header when it has one).
     func record(_ head: HTTPResponseHead, for request: URLRequest, on scheduler: any Scheduler) {
         record(head, for: request, key: key.key(request), on: scheduler)
     }
@@ -78,7 +95,7 @@ public final class Cooldowns: Sendable {
     ) {
         guard head.statusCode == 429 || head.statusCode == 503,
               let header = head.value(forHTTPHeaderField: "Retry-After"),
-              let seconds = RetryAfter.seconds(from: header), seconds > 0
+              let seconds = RetryAfter.seconds(from: header, serverDate: head.value(forHTTPHeaderField: "Date")), seconds > 0
         else { return }
         let duration = ScheduledSubscription.duration(seconds: seconds)
         let until = scheduler.now + duration
@@ -91,6 +108,11 @@ public final class Cooldowns: Sendable {
         }
         if started, let events {
             events.emit(.cooldownStarted(key: name, duration: duration, statusCode: head.statusCode), request: request)
+        }
+        if started, let sharing, sharing.health.isAvailable(at: scheduler.now) {
+            // Told to the fleet even if the request ends meanwhile; the deadline bounds the call.
+            let call = sharing.store.extendCooldown(forKey: name, by: duration, statusCode: head.statusCode)
+            writes.run(sharing.ask(call, on: scheduler, events: events, request: URLRequestReference(request)))
         }
     }
 
@@ -105,6 +127,8 @@ public final class Cooldowns: Sendable {
     /// Whether new requests to `name` may go now on `scheduler`'s clock (no cooldown, or one that
     /// has passed): the fast path of a client, which then needs no clearance signal.
     func isClear(forKey name: String, on scheduler: any Scheduler) -> Bool {
+        // The fleet's cooldowns, from the store's local view.
+        if let sharing, sharing.store.cooldown(forKey: name) != nil { return false }
         // Every request asks, and almost always nothing is cooling down: no time, no hash.
         if entries.withLock({ $0.isEmpty }) { return true }
         let now = scheduler.now
@@ -124,18 +148,24 @@ public final class Cooldowns: Sendable {
         events: HTTPEventSink? = nil
     ) -> Signal<Void, any Error> {
         let now = scheduler.now
-        let entry = entries.withLock { entries -> Entry? in
+        var entry = entries.withLock { entries -> Entry? in
             guard let entry = entries[name] else { return nil }
             if entry.until <= now { entries[name] = nil; return nil }
             return entry
         }
-        guard let entry else { return Signal(value: ()) }
+        var statusCode = entry?.response?.statusCode
+        // A longer cooldown that another process of the fleet saw holds this request back too.
+        if let shared = sharing?.store.cooldown(forKey: name), shared.remaining > (entry.map { $0.until - now } ?? .zero) {
+            entry = Entry(until: now + shared.remaining, response: nil)
+            statusCode = shared.statusCode
+        }
+        guard let entry, let statusCode else { return Signal(value: ()) }
         let left = entry.until - now
         guard left <= maxWait else {
             events?.emit(.cooldownRefused(key: name, remaining: left), request: request)
             let response = entry.response
             let retryAfter: Duration? = left
-            let error: any Error = response.statusCode == 429
+            let error: any Error = statusCode == 429
                 ? HTTPClientError.tooManyRequests(retryAfter: retryAfter, response: response)
                 : HTTPServerError.serviceUnavailable(retryAfter: retryAfter, response: response)
             return Signal(error: error)

@@ -18,6 +18,13 @@ import Signals
 /// keys in use: a key whose bucket is full again with nobody waiting is forgotten once many keys
 /// have been seen, which changes nothing for its next request.
 ///
+/// Given a ``PolicySharing``, the limit is the **fleet's**: every process that shares the store
+/// takes its tokens from one bucket per key, kept by the store with the same arithmetic, first come
+/// first served across the fleet; a request that must wait reserves its turn and waits on its
+/// client's scheduler. While the store is unavailable, the limiter keeps to this process's share
+/// (`requestsPerSecond` and `burst` divided by the fleet size) or to the sharing's other
+/// ``PolicySharing/fallback``. Without a sharing, nothing changes: the limiter is in-process.
+///
 /// Thread safety: all state is behind one lock; permits are granted outside it.
 public final class RateLimiter: Sendable {
     /// Requests per second per key.
@@ -26,6 +33,10 @@ public final class RateLimiter: Sendable {
     let burst: Int
     /// How requests are grouped.
     let key: RequestKey
+    /// Where the fleet's buckets are kept, if they are shared.
+    let sharing: PolicySharing?
+    /// This process's share of the limit, kept while the store is unavailable.
+    private let localShare: RateLimiter?
     private let buckets = Locked<[String: Bucket]>([:])
     private let nextWaiter = Locked<UInt64>(0)
     /// How many buckets may exist before the idle ones are swept: a limiter keyed by origin sees
@@ -58,14 +69,82 @@ public final class RateLimiter: Sendable {
     ///     not is treated as one request per hour).
     ///   - burst: how many requests may go back to back before spacing starts (at least 1).
     ///   - key: how requests are grouped; scheme + host + port + first path segment by default.
+    ///   - sharing: the store through which a fleet shares the limit; `nil` (the default) keeps
+    ///     it in this process.
     public init(
         requestsPerSecond: Double,
         burst: Int = 1,
-        key: RequestKey = .originAndFirstSegment
+        key: RequestKey = .originAndFirstSegment,
+        sharing: PolicySharing? = nil
     ) {
         self.requestsPerSecond = requestsPerSecond.isFinite && requestsPerSecond > 0 ? requestsPerSecond : 1.0 / 3600
         self.burst = max(1, burst)
         self.key = key
+        self.sharing = sharing
+        if let sharing {
+            let share = Double(sharing.fleetSize)
+            localShare = RateLimiter(requestsPerSecond: self.requestsPerSecond / share, burst: self.burst / sharing.fleetSize, key: key)
+        } else {
+            localShare = nil
+        }
+    }
+
+    /// The permit of a limiter with a ``PolicySharing``: the store's grant (at once, or after the
+    /// wait it reserved), or the fallback's while the store is unavailable. A wait is reported to
+    /// `waited`; the store's loss and return to `events`, as about `request`. Cancelling it cancels
+    /// the store call or the wait. Without a sharing, ``permit(forKey:on:waited:)``.
+    func sharedPermit(
+        forKey name: String,
+        on scheduler: any Scheduler,
+        waited: (@Sendable (_ key: String, _ waited: Duration) -> Void)?,
+        events: HTTPEventSink?,
+        request: URLRequest?
+    ) -> Signal<Void, any Error> {
+        guard let sharing else {
+            if acquireImmediately(forKey: name, on: scheduler) { return Signal(value: ()) }
+            return permit(forKey: name, on: scheduler, waited: waited).setFailureType()
+        }
+        let start = scheduler.now
+        guard sharing.health.isAvailable(at: start) else {
+            return fallbackPermit(forKey: name, on: scheduler, waited: waited, failure: PolicyStoreUnavailable(reason: .quarantined))
+        }
+        let bucket = PolicyStoreBucket(requestsPerSecond: requestsPerSecond, burst: burst)
+        let call = sharing.store.takeTokens(1, forKey: name, bucket: bucket, maxWait: nil)
+        return sharing.ask(call, on: scheduler, events: events, request: request.map(URLRequestReference.init))
+            .setFailureType(to: (any Error).self)
+            .flatMap(maxConcurrent: 1) { [self] answer -> Signal<Void, any Error> in
+                switch answer {
+                case .success(.now):
+                    return Signal(value: ())
+                case .success(.after(let wait)), .success(.refused(let wait)):
+                    // A store asked for any wait does not refuse; one that does is waited out.
+                    return Signal(value: ()).delay(for: wait, scheduler: scheduler).handleEvents(receiveValue: { _ in
+                        waited?(name, scheduler.now - start)
+                    })
+                case .failure(let error):
+                    return fallbackPermit(forKey: name, on: scheduler, waited: waited, failure: error)
+                }
+            }
+    }
+
+    /// The permit while the store is unavailable (after `failure`): this process's share of the
+    /// limit, every request, or none, as the sharing's fallback says.
+    private func fallbackPermit(
+        forKey name: String,
+        on scheduler: any Scheduler,
+        waited: (@Sendable (_ key: String, _ waited: Duration) -> Void)?,
+        failure: any Error
+    ) -> Signal<Void, any Error> {
+        switch sharing?.fallback {
+        case .failOpen:
+            return Signal(value: ())
+        case .failClosed:
+            return Signal(error: PolicyStoreUnavailable.after(failure))
+        case .localShare, nil:
+            let local = localShare ?? self
+            if local.acquireImmediately(forKey: name, on: scheduler) { return Signal(value: ()) }
+            return local.permit(forKey: name, on: scheduler, waited: waited).setFailureType()
+        }
     }
 
     /// A signal that sends one value, then finishes, when `request` may be sent, waiting on

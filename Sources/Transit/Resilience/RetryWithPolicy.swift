@@ -136,7 +136,7 @@ private final class PolicyRetrier<Output: Sendable>: @unchecked Sendable {
             return true
         }
         guard proceed else { return }
-        policy.budget?.recordRequest(at: scheduler.now)
+        policy.budget?.recordRequest(on: scheduler)
         run(1, scope, continuing: nil)
     }
 
@@ -179,7 +179,7 @@ private final class PolicyRetrier<Output: Sendable>: @unchecked Sendable {
                 finish(with: event, from: number)
                 return
             }
-            if let budget = policy.budget, !budget.withdrawRetry(at: scheduler.now) {
+            if let budget = policy.budget, !budget.withdrawRetry(on: scheduler, failure: error) {
                 HTTPEventSink.report(.retryRefusedByBudget(attempt: number, failure: error), about: error)
                 finish(with: .failed(RetryBudgetExhausted(failure: error)), from: number)
                 return

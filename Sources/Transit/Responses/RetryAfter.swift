@@ -25,6 +25,21 @@ public enum RetryAfter {
         seconds(from: value, now: now).map(duration(seconds:))
     }
 
+    /// How long to wait that `value` asks for, an HTTP-date measured from `serverDate` — the
+    /// response's own `Date` header — when that is a readable HTTP-date, so a client whose clock
+    /// is off by minutes waits what the server meant; from `now` otherwise. A delay in seconds is
+    /// the same either way. `nil` if `value` is missing or cannot be read.
+    public static func delay(from value: String?, serverDate: String?, now: Date = Date()) -> Duration? {
+        seconds(from: value, serverDate: serverDate, now: now).map(duration(seconds:))
+    }
+
+    /// ``seconds(from:now:)`` with an HTTP-date measured from `serverDate` (a `Date` header) when
+    /// it is readable.
+    static func seconds(from value: String?, serverDate: String?, now: Date = Date()) -> TimeInterval? {
+        let reference = serverDate.flatMap { httpDate($0.trimmingCharacters(in: .whitespaces), now: now) } ?? now
+        return seconds(from: value, now: reference)
+    }
+
     /// `seconds` as a `Duration`: NaN and negative values are zero, values too large for a
     /// `Duration` of whole seconds are ``longest``.
     static func duration(seconds: Double) -> Duration {
