@@ -47,9 +47,8 @@ extension HTTPClient {
     /// As for a download, a response of 400 or more fails with its ``HTTPError`` (its body kept,
     /// up to the response limit), so `retry` policies apply directly; the request is otherwise
     /// sent as by ``send(_:bodyFile:options:)``: default headers, authoriser, redirects, limits
-    /// and deadline. Both ``URLSessionTransport`` and the AsyncHTTPClient adapter count the bytes
-    /// they send; a transport that does not (see ``RequestBodyProgress``) reports only the start
-    /// of each send.
+    /// and deadline. ``URLSessionTransport`` counts the bytes it sends; a transport that does not
+    /// (see ``RequestBodyProgress``) reports only the start of each send.
     public func upload(
         _ request: URLRequest,
         bodyFile: URL? = nil,
