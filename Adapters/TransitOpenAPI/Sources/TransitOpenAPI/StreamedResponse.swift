@@ -21,7 +21,7 @@ final class StreamedResponse: Sendable {
 
     /// Subscribes to `parts` at once; `onEnd` runs once, when the transfer ends in any way.
     init(_ parts: Signal<HTTPResponsePart, any Error>, bufferLimit: Int, onEnd: @escaping @Sendable () -> Void) {
-        core = Core(bufferLimit: bufferLimit, onEnd: onEnd)
+        core = Core(bufferLimit: bufferLimit, token: token, onEnd: onEnd)
         let core = core
         parts.observe(Observer { core.receive($0) }, in: token)
     }
@@ -94,9 +94,13 @@ final class StreamedResponse: Sendable {
 
         private let state: Mutex<State>
         private let bufferLimit: Int
+        /// The subscription's scope, cancelled when the transfer ends for the reader (the buffer
+        /// overflowed, the reader cancelled).
+        private let token: CancellationToken
 
-        init(bufferLimit: Int, onEnd: @escaping @Sendable () -> Void) {
+        init(bufferLimit: Int, token: CancellationToken, onEnd: @escaping @Sendable () -> Void) {
             self.bufferLimit = max(0, bufferLimit)
+            self.token = token
             state = Mutex(State(onEnd: onEnd))
         }
 
@@ -157,6 +161,7 @@ final class StreamedResponse: Sendable {
                 state.onEnd = nil
                 return waiters
             }
+            token.cancel()
             waiters.onEnd?()
             switch result {
             case .success:

@@ -59,17 +59,19 @@ public struct TransitClientTransport: ClientTransport {
         /// operation; unset ones are the client's.
         public var options = RequestOptions()
         /// Retries of buffered operations: transient failures and 408/500/502/503/504, as the
-        /// policy says (a 503's `Retry-After` honoured). `nil` (the default): none.
+        /// policy says (a 503's `Retry-After` honoured). When the attempts are spent, the last
+        /// status is the response; a retry the policy's budget refuses fails the operation with
+        /// the budget's error (a typed error saying so). `nil` (the default): none.
         public var retryPolicy: RetryPolicy?
         /// On a 429, wait what `Retry-After` asks, up to this many seconds, and send the
         /// operation again, once. `nil` (the default): a 429 is returned as it is.
         public var maxSecondsToWaitOn429: TimeInterval?
         /// Operations (by operation id) whose response bodies stream.
         public var streamedOperations: Set<String> = []
-        /// Media types whose responses stream when the operation accepts nothing else (every
-        /// type in its `Accept` field is one of these): by default `application/octet-stream`,
-        /// `text/event-stream`, `application/x-ndjson` and `application/jsonl`, compared without
-        /// parameters and case-insensitively.
+        /// Media types whose responses stream when the operation accepts one of them (its
+        /// `Accept` field lists one; a download that also documents a JSON error accepts both):
+        /// by default `application/octet-stream`, `text/event-stream`, `application/x-ndjson` and
+        /// `application/jsonl`, compared without parameters and case-insensitively.
         public var streamedContentTypes: Set<String> = [
             "application/octet-stream", "text/event-stream", "application/x-ndjson", "application/jsonl",
         ]
@@ -87,17 +89,16 @@ public struct TransitClientTransport: ClientTransport {
         /// The default configuration: no retries, no 429 wait, the default streamed types.
         public init() {}
 
-        /// Whether the operation's response streams: its id is in ``streamedOperations``, or
-        /// every media type its `Accept` field lists is in ``streamedContentTypes``.
+        /// Whether the operation's response streams: its id is in ``streamedOperations``, or a
+        /// media type its `Accept` field lists is in ``streamedContentTypes``.
         public func isStreamed(operationID: String, request: HTTPTypes.HTTPRequest) -> Bool {
             if streamedOperations.contains(operationID) { return true }
             let accepted = request.headerFields[values: .accept]
                 .flatMap { $0.split(separator: ",") }
                 .map { $0.prefix { $0 != ";" }.trimmingCharacters(in: .whitespaces).lowercased() }
                 .filter { !$0.isEmpty }
-            guard !accepted.isEmpty else { return false }
             let streamed = Set(streamedContentTypes.map { $0.lowercased() })
-            return accepted.allSatisfy(streamed.contains)
+            return accepted.contains(where: streamed.contains)
         }
     }
 

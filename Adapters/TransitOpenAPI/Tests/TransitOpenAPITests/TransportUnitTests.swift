@@ -81,7 +81,7 @@ private let head = HTTPResponseHead(url: URL(string: "http://127.0.0.1/x")!, sta
         #expect(!configuration.isStreamed(operationID: "list", request: json))
         #expect(configuration.isStreamed(operationID: "tail", request: json))
         #expect(configuration.isStreamed(operationID: "get", request: binary))
-        #expect(!configuration.isStreamed(operationID: "get", request: either))
+        #expect(configuration.isStreamed(operationID: "get", request: either))
         #expect(configuration.isStreamed(operationID: "events", request: events))
     }
 }
