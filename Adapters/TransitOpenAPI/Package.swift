@@ -26,7 +26,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         // The Hummingbird server's port (a NIO channel); AsyncHTTPClient depends on it already.
         .package(url: "https://github.com/apple/swift-nio", from: "2.81.0"),
-        // The Hummingbird server's logger, quiet below errors; Hummingbird depends on it already.
+        // The Hummingbird server's logger, quiet (its shutdown logs each cancelled connection as an
+        // error); Hummingbird depends on it already.
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [

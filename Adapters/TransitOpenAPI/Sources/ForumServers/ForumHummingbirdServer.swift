@@ -32,7 +32,7 @@ public final class ForumHummingbirdServer: ForumServer {
         try Handler(forum: forum).registerHandlers(on: router, serverURL: URL(string: "/")!, middlewares: [Guard(forum: forum)])
         let (ports, port) = AsyncStream<Int>.makeStream()
         var logger = Logger(label: "forum-hummingbird")
-        logger.logLevel = .error
+        logger.logLevel = .critical
         let app = Application(
             router: router,
             configuration: .init(address: .hostname("127.0.0.1", port: 0)),
