@@ -156,9 +156,22 @@ public final class HTTPClient: Sendable {
         send(TransportRequest(request, bodyFile: bodyFile), options: options)
     }
 
-    /// ``send(_:bodyFile:options:)`` for a request Transit carries: what every buffered request
-    /// of a ``RESTAPI`` goes through.
-    func send(_ request: consuming TransportRequest, options: RequestOptions) -> Signal<HTTPResponse, any Error> {
+    /// A signal that sends `request`, Transit's own request value, and delivers the response
+    /// buffered: the one entry point every buffered request of a ``RESTAPI`` goes through, open
+    /// to code that builds requests itself (a generated OpenAPI client's transport).
+    ///
+    /// Everything ``send(_:bodyFile:options:)`` guarantees holds: the default headers the request
+    /// lacks are added, invalid fields fail the signal with ``URLRequestError`` before anything is
+    /// sent, the client's policies, authoriser, monitors and transport apply, and the body is
+    /// bounded by the client's (or `options`') response-size limit. The header fields go out in
+    /// their order, repeated fields as many times as they are given (on a transport that sends
+    /// them so). The body is `request.bodyFile` when set, else `request.body`; either can be sent
+    /// again by a retry or a renewed credential.
+    ///
+    /// - Parameters:
+    ///   - request: the method, URL, header fields and body.
+    ///   - options: per-request limit, deadline and redirect policy.
+    public func send(_ request: consuming TransportRequest, options: RequestOptions = RequestOptions()) -> Signal<HTTPResponse, any Error> {
         guard events != nil else { return buffered(request, options: options, events: nil) }
         let request = request
         return observed(options, endsWith: { _ in true }) { events in self.buffered(request, options: options, events: events) }
@@ -264,8 +277,17 @@ public final class HTTPClient: Sendable {
         stream(TransportRequest(request, bodyFile: bodyFile), options: options)
     }
 
-    /// ``stream(_:bodyFile:options:)`` for a request Transit carries.
-    func stream(_ request: TransportRequest, options: RequestOptions) -> Signal<HTTPResponsePart, any Error> {
+    /// A signal that sends `request`, Transit's own request value, and delivers its response as
+    /// it arrives: the head, then each body chunk, then `finished`.
+    ///
+    /// Everything ``stream(_:bodyFile:options:)`` guarantees holds (default headers, checks,
+    /// policies, credentials without renewal on 401, monitors, no size limit or deadline unless
+    /// `options` sets one); the header fields go out in their order, repeated fields kept.
+    ///
+    /// - Parameters:
+    ///   - request: the method, URL, header fields and body (`bodyFile` when set, else `body`).
+    ///   - options: per-request limit, deadline and redirect policy.
+    public func stream(_ request: TransportRequest, options: RequestOptions = RequestOptions()) -> Signal<HTTPResponsePart, any Error> {
         let streamed: @Sendable (HTTPEventSink?) -> Signal<HTTPResponsePart, any Error> = { events in
             self.withCredentials(request) { request in
                 self.prepared(request, events: events) { sent in
