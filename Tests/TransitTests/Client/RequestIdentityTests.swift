@@ -221,7 +221,7 @@ struct RequestIdentityTests {
             $0.scheduler = scheduler
         }
         let probe = TracingLog.$caller.withValue("caller-2") {
-            RequestProbe(client.send(get("https://api.example.test/limited")).catchHTTPErrors().respondToRateLimiting(maxSecondsToWait: 5, scheduler: scheduler))
+            RequestProbe(client.send(get("https://api.example.test/limited")).catchHTTPErrors().respondToRateLimiting(maxWait: .seconds(5), scheduler: scheduler))
         }
         scheduler.advance(by: .seconds(2))
         #expect(probe.values.first?.text == "ok")

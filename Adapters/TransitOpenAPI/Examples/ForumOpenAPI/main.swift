@@ -88,7 +88,7 @@ do {
 let http = HTTPClient(transport: network) { $0.authorizer = tokens }
 let transport = TransitClientTransport(client: http) {
     $0.retryPolicy = RetryPolicy(maxAttempts: 3, baseDelay: .milliseconds(100))
-    $0.maxSecondsToWaitOn429 = 5
+    $0.maxWaitOn429 = .seconds(5)
 }
 let client = Client(serverURL: server.baseURL, transport: transport)
 let service = GeneratedPostService(forum: client)

@@ -50,7 +50,7 @@ import Transit
 /// **Per-operation resilience.** The chain operators a ``Transit/RESTAPI`` service applies to its
 /// signals are set once here: ``Configuration/retryPolicy`` (transient failures and 5xx, within a
 /// budget, idempotent methods unless the policy says otherwise) and
-/// ``Configuration/maxSecondsToWaitOn429`` (wait out a 429's `Retry-After`, once). Both are timed
+/// ``Configuration/maxWaitOn429`` (wait out a 429's `Retry-After`, once). Both are timed
 /// by the client's scheduler, so a `TestScheduler` given to the client times them too.
 public struct TransitClientTransport: ClientTransport {
     /// What the transport does beyond what its client does.
@@ -63,9 +63,10 @@ public struct TransitClientTransport: ClientTransport {
         /// status is the response; a retry the policy's budget refuses fails the operation with
         /// the budget's error (a typed error saying so). `nil` (the default): none.
         public var retryPolicy: RetryPolicy?
-        /// On a 429, wait what `Retry-After` asks, up to this many seconds, and send the
-        /// operation again, once. `nil` (the default): a 429 is returned as it is.
-        public var maxSecondsToWaitOn429: TimeInterval?
+        /// On a 429, wait what `Retry-After` asks, up to this long (the `maxWait` of
+        /// `respondToRateLimiting(maxWait:scheduler:)`), and send the operation again, once.
+        /// `nil` (the default): a 429 is returned as it is.
+        public var maxWaitOn429: Duration?
         /// Operations (by operation id) whose response bodies stream.
         public var streamedOperations: Set<String> = []
         /// Media types whose responses stream when the operation accepts one of them (its
@@ -166,11 +167,11 @@ public struct TransitClientTransport: ClientTransport {
     /// A buffered operation: its response whole, after the retries configured.
     private func buffered(_ request: TransportRequest, options: RequestOptions) async throws -> (HTTPTypes.HTTPResponse, HTTPBody?) {
         var responses = client.send(request, options: options)
-        if configuration.retryPolicy != nil || configuration.maxSecondsToWaitOn429 != nil {
+        if configuration.retryPolicy != nil || configuration.maxWaitOn429 != nil {
             let scheduler = client.configuration.scheduler
             responses = responses.catchHTTPErrors()
-            if let wait = configuration.maxSecondsToWaitOn429 {
-                responses = responses.respondToRateLimiting(maxSecondsToWait: wait, scheduler: scheduler)
+            if let wait = configuration.maxWaitOn429 {
+                responses = responses.respondToRateLimiting(maxWait: wait, scheduler: scheduler)
             }
             if let policy = configuration.retryPolicy {
                 responses = responses.retry(policy, method: request.method, scheduler: scheduler)

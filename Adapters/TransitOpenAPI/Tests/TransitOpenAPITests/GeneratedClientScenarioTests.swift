@@ -40,7 +40,7 @@ struct GeneratedClientScenarioTests {
             let forum = try await SignedInForum(
                 server: server, network: network,
                 configureClient: { $0.scheduler = scheduler },
-                configureTransport: { $0.maxSecondsToWaitOn429 = 120 }
+                configureTransport: { $0.maxWaitOn429 = .seconds(120) }
             )
             server.forum.rateLimitNextRequests(retryAfter: 42)
             async let posts = forum.client.listPosts().ok.body.json
