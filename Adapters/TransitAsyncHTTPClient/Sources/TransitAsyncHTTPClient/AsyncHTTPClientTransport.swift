@@ -52,7 +52,7 @@ import Transit
 ///   | closed or reset mid-response (`remoteConnectionClosed`, `ECONNRESET`, `EPIPE`, `ChannelError.eof`…, a truncated body's `HTTPParserError.invalidEOFState`) | `.networkConnectionLost` |
 ///   | `timeoutInterval` of silence, `connectTimeout`, `readTimeout`, `writeTimeout`, `deadlineExceeded`, TLS/proxy handshake timeouts | `.timedOut` |
 ///   | a reply that is not HTTP (any other `HTTPParserError`)                   | `.cannotParseResponse`    |
-///   | the server's certificate has expired, or is not yet valid (BoringSSL's `CERTIFICATE_VERIFY_FAILED`, then a second handshake that only reads the certificates' dates) | `.serverCertificateHasBadDate`, `.serverCertificateNotYetValid` |
+///   | the server's certificate has expired, or is not yet valid (BoringSSL's `CERTIFICATE_VERIFY_FAILED`, then a second handshake, of at most two seconds and never around a configured proxy, that only reads the certificates' dates; behind a proxy the failure stays `.serverCertificateUntrusted`) | `.serverCertificateHasBadDate`, `.serverCertificateNotYetValid` |
 ///   | the server's certificate is not trusted otherwise (self-signed, unknown authority or root) | `.serverCertificateUntrusted` |
 ///   | the certificate is for another host (`NIOSSLExtraError.failedToValidateHostname`) | `.serverCertificateUntrusted` |
 ///   | another TLS failure (`NIOSSLError`, `BoringSSLError`, `NIOSSLExtraError`) | `.secureConnectionFailed` |
@@ -67,8 +67,9 @@ import Transit
 ///   own, and a gzip or deflate (zlib-wrapped or raw) body is delivered decoded, in pieces of at
 ///   most 64 KiB, so the client's response-size limit counts decoded bytes and bounds memory
 ///   whatever the compression. The delivered head then has no `Content-Encoding` and no
-///   `Content-Length` (they describe the encoded body). A corrupt or truncated stream, or one that
-///   expands past the ratio limit, fails with `.cannotDecodeContentData`. A `Content-Encoding`
+///   `Content-Length` (they describe the encoded body). A corrupt or truncated stream, one that
+///   expands past the ratio limit, or one whose encoded bytes outgrow twice what they decode to
+///   by more than 64 KiB (thousands of empty gzip members), fails with `.cannotDecodeContentData`. A `Content-Encoding`
 ///   the transport cannot decode (`br`, `zstd`, …) fails with `.cannotDecodeContentData` too,
 ///   unless the request sent its own `Accept-Encoding`: the caller asked for it, and gets the
 ///   body as it was sent, with its head unchanged. gzip and deflate are decoded whoever asked for
@@ -173,6 +174,9 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
     let client: AsyncHTTPClient.HTTPClient
     /// The TLS configuration of its connections (AsyncHTTPClient's default when none was given).
     let tlsConfiguration: TLSConfiguration
+    /// Whether the configuration names a proxy: nothing the transport opens itself (a pinned
+    /// host's connection, the probe of a certificate failure) may then go around it.
+    let isProxied: Bool
     /// Watches every exchange in flight for `timeoutInterval` of silence, with one repeating check.
     let sweeper: IdleSweeper
     /// The server-trust policy given to the initialiser, if any.
@@ -233,6 +237,7 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         self.decompression = decompression
         let tlsConfiguration = configuration.tlsConfiguration ?? TLSConfiguration.makeClientConfiguration()
         self.tlsConfiguration = tlsConfiguration
+        isProxied = configuration.proxy != nil
         self.serverTrust = serverTrust
         ruleTLS = Self.configurations(of: serverTrust, base: tlsConfiguration, proxied: configuration.proxy != nil)
         client = AsyncHTTPClient.HTTPClient(eventLoopGroup: eventLoopGroup, configuration: Self.required(configuration))

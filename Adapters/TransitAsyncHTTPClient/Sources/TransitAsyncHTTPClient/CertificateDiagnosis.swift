@@ -16,10 +16,14 @@ import NIOSSL
 /// - otherwise (self-signed, unknown authority, another host, the probe failed or timed out) →
 ///   `.serverCertificateUntrusted`.
 ///
-/// Runs only after a request failed on the certificate; the probe sends no request byte.
+/// Runs only after a request failed on the certificate, and only where the request connected
+/// directly: behind a configured proxy no probe is made (it would bypass the proxy), and the
+/// failure is `.serverCertificateUntrusted`. The probe sends no request byte, and connecting and
+/// the handshake together take at most ``timeout``: the failure is held back no longer.
 enum CertificateDiagnosis {
-    /// How long the probe may take before the failure is reported as untrusted.
-    static let timeout: TimeAmount = .seconds(10)
+    /// The longest the probe may take, connection and handshake together, before the failure is
+    /// reported as untrusted. The server has just answered a handshake: one more is quick.
+    static let timeout: TimeAmount = .seconds(2)
 
     /// The code for the certificate the server at `url` presents.
     static func code(for url: URL, tls: TLSConfiguration, on loop: any EventLoop) -> EventLoopFuture<URLError.Code> {
@@ -31,6 +35,7 @@ enum CertificateDiagnosis {
         // Server Name Indication names hosts, never addresses.
         let isAddress = (try? SocketAddress(ipAddress: bareHost, port: port)) != nil
         let chain = NIOLockedValueBox<[NIOSSLCertificate]>([])
+        let deadline = NIODeadline.now() + timeout
         return ClientBootstrap(group: loop)
             .connectTimeout(timeout)
             .channelInitializer { channel in
@@ -48,9 +53,10 @@ enum CertificateDiagnosis {
             }
             .connect(host: bareHost, port: port)
             .flatMap { channel in
-                // The refused handshake closes the channel; a server that stalls is cut off.
-                let deadline = loop.scheduleTask(in: timeout) { channel.close(promise: nil) }
-                return channel.closeFuture.always { _ in deadline.cancel() }
+                // The refused handshake closes the channel; a server that stalls is cut off when
+                // the probe's time, connection included, is up.
+                let cutOff = loop.scheduleTask(deadline: deadline) { channel.close(promise: nil) }
+                return channel.closeFuture.always { _ in cutOff.cancel() }
             }
             .map { _ in code(for: chain.withLockedValue { $0 }, now: time(nil)) }
             .recover { _ in code(for: chain.withLockedValue { $0 }, now: time(nil)) }

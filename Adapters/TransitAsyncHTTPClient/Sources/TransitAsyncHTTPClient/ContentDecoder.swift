@@ -18,8 +18,15 @@ import NIOCore
 ///
 /// Fails with `URLError(.cannotDecodeContentData)` when the bytes are not what the encoding says,
 /// when the body ends before the encoded stream does, when bytes follow the end of a deflate
-/// stream, or when the decoded bytes outgrow `maxRatio` times the encoded ones (a
-/// decompression bomb). Once failed, it stays failed.
+/// stream, when the decoded bytes outgrow `maxRatio` times the encoded ones (a decompression
+/// bomb), or, the other way round, when the encoded bytes outgrow twice the decoded ones by more
+/// than ``degenerateAllowance`` (thousands of empty gzip members, or headers without content: no
+/// real body does that, as deflate never grows data by more than a few percent). Once failed, it
+/// stays failed.
+///
+/// Work and memory are bounded per input byte: each call of ``next()`` makes one output piece
+/// and loops over members that decode to nothing without making more, and a member costs zlib
+/// a reset, not a new inflater.
 ///
 /// Thread safety: lock-protected; every use of the zlib stream is inside the lock.
 final class ContentDecoder: @unchecked Sendable {
@@ -34,6 +41,9 @@ final class ContentDecoder: @unchecked Sendable {
     /// Bodies are allowed to expand `maxRatio` times at least this many encoded bytes, so a
     /// small body that compresses very well still decodes.
     static let ratioFloor: Int64 = 1024
+    /// Encoded bytes allowed beyond twice the decoded ones (gzip headers with long names or
+    /// comments, a few empty members) before the body is refused as degenerate.
+    static let degenerateAllowance: Int64 = 64 << 10
 
     private struct State {
         var stream = z_stream()
@@ -45,8 +55,9 @@ final class ContentDecoder: @unchecked Sendable {
         var failure: URLError?
         /// Received bytes not yet decoded.
         var pending: ByteBuffer?
-        /// Encoded bytes received, and decoded bytes produced, so far.
+        /// Encoded bytes received, consumed by zlib, and decoded bytes produced, so far.
         var encodedIn: Int64 = 0
+        var encodedConsumed: Int64 = 0
         var decodedOut: Int64 = 0
     }
 
@@ -142,10 +153,29 @@ final class ContentDecoder: @unchecked Sendable {
         ])
     }
 
+    /// The next decoded piece, or `nil` when what was fed is used up (or held back until more
+    /// arrives). Members and headers that decode to nothing are gone through in a loop, reusing
+    /// the one piece this call allocates.
     private func decode(_ state: inout State) throws -> Data? {
-        guard var pending = state.pending, pending.readableBytes > 0 else { return nil }
+        var piece = Data()
+        while let pending = state.pending, pending.readableBytes > 0 {
+            if piece.isEmpty { piece = Data(count: Self.pieceSize) }
+            let (produced, progressed) = try inflateOnce(&state, into: &piece)
+            if produced > 0 {
+                piece.count = produced
+                return piece
+            }
+            if !progressed { return nil }
+        }
+        return nil
+    }
+
+    /// One `inflate` call into `buffer`: the bytes it produced, and whether it moved at all
+    /// (consumed or produced a byte, or ended a member).
+    private func inflateOnce(_ state: inout State, into buffer: inout Data) throws -> (produced: Int, progressed: Bool) {
+        guard var pending = state.pending else { return (0, false) }
         if !state.started {
-            guard let bits = windowBits(pending) else { return nil }
+            guard let bits = windowBits(pending) else { return (0, false) }
             let status = CTransitZlib_inflateInit2(&state.stream, bits)
             guard status == Z_OK else { throw failure("zlib could not start (\(status))") }
             state.initialised = true
@@ -156,11 +186,10 @@ final class ContentDecoder: @unchecked Sendable {
             guard inflateReset(&state.stream) == Z_OK else { throw failure("zlib could not start the next gzip member") }
             state.atEnd = false
         }
-        var piece = Data(count: Self.pieceSize)
         var produced = 0
         var status: Int32 = Z_OK
         var consumed = 0
-        piece.withUnsafeMutableBytes { output in
+        buffer.withUnsafeMutableBytes { output in
             pending.withUnsafeReadableBytes { input in
                 // zlib never writes through `next_in`.
                 state.stream.next_in = UnsafeMutablePointer(mutating: input.baseAddress!.assumingMemoryBound(to: Bytef.self))
@@ -184,24 +213,24 @@ final class ContentDecoder: @unchecked Sendable {
             state.atEnd = true
         case Z_BUF_ERROR where produced == 0 && consumed == 0:
             // Nothing to do with what there is: wait for more input.
-            break
+            return (0, false)
         case Z_NEED_DICT:
             throw failure("the \(name) stream needs a preset dictionary")
         default:
             throw failure("the bytes are not a valid \(name) stream (zlib error \(status))")
         }
         state.decodedOut += Int64(produced)
+        state.encodedConsumed += Int64(consumed)
         let allowed = maxRatio * max(state.encodedIn, Self.ratioFloor)
         if state.decodedOut > allowed {
             throw failure("it expands more than \(maxRatio) times (a decompression bomb?)")
         }
-        if produced == 0 {
-            // Input consumed with nothing out yet (a header), or a member just ended: go on if
-            // there is more, else wait.
-            return state.pending == nil || (status != Z_OK && status != Z_STREAM_END) ? nil : try decode(&state)
+        if state.encodedConsumed > 2 * state.decodedOut + Self.degenerateAllowance {
+            throw failure(
+                "\(state.encodedConsumed) encoded bytes decode to only \(state.decodedOut) (empty \(name) members or oversized headers?)"
+            )
         }
-        piece.count = produced
-        return piece
+        return (produced, consumed > 0 || produced > 0 || status == Z_STREAM_END)
     }
 
     /// zlib's window bits for the stream starting with `bytes`: gzip only for gzip; for

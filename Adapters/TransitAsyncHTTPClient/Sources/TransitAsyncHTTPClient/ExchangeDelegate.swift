@@ -138,9 +138,9 @@ final class ExchangeDelegate: HTTPClientResponseDelegate, IdleSweeper.Exchange {
 
     /// The TLS configuration of the probe that tells why a certificate was rejected
     /// (``CertificateDiagnosis``): the rule's or the transport's for https, `nil` (no probe) for
-    /// http.
+    /// http and behind a proxy (the probe connects directly, and must not go around the proxy).
     private var diagnosisTLS: TLSConfiguration? {
-        url.scheme?.lowercased() == "https" ? ruleTLS ?? transport.tlsConfiguration : nil
+        url.scheme?.lowercased() == "https" && !transport.isProxied ? ruleTLS ?? transport.tlsConfiguration : nil
     }
 
     /// Cancels the request; nothing is delivered afterwards (the observer drops it).

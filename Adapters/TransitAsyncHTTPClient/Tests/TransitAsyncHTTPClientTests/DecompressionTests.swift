@@ -83,6 +83,51 @@ struct DecompressionTests {
         }
     }
 
+    /// Thousands of empty gzip members (a 4 MB body that decodes to 11 bytes) are refused once
+    /// the encoded bytes outgrow the decoded ones, after a bounded prefix: neither the size limit
+    /// nor the bomb ratio sees them, and each used to cost an output piece kept alive until the
+    /// chunk was used up.
+    @Test func thousandsOfEmptyGzipMembersAreRefusedEarly() throws {
+        let first = Zlib.compress(Data("hello world".utf8), .gzip)
+        let empty = Zlib.compress(Data(), .gzip)
+        let body = first + Data([[UInt8]](repeating: [UInt8](empty), count: 4_000_000 / empty.count).joined())
+        let decoder = ContentDecoder(coding: .gzip, maxRatio: 100, url: URL(string: "https://example.test/")!)
+        var decoded = Data()
+        var failure: URLError?
+        var fed = 0
+        let chunkSize = 64 << 10
+        chunks: for start in stride(from: 0, to: body.count, by: chunkSize) {
+            let chunk = body[start..<min(start + chunkSize, body.count)]
+            decoder.feed(ByteBuffer(bytes: chunk))
+            fed += chunk.count
+            do {
+                while let piece = try decoder.next() { decoded += piece }
+            } catch let error as URLError {
+                failure = error
+                break chunks
+            }
+        }
+        #expect(failure?.code == .cannotDecodeContentData)
+        #expect(failure?.localizedDescription.contains("decode to only") == true, "\(String(describing: failure))")
+        #expect(decoded == Data("hello world".utf8))
+        #expect(fed <= Int(ContentDecoder.degenerateAllowance) + 2 * chunkSize)
+        // Once failed, it stays failed.
+        #expect(throws: URLError.self) { try decoder.finish() }
+    }
+
+    /// A member that decodes to nothing between real ones, and a long header field, are fine.
+    @Test func emptyMembersAmongRealOnesDecode() throws {
+        let text = Zlib.sampleText(bytes: 10_000)
+        let empty = Zlib.compress(Data(), .gzip)
+        let body = Zlib.compress(text, .gzip) + empty + empty + Zlib.compress(text, .gzip) + empty
+        let decoder = ContentDecoder(coding: .gzip, maxRatio: 100, url: URL(string: "https://example.test/")!)
+        decoder.feed(ByteBuffer(bytes: body))
+        var decoded = Data()
+        while let piece = try decoder.next() { decoded += piece }
+        try decoder.finish()
+        #expect(decoded == text + text)
+    }
+
     @Test func corruptAndTruncatedStreamsFail() async throws {
         let transport = AsyncHTTPClientTransport()
         defer { Task { try await transport.shutdown() } }

@@ -128,6 +128,21 @@ struct ServerTrustTests {
         #expect(server.requests.isEmpty)
     }
 
+    /// A request to another spelling of a covered address is refused as one to the address:
+    /// the transport reads the policy's one normal form of hosts.
+    @Test(arguments: ["127.1", "2130706433", "0x7f.0.0.1", "127.000.000.001", "[::ffff:127.0.0.1]"])
+    func aPlainHTTPRequestToAnotherSpellingOfACoveredAddressIsNotSent(spelling: String) async throws {
+        let server = LoopbackServer()
+        try server.start()
+        defer { server.stop() }
+        server.enqueue(.text("never"))
+        let transport = try transport(trustingFor: "127.0.0.1")
+        defer { Task { try await transport.shutdown() } }
+        let error = await failure(transport, try #require(URL(string: "http://\(spelling):\(server.port)/")))
+        #expect((error?.underlying as? ServerTrustError)?.reason == .notEncrypted, "\(spelling)")
+        #expect(server.requests.isEmpty)
+    }
+
     @Test func anHTTPSToHTTPRedirectIsRefusedEndToEnd() async throws {
         let plain = LoopbackServer()
         try plain.start()
