@@ -32,6 +32,10 @@ import Transit
 /// - **Uploads from a file** (``TransportRequest/bodyFile``) are streamed in 128 KiB reads on
 ///   NIO's shared thread pool, each read waiting for the previous write: the file is never in
 ///   memory. The file must not change size while it is sent.
+/// - **Upload progress**: each body part AsyncHTTPClient reports written is counted and passed to
+///   the request's `bodyProgress` (see `RequestBodyProgress`). Requests to hosts with pinned
+///   certificates (the transport's own HTTP/1.1 path) do not report it: their uploads report only
+///   the start of each send.
 /// - **Idle timeout**: `URLRequest.timeoutInterval` is the longest silence allowed (no byte sent or
 ///   received), as on `URLSession`; then the request is cancelled and fails with `.timedOut`
 ///   (checked by one repeating task per transport, at a tenth of the shortest timeout in flight: a
@@ -411,7 +415,8 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
                 idleTimeout: request.timeoutInterval,
                 transport: self,
                 ruleTLS: ruleConfiguration,
-                callerChoseEncodings: callerChoseEncodings
+                callerChoseEncodings: callerChoseEncodings,
+                bodyProgress: request.bodyProgress
             )
             let hasBody = prepared.body != nil
             let task = client.execute(request: prepared, delegate: delegate, eventLoop: .indifferent)

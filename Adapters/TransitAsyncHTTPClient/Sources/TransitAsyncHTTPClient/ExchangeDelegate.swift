@@ -39,6 +39,8 @@ final class ExchangeDelegate: HTTPClientResponseDelegate, IdleSweeper.Exchange {
         var swept = false
         /// Decodes the body, when the head announced gzip or deflate.
         var decoder: ContentDecoder?
+        /// The request body bytes written so far.
+        var bodySent: Int64 = 0
     }
 
     private let url: URL
@@ -52,6 +54,8 @@ final class ExchangeDelegate: HTTPClientResponseDelegate, IdleSweeper.Exchange {
     /// The request carried its own `Accept-Encoding`: an encoding the transport cannot decode is
     /// then delivered as it is, for the caller who asked for it.
     private let callerChoseEncodings: Bool
+    /// Where the request body bytes written are reported, if anyone listens.
+    private let bodyProgress: RequestBodyProgress?
     private let state: Mutex<State>
 
     init(
@@ -60,9 +64,11 @@ final class ExchangeDelegate: HTTPClientResponseDelegate, IdleSweeper.Exchange {
         idleTimeout: TimeInterval,
         transport: AsyncHTTPClientTransport,
         ruleTLS: TLSConfiguration?,
-        callerChoseEncodings: Bool
+        callerChoseEncodings: Bool,
+        bodyProgress: RequestBodyProgress? = nil
     ) {
         self.url = url
+        self.bodyProgress = bodyProgress
         self.observer = observer
         self.transport = transport
         self.ruleTLS = ruleTLS
@@ -185,6 +191,12 @@ final class ExchangeDelegate: HTTPClientResponseDelegate, IdleSweeper.Exchange {
 
     func didSendRequestPart(task: AsyncHTTPClient.HTTPClient.Task<Void>, _ part: IOData) {
         touch()
+        guard let bodyProgress else { return }
+        let sent = state.withLock { state in
+            state.bodySent += Int64(part.readableBytes)
+            return state.bodySent
+        }
+        bodyProgress.progress(sent, nil)
     }
 
     func didReceiveHead(task: AsyncHTTPClient.HTTPClient.Task<Void>, _ head: NIOHTTP1.HTTPResponseHead) -> EventLoopFuture<Void> {
