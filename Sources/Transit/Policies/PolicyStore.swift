@@ -16,7 +16,7 @@ import Signals
 /// - ``recordBudget(_:requests:retries:window:)``: requests and retries counted against a named
 ///   retry budget, answered with the fleet's totals.
 ///
-/// Every call that goes to the store is a ``Signal`` that sends one value and finishes (or fails):
+/// Every call that goes to the store is a `Signal` that sends one value and finishes (or fails):
 /// cancelling its subscription cancels the call, which is how a store call ends with its request.
 /// The policies put a short deadline on every call (``PolicySharing/deadline``) and treat a
 /// failure or a missed deadline alike: the policy falls back to its local share of the limit
