@@ -100,11 +100,16 @@ func fuzzTarget(_ bytes: [UInt8]) {
         let name = names[Int((choice >> 2) & 0x0F) % names.count]
         var changed = request
         changed.setValue(choice & 0x80 == 0 ? newValue : nil, forHTTPHeaderField: name)
-        // A credential header (Authorization, Proxy-Authorization, Cookie) varies by presence only:
-        // its value is matched by the cache's credential partition, never stored.
-        let credentials: Set<String> = ["authorization", "proxy-authorization", "cookie"]
+        // A secret header (any name Transit's one list of secret names holds, as the Vary names
+        // it or as the request spells it) varies by presence only: its value is matched by the
+        // cache's credential partition, never stored.
+        let isSecret = { (name: String) -> Bool in
+            let lowered = name.lowercased()
+            let spelled = request.allHTTPHeaderFields?.keys.first { $0.lowercased() == lowered } ?? lowered
+            return Redaction.isSecretHeader(lowered, additional: []) || Redaction.isSecretHeader(spelled, additional: [])
+        }
         let same = names.allSatisfy { name in
-            if credentials.contains(name.lowercased()) {
+            if isSecret(name) {
                 return (changed.value(forHTTPHeaderField: name) == nil) == (request.value(forHTTPHeaderField: name) == nil)
             }
             return normalized(changed.value(forHTTPHeaderField: name)) == normalized(request.value(forHTTPHeaderField: name))
