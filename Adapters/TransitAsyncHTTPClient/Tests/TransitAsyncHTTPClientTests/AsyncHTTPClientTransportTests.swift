@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import InMemoryTracing
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -24,6 +25,26 @@ struct AsyncHTTPClientTransportTests {
     @Test func theDefaultConfigurationBuildsNoSpanForANoOpTracer() {
         #expect(AsyncHTTPClient.HTTPClient.Configuration().tracing.tracer != nil)
         #expect(AsyncHTTPClientTransport.defaultConfiguration.tracing.tracer == nil)
+    }
+
+    /// AsyncHTTPClient's own span (no parent, no trace header written on this path) is left out
+    /// unless the transport is asked for it, whatever tracer the configuration carries: the span
+    /// of an attempt is the one a Transit monitor makes.
+    @Test func asyncHTTPClientsOwnSpanOnlyWhenAskedFor() async throws {
+        let server = LoopbackServer()
+        try server.start()
+        defer { server.stop() }
+        for asked in [false, true] {
+            let tracer = InMemoryTracer()
+            var configuration = AsyncHTTPClientTransport.defaultConfiguration
+            configuration.tracing.tracer = tracer
+            let transport = AsyncHTTPClientTransport(configuration: configuration, asyncHTTPClientTracing: asked)
+            server.enqueue(.text("traced"))
+            let response = try await transport.send(URLRequest(url: server.url("/traced"))).firstValue()
+            try await transport.shutdown()
+            #expect(response.text == "traced")
+            #expect(tracer.finishedSpans.count + tracer.activeSpans.count == (asked ? 1 : 0), "asked: \(asked)")
+        }
     }
 
     // MARK: Errors

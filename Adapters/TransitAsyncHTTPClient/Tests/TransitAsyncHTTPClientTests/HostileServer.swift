@@ -120,7 +120,7 @@ final class HostileServer: Sendable {
     }
 
     /// Waits until `condition` holds, polling, for at most `timeout`; whether it held.
-    func waitUntil(timeout: Duration = .seconds(10), _ condition: () -> Bool) async -> Bool {
+    func waitUntil(timeout: Duration = .seconds(60), _ condition: () -> Bool) async -> Bool {
         let deadline = ContinuousClock.now + timeout
         while !condition() {
             if ContinuousClock.now > deadline { return false }

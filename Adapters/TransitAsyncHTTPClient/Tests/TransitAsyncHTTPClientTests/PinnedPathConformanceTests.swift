@@ -44,7 +44,7 @@ struct PinnedPathReuseTests {
         #expect(server.connectionCount == 1)
         #expect(transport.pinnedConnections.openedCount == 1)
         try await transport.shutdown()
-        #expect(await server.waitUntil(timeout: .seconds(10)) { server.openConnectionCount == 0 })
+        #expect(await server.waitUntil(timeout: .seconds(60)) { server.openConnectionCount == 0 })
     }
 
     @Test func aConnectionTheServerAsksToCloseIsNotReused() async throws {

@@ -47,8 +47,8 @@ struct PinnedPathHostileServerTests {
         let answers = try await withThrowingTaskGroup(of: String.self) { group in
             for index in 0..<chains {
                 group.addTask {
-                    let first = request(server.url("/a\(index)"), timeout: 5)
-                    let second = request(server.url("/b\(index)"), timeout: 5)
+                    let first = request(server.url("/a\(index)"), timeout: 30)
+                    let second = request(server.url("/b\(index)"), timeout: 30)
                     let response = try await transport.send(first).flatMap { _ in transport.send(second) }.firstValue()
                     return response.text ?? ""
                 }
@@ -93,9 +93,9 @@ struct PinnedPathHostileServerTests {
         }
         defer { server.stop() }
         let transport = AsyncHTTPClientTransport(routesEverythingThroughNIO: true)
-        let first = try await transport.send(request(server.url("/upgrade"), timeout: 10)).firstValue()
+        let first = try await transport.send(request(server.url("/upgrade"), timeout: 30)).firstValue()
         #expect(first.statusCode == 101)
-        let second = try await transport.send(request(server.url("/next"), timeout: 10)).firstValue()
+        let second = try await transport.send(request(server.url("/next"), timeout: 30)).firstValue()
         #expect(second.text == "second")
         #expect(transport.pinnedConnections.openedCount == 2)
         // The upgraded connection is gone: only the second one is open.
@@ -111,11 +111,11 @@ struct PinnedPathHostileServerTests {
         }
         defer { server.stop() }
         let transport = AsyncHTTPClientTransport(routesEverythingThroughNIO: true)
-        var connect = request(server.url("/"), timeout: 10)
+        var connect = request(server.url("/"), timeout: 30)
         connect.httpMethod = "CONNECT"
         let first = try await transport.send(connect).firstValue()
         #expect(first.statusCode == 200)
-        #expect(try await transport.send(request(server.url("/next"), timeout: 10)).firstValue().text == "second")
+        #expect(try await transport.send(request(server.url("/next"), timeout: 30)).firstValue().text == "second")
         #expect(transport.pinnedConnections.openedCount == 2)
         #expect(await server.waitUntil { server.openCount == 1 })
         try await transport.shutdown()
@@ -132,10 +132,10 @@ struct PinnedPathHostileServerTests {
         }
         defer { server.stop() }
         let transport = AsyncHTTPClientTransport(routesEverythingThroughNIO: true)
-        #expect(try await transport.send(request(server.url("/a"), timeout: 10)).firstValue().text == "first")
+        #expect(try await transport.send(request(server.url("/a"), timeout: 30)).firstValue().text == "first")
         #expect(await server.waitUntil { server.openCount == 0 })
         #expect(transport.pinnedConnections.openCount == 0)
-        #expect(try await transport.send(request(server.url("/b"), timeout: 10)).firstValue().text == "second")
+        #expect(try await transport.send(request(server.url("/b"), timeout: 30)).firstValue().text == "second")
         #expect(transport.pinnedConnections.openedCount == 2)
         try await transport.shutdown()
     }
