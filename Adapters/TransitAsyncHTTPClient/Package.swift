@@ -22,8 +22,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
         .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
         .package(url: "https://github.com/apple/swift-asn1", from: "1.1.0"),
-        // AsyncHTTPClient depends on it already: its no-op tracer is recognised and turned off.
-        .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.1.0"),
+        // AsyncHTTPClient depends on it already: its no-op tracer is recognised and turned off, and
+        // its own tracer dropped unless asked for (the tests record spans with InMemoryTracing).
+        .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
     ],
     targets: [
         .target(
@@ -84,6 +85,8 @@ let package = Package(
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
+                // A tracer that records spans: AsyncHTTPClient's own span only when asked for.
+                .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
                 "CTransitZlib",
             ]
         ),

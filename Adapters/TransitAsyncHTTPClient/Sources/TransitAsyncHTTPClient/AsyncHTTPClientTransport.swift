@@ -150,9 +150,10 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
     /// (Transit follows them) and no retry of failed connection attempts (a refused connection
     /// fails at once with `.cannotConnectToHost`; retrying is Transit's ``RetryPolicy``'s job).
     /// AsyncHTTPClient's no-op tracer is removed (it records nothing, yet each request would build
-    /// a span for it); a tracer the application bootstrapped is kept.
+    /// a span for it); a tracer the application bootstrapped is kept here, and the transport's
+    /// initialiser drops it unless its `asyncHTTPClientTracing` is `true`.
     public static var defaultConfiguration: AsyncHTTPClient.HTTPClient.Configuration {
-        required(AsyncHTTPClient.HTTPClient.Configuration())
+        required(AsyncHTTPClient.HTTPClient.Configuration(), keepingTracer: true)
     }
 
     /// Whether response bodies are decoded (gzip and deflate), and how far they may expand.
@@ -212,18 +213,25 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
     ///     HTTP/1.1 connections, whose TLS handshake validates the server's chain (the
     ///     configuration's trust roots and the rule's) and then matches the pins against the
     ///     validated chain; a failure ends the handshake before any byte of the request is sent.
+    ///   - asyncHTTPClientTracing: whether AsyncHTTPClient's own tracer (the configuration's
+    ///     `tracing.tracer`, the one the application bootstrapped by default) starts a span for
+    ///     each request. `false` by default: on the path this transport uses, AsyncHTTPClient's span
+    ///     has no parent and writes no trace header, so with a Transit monitor that traces
+    ///     (TransitObservability's) every attempt would get a second, orphan span.
     public convenience init(
         eventLoopGroup: any EventLoopGroup = AsyncHTTPClient.HTTPClient.defaultEventLoopGroup,
         configuration: AsyncHTTPClient.HTTPClient.Configuration = AsyncHTTPClientTransport.defaultConfiguration,
         decompression: Decompression = .standard,
-        serverTrust: ServerTrustPolicy? = nil
+        serverTrust: ServerTrustPolicy? = nil,
+        asyncHTTPClientTracing: Bool = false
     ) {
         self.init(
             eventLoopGroup: eventLoopGroup,
             configuration: configuration,
             decompression: decompression,
             serverTrust: serverTrust,
-            routesEverythingThroughNIO: false
+            routesEverythingThroughNIO: false,
+            asyncHTTPClientTracing: asyncHTTPClientTracing
         )
     }
 
@@ -236,7 +244,8 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         configuration: AsyncHTTPClient.HTTPClient.Configuration = AsyncHTTPClientTransport.defaultConfiguration,
         decompression: Decompression = .standard,
         serverTrust: ServerTrustPolicy? = nil,
-        routesEverythingThroughNIO: Bool
+        routesEverythingThroughNIO: Bool,
+        asyncHTTPClientTracing: Bool = false
     ) {
         self.decompression = decompression
         let tlsConfiguration = configuration.tlsConfiguration ?? TLSConfiguration.makeClientConfiguration()
@@ -244,7 +253,7 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         isProxied = configuration.proxy != nil
         self.serverTrust = serverTrust
         ruleTLS = Self.configurations(of: serverTrust, base: tlsConfiguration, proxied: configuration.proxy != nil)
-        client = AsyncHTTPClient.HTTPClient(eventLoopGroup: eventLoopGroup, configuration: Self.required(configuration))
+        client = AsyncHTTPClient.HTTPClient(eventLoopGroup: eventLoopGroup, configuration: Self.required(configuration, keepingTracer: asyncHTTPClientTracing))
         sweeper = IdleSweeper(eventLoopGroup: eventLoopGroup)
         pinnedConnections = PinnedConnections(
             eventLoopGroup: eventLoopGroup,
@@ -368,14 +377,19 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         }
     }
 
-    private static func required(_ configuration: AsyncHTTPClient.HTTPClient.Configuration) -> AsyncHTTPClient.HTTPClient.Configuration {
+    /// `configuration` with what the seam requires; its tracer kept only with `keepingTracer`, and
+    /// never a no-op one.
+    private static func required(
+        _ configuration: AsyncHTTPClient.HTTPClient.Configuration,
+        keepingTracer: Bool
+    ) -> AsyncHTTPClient.HTTPClient.Configuration {
         var configuration = configuration
         configuration.redirectConfiguration = .disallow
         configuration.connectionPool.retryConnectionEstablishment = false
         configuration.decompression = .disabled
         // A no-op tracer records nothing, but AsyncHTTPClient still builds each request's span
         // and its attributes for it: without a tracer it skips that work.
-        if configuration.tracing.tracer is NoOpTracer { configuration.tracing.tracer = nil }
+        if !keepingTracer || configuration.tracing.tracer is NoOpTracer { configuration.tracing.tracer = nil }
         return configuration
     }
 
