@@ -16,6 +16,11 @@ let package = Package(
         .package(name: "TransitAsyncHTTPClient", path: "../Adapters/TransitAsyncHTTPClient"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.81.0"),
+        // transport-bench's observed contenders: the monitor, and the test kits it reports to.
+        .package(name: "TransitObservability", path: "../Adapters/TransitObservability"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
     ],
     targets: [
         // Counts the calls to malloc and the bytes they ask for (Linux: it replaces the C
@@ -56,9 +61,13 @@ let package = Package(
                 .product(name: "Signals", package: "Transit"),
                 .product(name: "Transit", package: "Transit"),
                 .product(name: "TransitAsyncHTTPClient", package: "TransitAsyncHTTPClient"),
+                .product(name: "TransitObservability", package: "TransitObservability"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
             ]
         ),
         // Resident memory over a long soak of mixed requests (ok, 404, refused, cancelled), raw

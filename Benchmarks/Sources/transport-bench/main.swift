@@ -38,6 +38,8 @@ struct Options {
     var caseName: String?
     var folder: String?
     var profile: String?
+    /// The contenders of the requests-per-second workload (`--contenders a,b`); every one when nil.
+    var contenderKeys: Set<String>?
     var profileRequests = 2_000
     var profileConcurrency = 1
     var skipRequests = false
@@ -49,7 +51,8 @@ func usage() -> Never {
     print("""
     usage: transport-bench [--repetitions N] [--big-runs N] [--quick] [--requests N]
                            [--url http://127.0.0.1:PORT] [--only requests|bodies|resumed]
-           transport-bench --profile raw|raw-plain|delegate|transport|client|chain|policies|ahc-raw|ahc-chain|ahc-policies|mem-chain|mem-policies|mem-signal|mem-urlrequest|mem-urlrequest-consume --url URL [--requests N] [--concurrency C]
+                           [--contenders KEY,KEY…] (raw always runs)
+           transport-bench --profile raw|raw-plain|delegate|transport|client|chain|policies|ahc-raw|ahc-chain|ahc-policies|ahc-declared|ahc-observed|mem-chain|mem-policies|mem-declared|mem-observed|mem-signal|mem-urlrequest|mem-urlrequest-consume --url URL [--requests N] [--concurrency C]
     Without --url, nginx is started with nginx/nginx.sh and stopped at the end.
     """)
     exit(2)
@@ -90,6 +93,7 @@ let options: Options = {
         case "--case": options.caseName = text()
         case "--folder": options.folder = text()
         case "--profile": options.profile = text()
+        case "--contenders": options.contenderKeys = Set(text().split(separator: ",").map(String.init))
         default: usage()
         }
     }
@@ -381,6 +385,7 @@ func makeContenders(base: String) -> [(name: String, key: String, makeStart: (To
     let ahcService = asyncHTTPClientChain(base: base)
     let ahcPolicyService = asyncHTTPClientPolicies(base: base)
     let ahcDeclaredService = asyncHTTPClientDeclared(base: base)
+    let ahcObservedService = asyncHTTPClientObserved(base: base)
     let ahcTransport = asyncHTTPClientTransport()
     return [
         ("raw URLSession (completion handler)", "raw", { _ in completionHandlerStart(rawSession, url) }),
@@ -421,6 +426,9 @@ func makeContenders(base: String) -> [(name: String, key: String, makeStart: (To
         }),
         ("request declared on the client (authoriser, default headers), on the AsyncHTTPClient adapter", "ahc-declared", signalStart {
             ahcDeclaredService.posts.map(\.count)
+        }),
+        ("README PostService chain with ObservabilityMonitor, on the AsyncHTTPClient adapter", "ahc-observed", signalStart {
+            ahcObservedService.posts.map(\.count)
         }),
     ]
 }
@@ -474,6 +482,7 @@ func makeInMemoryContenders(base: String) -> [(name: String, key: String, makeSt
     )
     let policyService = BenchPolicyService.make(base: base, transport: InMemoryTransport())
     let declaredService = declaredOnClient(base: base, transport: InMemoryTransport())
+    let observedService = observedPostService(base: base, transport: InMemoryTransport())
     // What the request currency alone costs: the `URLRequest` the chain builds (from a URL
     // already built, as the client's table of built URLs gives it), the README's modifier in its
     // README spelling and with `consume`, and the reads of its method, URL and headers that the
@@ -512,6 +521,7 @@ func makeInMemoryContenders(base: String) -> [(name: String, key: String, makeSt
         ("README PostService chain, in memory", "mem-chain", signalStart { service.posts.map(\.count) }),
         ("README service, every policy on, in memory", "mem-policies", signalStart { policyService.posts.map(\.count) }),
         ("request declared on the client (authoriser, default headers), in memory", "mem-declared", signalStart { declaredService.posts.map(\.count) }),
+        ("README PostService chain with ObservabilityMonitor, in memory", "mem-observed", signalStart { observedService.posts.map(\.count) }),
     ]
 }
 
@@ -574,7 +584,8 @@ func fmt(_ value: Double, _ digits: Int = 0) -> String {
 }
 
 func requestsPerSecond(base: String, repetitions: Int, requestsPerRun: [Int: Int]) {
-    let contenders = makeContenders(base: base)
+    // Raw URLSession always runs: every ratio of the table is to it.
+    let contenders = makeContenders(base: base).filter { options.contenderKeys?.contains($0.key) ?? true || $0.key == "raw" }
     // The body size, from one plain request.
     let expected = Mutex<Int?>(nil)
     let probe = DispatchSemaphore(value: 0)
@@ -635,6 +646,11 @@ func requestsPerSecond(base: String, repetitions: Int, requestsPerRun: [Int: Int
             let ratio = median(zip(policies, chain).map { $0 / $1 })
             let cpuRatio = median(zip(chainCPU, policiesCPU).map { $0 / $1 })
             print("\nEvery policy on against the README chain without them (median of rounds): \(fmt(ratio, 3))× the requests/s, \(fmt(cpuRatio, 3))× the CPU per request (above 1: cheaper).")
+        }
+        if let observed = rates["ahc-observed"], let chain = rates["ahc-chain"], let observedCPU = cpu["ahc-observed"], let chainCPU = cpu["ahc-chain"] {
+            let ratio = median(zip(observed, chain).map { $0 / $1 })
+            let cpuRatio = median(zip(chainCPU, observedCPU).map { $0 / $1 })
+            print("\nOn the AsyncHTTPClient adapter, the chain with ObservabilityMonitor against the chain without it (median of rounds): \(fmt(ratio, 3))× the requests/s, \(fmt(cpuRatio, 3))× the CPU per request (above 1: cheaper).")
         }
         if let policies = rates["ahc-policies"], let chain = rates["ahc-chain"], let policiesCPU = cpu["ahc-policies"], let chainCPU = cpu["ahc-chain"] {
             let ratio = median(zip(policies, chain).map { $0 / $1 })
