@@ -126,6 +126,11 @@ public enum Redaction {
     /// secret query and fragment values redacted. Works on text that is not a valid URL too, so
     /// a URL that was refused can still be named in the error.
     public static func redact(urlString text: String) -> String {
+        // Without `@`, `?` and `#` there is no user-info, query or fragment: nothing to redact.
+        // (Each is ASCII, so its byte in UTF-8 is that scalar and nothing else.)
+        guard text.utf8.contains(where: { $0 == UInt8(ascii: "@") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }) else {
+            return text
+        }
         // Delimiters are looked for among Unicode scalars, as URL parsers do, not among
         // Characters: a combining mark after `=`, `@`, `&`, `?` or `#` would hide it otherwise.
         var rest = Substring(text).unicodeScalars
