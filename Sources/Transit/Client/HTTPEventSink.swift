@@ -326,7 +326,7 @@ enum AttemptMonitoring {
             }
             let sent = fields.isEmpty ? original : monitored.urlRequest
             let sentBody = HTTPWireSize.requestBody(request)
-            let sentHead = HTTPWireSize.requestHead(sent, bodyBytes: sentBody)
+            let sentHead = HTTPWireSize.requestHead(monitored, bodyBytes: sentBody)
             let state = Locked(State())
             let end: @Sendable (HTTPAttemptMetrics.Outcome) -> Void = { outcome in
                 let now = sink.scheduler.now
@@ -386,29 +386,20 @@ enum HTTPWireSize {
 
     /// The request line, `Host`, the header lines, `Content-Length` for a body of `bodyBytes`,
     /// the blank line.
-    static func requestHead(_ request: URLRequest, bodyBytes: Int64) -> Int {
-        let method = request.httpMethod ?? "GET"
-        var target = "/"
-        var host = ""
-        if let url = request.url, let components = URLComponents(url: url, resolvingAgainstBaseURL: false) {
-            let path = components.percentEncodedPath
-            target = path.isEmpty ? "/" : path
-            if let query = components.percentEncodedQuery { target += "?" + query }
-            host = components.percentEncodedHost ?? ""
-            if let port = components.port, port != defaultPort(components.scheme) { host += ":\(port)" }
-        }
+    static func requestHead(_ request: TransportRequest, bodyBytes: Int64) -> Int {
+        let method = request.method.rawValue
+        let (targetBytes, hostBytes) = targetAndHostSizes(request.url)
         // "GET /path HTTP/1.1\r\n"
-        var size = method.utf8.count + 1 + target.utf8.count + 1 + "HTTP/1.1".utf8.count + lineEnd
-        let headers = request.allHTTPHeaderFields ?? [:]
+        var size = method.utf8.count + 1 + targetBytes + 1 + "HTTP/1.1".utf8.count + lineEnd
         var hasHost = false
         var hasLength = false
-        for (name, value) in headers {
-            size += name.utf8.count + separator + value.utf8.count + lineEnd
-            let lowered = name.lowercased()
+        for field in request.headerFields {
+            size += field.name.utf8.count + separator + field.value.utf8.count + lineEnd
+            let lowered = field.name.lowercased()
             if lowered == "host" { hasHost = true }
             if lowered == "content-length" { hasLength = true }
         }
-        if !hasHost { size += "Host".utf8.count + separator + host.utf8.count + lineEnd }
+        if !hasHost { size += "Host".utf8.count + separator + hostBytes + lineEnd }
         if bodyBytes > 0, !hasLength {
             size += "Content-Length".utf8.count + separator + String(bodyBytes).utf8.count + lineEnd
         }
@@ -421,7 +412,7 @@ enum HTTPWireSize {
             let size = (try? FileManager.default.attributesOfItem(atPath: file.path)[.size] as? NSNumber)?.int64Value ?? 0
             return size
         }
-        return Int64(request.urlRequest.httpBody?.count ?? 0)
+        return Int64(request.body?.count ?? 0)
     }
 
     /// The status line, the header lines and the blank line of `head`.
@@ -434,6 +425,36 @@ enum HTTPWireSize {
             size += field.name.utf8.count + separator + field.value.utf8.count + lineEnd
         }
         return size + lineEnd
+    }
+
+    /// The sizes in bytes of the request target (the percent-encoded path, `/` when empty, and
+    /// the query) and of the `Host` value (the host, with its port unless it is the scheme's
+    /// default) of `url`, read from its text without parsing it into components.
+    static func targetAndHostSizes(_ url: URL?) -> (target: Int, host: Int) {
+        guard let url else { return (1, 0) }
+        let bytes = Array(url.absoluteString.utf8)
+        let slash = UInt8(ascii: "/"), question = UInt8(ascii: "?"), hash = UInt8(ascii: "#"), colon = UInt8(ascii: ":")
+        guard let schemeEnd = bytes.firstIndex(of: colon), schemeEnd + 2 < bytes.count,
+              bytes[schemeEnd + 1] == slash, bytes[schemeEnd + 2] == slash
+        else { return (1, 0) }
+        // The authority: up to the path, the query or the fragment; the host after any user-info.
+        var end = schemeEnd + 3
+        while end < bytes.count, bytes[end] != slash, bytes[end] != question, bytes[end] != hash { end += 1 }
+        let authority = bytes[(schemeEnd + 3)..<end]
+        let hostStart = authority.lastIndex(of: UInt8(ascii: "@")).map { $0 + 1 } ?? authority.startIndex
+        var hostEnd = end
+        // A port follows the last colon that is not inside an IPv6 literal's brackets.
+        if let portColon = bytes[hostStart..<end].lastIndex(of: colon),
+           portColon > (bytes[hostStart..<end].lastIndex(of: UInt8(ascii: "]")) ?? hostStart - 1) {
+            let port = Int(String(decoding: bytes[(portColon + 1)..<end], as: UTF8.self))
+            let scheme = String(decoding: bytes[..<schemeEnd], as: UTF8.self)
+            if port == nil || port == defaultPort(scheme) { hostEnd = portColon }
+        }
+        // The target: the path and the query, without the fragment; `/` for an empty path.
+        let targetEnd = bytes[end...].firstIndex(of: hash) ?? bytes.count
+        let target = targetEnd - end
+        let startsWithPath = target > 0 && bytes[end] == slash
+        return (startsWithPath ? target : target + 1, hostEnd - hostStart)
     }
 
     private static func defaultPort(_ scheme: String?) -> Int? {
