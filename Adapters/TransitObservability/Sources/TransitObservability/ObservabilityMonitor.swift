@@ -88,7 +88,7 @@ public final class ObservabilityMonitor: HTTPEventMonitor {
     /// The attempt span's context, injected by the tracer (`traceparent` with a W3C tracer).
     public func headerFields(forAttempt event: HTTPEvent) -> [HTTPField] {
         guard let tracer, let requestID = event.requestID, case .attemptStarted(let id) = event.kind,
-              let span = requests.withLock({ $0[requestID]?.attempts[id] })
+              let span = requests.withLock({ $0[requestID]?.attempts[id]?.span })
         else { return [] }
         var fields: [HTTPField] = []
         tracer.inject(span.context, into: &fields, using: HTTPFieldInjector())
@@ -179,24 +179,31 @@ public final class ObservabilityMonitor: HTTPEventMonitor {
         guard let requestID = event.requestID else { return }
         let record = requests.withLock { $0[requestID] }
         guard let record else { return }
-        let attributes = RequestAttributes(event.request, operation: event.operationName)
+        // The request's own attributes unless this attempt goes elsewhere (a redirect hop to
+        // another URL, a failover origin): reading a URL's parts is most of their cost.
+        let attributes = event.request?.url == record.attributes.url
+            ? record.attributes
+            : RequestAttributes(event.request, operation: event.operationName)
+        var span: (any Span)?
         if let tracer, let parent = record.span {
-            let span = tracer.startSpan(attributes.method, context: parent.context, ofKind: .client, at: clock.instant(of: event.time))
-            span.attributes["http.request.method"] = attributes.method
-            span.attributes["server.address"] = attributes.address
-            span.attributes["server.port"] = attributes.port
-            span.attributes["url.full"] = attributes.redactedURL
-            span.attributes["url.scheme"] = attributes.scheme
-            if let resendCount = event.resendCount, resendCount > 0 { span.attributes["http.request.resend_count"] = resendCount }
-            requests.withLock { $0[requestID]?.attempts[id] = span }
+            let started = tracer.startSpan(attributes.method, context: parent.context, ofKind: .client, at: clock.instant(of: event.time))
+            started.attributes["http.request.method"] = attributes.method
+            started.attributes["server.address"] = attributes.address
+            started.attributes["server.port"] = attributes.port
+            started.attributes["url.full"] = attributes.redactedURL
+            started.attributes["url.scheme"] = attributes.scheme
+            if let resendCount = event.resendCount, resendCount > 0 { started.attributes["http.request.resend_count"] = resendCount }
+            span = started
         }
+        requests.withLock { $0[requestID]?.attempts[id] = AttemptRecord(attributes: attributes, span: span) }
         log(.trace, "attempt started", event, attributes, ["http.request.resend_count": "\(event.resendCount ?? 0)"])
     }
 
     private func attemptEnded(_ attempt: HTTPAttemptMetrics, _ event: HTTPEvent) {
-        let span = event.requestID.flatMap { requestID in requests.withLock { $0[requestID]?.attempts.removeValue(forKey: attempt.id) } }
+        let record = event.requestID.flatMap { requestID in requests.withLock { $0[requestID]?.attempts.removeValue(forKey: attempt.id) } }
+        let span = record?.span
         // The attempt's own URL (a redirect hop, a failover origin), with the request's operation.
-        let attributes = RequestAttributes(event.request, operation: event.operationName)
+        let attributes = record?.attributes ?? RequestAttributes(event.request, operation: event.operationName)
         let statusCode = attempt.head?.statusCode
         var error: String?
         switch attempt.outcome {
@@ -374,9 +381,11 @@ public final class ObservabilityMonitor: HTTPEventMonitor {
         span.addEvent(SpanEvent(name: name, at: clock.instant(of: event.time), attributes: attributes))
     }
 
+    /// Logs `message` at `level` with the request's attributes and `metadata`, which is built only
+    /// when the logger logs at that level.
     private func log(
         _ level: Logger.Level, _ message: Logger.Message, _ event: HTTPEvent, _ attributes: RequestAttributes,
-        _ metadata: Logger.Metadata = [:]
+        _ metadata: @autoclosure () -> Logger.Metadata = [:]
     ) {
         guard let logger, logger.logLevel <= level else { return }
         var all: Logger.Metadata = [
@@ -386,7 +395,7 @@ public final class ObservabilityMonitor: HTTPEventMonitor {
         ]
         if let id = event.requestID { all["transit.request.id"] = "\(id)" }
         if !attributes.operation.isEmpty { all["operation"] = "\(attributes.operation)" }
-        all.merge(metadata) { $1 }
+        all.merge(metadata()) { $1 }
         logger.log(level: level, message, metadata: all)
     }
 }
@@ -396,8 +405,8 @@ struct RequestRecord: Sendable {
     let attributes: RequestAttributes
     /// The request's span, when tracing.
     let span: (any Span)?
-    /// The spans of its attempts in flight, by attempt id.
-    var attempts: [UInt64: any Span] = [:]
+    /// Its attempts in flight, by attempt id.
+    var attempts: [UInt64: AttemptRecord] = [:]
     /// The time it waited so far: rate limit, cooldowns, retry delays.
     var waited: Duration = .zero
     /// When the token refresh (or renewal) it waits for started, on the client's clock.
@@ -407,6 +416,14 @@ struct RequestRecord: Sendable {
         self.attributes = attributes
         self.span = span
     }
+}
+
+/// What the monitor keeps about an attempt in flight.
+struct AttemptRecord: Sendable {
+    /// The attempt's attributes (its own URL: a redirect hop's, a failover origin's).
+    let attributes: RequestAttributes
+    /// The attempt's span, when tracing.
+    let span: (any Span)?
 }
 
 /// Writes the fields a tracer injects as header fields.

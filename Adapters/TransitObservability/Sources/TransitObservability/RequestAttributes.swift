@@ -21,10 +21,13 @@ struct RequestAttributes: Sendable {
     /// `url.full`, redacted by Transit's ``Redaction`` (no user-info, no secret query value):
     /// for spans and logs only, never a metric dimension.
     let redactedURL: String
+    /// The URL they were read from (not a dimension).
+    let url: URL?
 
     init(_ request: URLRequest?, operation: String?) {
         method = request?.httpMethod ?? "GET"
         let url = request?.url
+        self.url = url
         scheme = url?.scheme?.lowercased() ?? ""
         address = url?.host ?? ""
         port = url?.port ?? (scheme == "http" ? 80 : 443)
