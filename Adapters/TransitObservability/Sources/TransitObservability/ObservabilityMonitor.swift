@@ -124,11 +124,14 @@ public final class ObservabilityMonitor: HTTPEventMonitor {
             let parent = event.context as? ServiceContext ?? .topLevel
             let name = attributes.operation.isEmpty ? attributes.method : attributes.operation
             let started = tracer.startSpan(name, context: parent, ofKind: .internal, at: clock.instant(of: event.time))
-            started.attributes["http.request.method"] = attributes.method
-            started.attributes["server.address"] = attributes.address
-            started.attributes["server.port"] = attributes.port
-            started.attributes["url.full"] = attributes.redactedURL
-            if !attributes.operation.isEmpty { started.attributes["transit.operation"] = attributes.operation }
+            // One update: a span's attributes may be behind a lock, taken once rather than per key.
+            started.updateAttributes { span in
+                span["http.request.method"] = attributes.method
+                span["server.address"] = attributes.address
+                span["server.port"] = attributes.port
+                span["url.full"] = attributes.redactedURL
+                if !attributes.operation.isEmpty { span["transit.operation"] = attributes.operation }
+            }
             span = started
         }
         requests.withLock { $0[id] = RequestRecord(attributes: attributes, span: span) }
@@ -187,12 +190,14 @@ public final class ObservabilityMonitor: HTTPEventMonitor {
         var span: (any Span)?
         if let tracer, let parent = record.span {
             let started = tracer.startSpan(attributes.method, context: parent.context, ofKind: .client, at: clock.instant(of: event.time))
-            started.attributes["http.request.method"] = attributes.method
-            started.attributes["server.address"] = attributes.address
-            started.attributes["server.port"] = attributes.port
-            started.attributes["url.full"] = attributes.redactedURL
-            started.attributes["url.scheme"] = attributes.scheme
-            if let resendCount = event.resendCount, resendCount > 0 { started.attributes["http.request.resend_count"] = resendCount }
+            started.updateAttributes { span in
+                span["http.request.method"] = attributes.method
+                span["server.address"] = attributes.address
+                span["server.port"] = attributes.port
+                span["url.full"] = attributes.redactedURL
+                span["url.scheme"] = attributes.scheme
+                if let resendCount = event.resendCount, resendCount > 0 { span["http.request.resend_count"] = resendCount }
+            }
             span = started
         }
         requests.withLock { $0[requestID]?.attempts[id] = AttemptRecord(attributes: attributes, span: span) }
@@ -212,13 +217,13 @@ public final class ObservabilityMonitor: HTTPEventMonitor {
         case .completed, .redirected: error = statusCode.flatMap { $0 >= 400 ? String($0) : nil }
         }
         if let span {
-            if let statusCode { span.attributes["http.response.status_code"] = statusCode }
-            if let error {
-                span.attributes["error.type"] = error
-                span.setStatus(SpanStatus(code: .error))
+            span.updateAttributes { span in
+                if let statusCode { span["http.response.status_code"] = statusCode }
+                if let error { span["error.type"] = error }
+                span["http.request.body.size"] = Int(attempt.sentBodyBytes)
+                span["http.response.body.size"] = Int(attempt.receivedBodyBytes)
             }
-            span.attributes["http.request.body.size"] = Int(attempt.sentBodyBytes)
-            span.attributes["http.response.body.size"] = Int(attempt.receivedBodyBytes)
+            if error != nil { span.setStatus(SpanStatus(code: .error)) }
             span.end(at: clock.instant(of: attempt.endedAt))
         }
         if let metrics {
