@@ -47,7 +47,7 @@ extension HTTPClient {
     /// request's sink), reported to the monitors as one request whatever the number of connections.
     func eventStream(
         options: EventStreamOptions,
-        _ connection: @escaping @Sendable (_ lastEventID: String, _ events: HTTPEventSink?) -> Signal<EventStreamPart, any Error>
+        _ connection: @escaping @Sendable (_ lastEventID: String, _ events: HTTPEventSink?) -> Signal<AttemptPart, any Error>
     ) -> Signal<ServerSentEvent, any Error> {
         let stream: @Sendable (HTTPEventSink?) -> Signal<ServerSentEvent, any Error> = { events in
             EventStream(options: options, scheduler: self.scheduler) { lastEventID in connection(lastEventID, events) }.signal
@@ -58,19 +58,14 @@ extension HTTPClient {
 
     /// One connection of an event stream: `request` with the event stream's header fields, through
     /// the client (the authorizer's renewal on 401 included), its parts with the request sent.
-    func eventConnection(_ request: consuming TransportRequest, lastEventID: String, events: HTTPEventSink?) -> Signal<EventStreamPart, any Error> {
+    func eventConnection(_ request: consuming TransportRequest, lastEventID: String, events: HTTPEventSink?) -> Signal<AttemptPart, any Error> {
         var request = request
         if request.value(forHTTPHeaderField: "Accept") == nil { request.setValue("text/event-stream", forHTTPHeaderField: "Accept") }
         if request.value(forHTTPHeaderField: "Cache-Control") == nil { request.setValue("no-cache", forHTTPHeaderField: "Cache-Control") }
         request.setValue(lastEventID.isEmpty ? nil : lastEventID, forHTTPHeaderField: "Last-Event-ID")
-        let attempt: @Sendable (consuming TransportRequest) -> Signal<EventStreamPart, any Error> = { request in
+        let attempt: @Sendable (consuming TransportRequest) -> Signal<AttemptPart, any Error> = { request in
             self.prepared(request, events: events) { sent in
-                self.parts(of: sent, options: RequestOptions(), deadline: nil, events: events).map { part in
-                    switch part {
-                    case .head(let head): .head(head, sent: sent)
-                    case .body(let chunk): .body(chunk)
-                    }
-                }
+                self.parts(of: sent, options: RequestOptions(), deadline: nil, events: events).map { AttemptPart($0, sent: sent) }
             }
         }
         guard let authorizer else { return attempt(request) }

@@ -254,7 +254,8 @@ public final class HTTPClient: Sendable {
     }
 
     /// `body` for `request` with the authorizer's credentials added on every subscription, when
-    /// the request is in its scope (streams and downloads: no renewal on 401).
+    /// the request is in its scope. Downloads only: a download does not renew on 401 (see
+    /// `download(_:to:options:)`).
     private func withCredentials<Output>(
         _ request: TransportRequest,
         _ body: @escaping @Sendable (TransportRequest) -> Signal<Output, any Error>
@@ -281,7 +282,7 @@ public final class HTTPClient: Sendable {
     /// it arrives: the head, then each body chunk, then `finished`.
     ///
     /// Everything ``stream(_:bodyFile:options:)`` guarantees holds (default headers, checks,
-    /// policies, credentials without renewal on 401, monitors, no size limit or deadline unless
+    /// policies, credentials renewed once on a 401, monitors, no size limit or deadline unless
     /// `options` sets one); the header fields go out in their order, repeated fields kept.
     ///
     /// - Parameters:
@@ -289,13 +290,20 @@ public final class HTTPClient: Sendable {
     ///   - options: per-request limit, deadline and redirect policy.
     public func stream(_ request: TransportRequest, options: RequestOptions = RequestOptions()) -> Signal<HTTPResponsePart, any Error> {
         let streamed: @Sendable (HTTPEventSink?) -> Signal<HTTPResponsePart, any Error> = { events in
-            self.withCredentials(request) { request in
-                self.prepared(request, events: events) { sent in
-                    var parts = self.parts(of: sent, options: options, deadline: Self.timed(options.deadline), events: events)
-                    if let limit = options.maxResponseBytes { parts = parts.limitingBody(to: limit) }
-                    return parts
-                }
+            let parts: @Sendable (TransportRequest) -> Signal<HTTPResponsePart, any Error> = { sent in
+                let parts = self.parts(of: sent, options: options, deadline: Self.timed(options.deadline), events: events)
+                return options.maxResponseBytes.map { parts.limitingBody(to: $0) } ?? parts
             }
+            guard let authorizer = self.authorizer, let url = request.url, authorizer.scope.allows(url) else {
+                return self.prepared(request, events: events, parts)
+            }
+            // Through the authorizer: each attempt's parts with the request it sent, so that a 401
+            // from where the credentials went renews them and sends the request once more, as a
+            // buffered request does; the first attempt's 401 and its body are then not delivered.
+            return Self.authorized(request, by: authorizer, scheduler: self.scheduler, events: events) { request in
+                self.prepared(request, events: events) { sent in parts(sent).map { AttemptPart($0, sent: sent) } }
+            }
+            .map(\.responsePart)
         }
         guard events != nil else { return streamed(nil) }
         return observed(options, endsWith: { _ in false }, streamed)
@@ -314,8 +322,10 @@ public final class HTTPClient: Sendable {
     /// with `Range` and `If-Range` (see ``DownloadResumeData``).
     ///
     /// A response of 400 or more fails with its ``HTTPError`` (with the first 64 KiB of its
-    /// body); another non-2xx status fails with `URLError(.badServerResponse)`. There is no size
-    /// limit or deadline unless `options` sets one.
+    /// body); another non-2xx status fails with `URLError(.badServerResponse)`. The client's
+    /// authorizer adds its credentials but does not renew them on a 401 (the download's file
+    /// belongs to its first answer): the 401 fails the download. There is no size limit or
+    /// deadline unless `options` sets one.
     public func download(
         _ request: URLRequest,
         to destination: URL,

@@ -4,20 +4,6 @@ import FoundationNetworking
 #endif
 import Signals
 
-/// A part of one connection of an event stream, as ``HTTPClient`` hands it to ``EventStream``:
-/// the head with the request that was sent (what a 401 renews the credentials after), then the
-/// body chunks.
-enum EventStreamPart: Sendable, AuthorizedAnswer {
-    case head(HTTPResponseHead, sent: TransportRequest)
-    case body(Data)
-
-    /// A 401 head, as a response without a body.
-    var answer: HTTPResponse? {
-        guard case .head(let head, let sent) = self, head.statusCode == 401 else { return nil }
-        return HTTPResponse(data: Data(), head: head, sent: sent)
-    }
-}
-
 /// The driver of a stream of Server-Sent Events: it connects, feeds each body to a
 /// ``ServerSentEventParser``, delivers the events, times the idle timeout, and reconnects with
 /// `Last-Event-ID` as ``EventStreamReconnection`` decides, every wait on the client's scheduler.
@@ -29,12 +15,12 @@ final class EventStream: Sendable {
     let options: EventStreamOptions
     let scheduler: any Scheduler
     /// One connection, sending `Last-Event-ID` with the given value unless it is empty.
-    let connect: @Sendable (_ lastEventID: String) -> Signal<EventStreamPart, any Error>
+    let connect: @Sendable (_ lastEventID: String) -> Signal<AttemptPart, any Error>
 
     /// The most bytes of an error response's body kept for its ``HTTPError``.
     static let keptErrorBodyBytes = 64 << 10
 
-    init(options: EventStreamOptions, scheduler: any Scheduler, connect: @escaping @Sendable (String) -> Signal<EventStreamPart, any Error>) {
+    init(options: EventStreamOptions, scheduler: any Scheduler, connect: @escaping @Sendable (String) -> Signal<AttemptPart, any Error>) {
         self.options = options
         self.scheduler = scheduler
         self.connect = connect
@@ -138,7 +124,7 @@ final class EventStream: Sendable {
             timers.forEach { $0?.cancel() }
         }
 
-        private func receive(_ event: Event<EventStreamPart, any Error>, generation: Int) {
+        private func receive(_ event: Event<AttemptPart, any Error>, generation: Int) {
             let action = state.withLock { state -> Action in
                 guard state.generation == generation, !state.isOver else { return .none }
                 state.lastActivity = stream.scheduler.now

@@ -266,4 +266,57 @@ struct AuthorizerTests {
         #expect(transport.requests.count == 1)
         #expect(probe.events.isEmpty)
     }
+
+    // MARK: Streams renew as buffered requests do
+
+    /// The statuses of a stream's heads and the text of its body.
+    private func streamed(_ probe: RequestProbe<[HTTPResponsePart], any Error>) -> (statuses: [Int], body: String) {
+        var statuses: [Int] = []
+        var body = Data()
+        for part in probe.values.first ?? [] {
+            switch part {
+            case .head(let head): statuses.append(head.statusCode)
+            case .body(let chunk): body.append(chunk)
+            }
+        }
+        return (statuses, String(decoding: body, as: UTF8.self))
+    }
+
+    @Test func aStreamRenewsOnA401AndDeliversOnlyTheAnswerAfterIt() {
+        let log = EventLog()
+        let authorizer = KeyAuthorizer(renewed: Signal(value: ()), refuses: false)
+        let (transport, client) = client(answering: [.status(401, body: Data("expired".utf8)), .text("hello")], authorizer: authorizer, log: log)
+        let probe = RequestProbe(client.stream(URLRequest(url: URL(string: "https://api.example.com/me")!)).collect())
+        scheduler.advance()
+        let (statuses, body) = streamed(probe)
+        #expect(statuses == [200])
+        #expect(body == "hello")
+        #expect(probe.isFinished && probe.terminalCount == 1 && probe.violations == 0)
+        #expect(transport.requests.count == 2)
+        #expect(transport.requests.allSatisfy { $0.value(forHTTPHeaderField: "X-Key") == "k" })
+        #expect(authorizer.renewals.value == 1)
+        #expect(renewalEvents(log) == ["started /me", "ended renewed=true /me"])
+    }
+
+    @Test func aStreamsSecond401IsItsAnswerWithoutASecondRenewal() {
+        let authorizer = KeyAuthorizer(renewed: Signal(value: ()), refuses: false)
+        let (transport, client) = client(answering: [.status(401), .status(401), .text("never")], authorizer: authorizer)
+        let probe = RequestProbe(client.stream(URLRequest(url: URL(string: "https://api.example.com/me")!)).collect())
+        scheduler.advance()
+        #expect(streamed(probe).statuses == [401])
+        #expect(probe.isFinished && probe.terminalCount == 1)
+        #expect(transport.requests.count == 2)
+        #expect(authorizer.renewals.value == 1)
+    }
+
+    @Test func aStreamRefreshesATokenStoresTokenOnce() {
+        let (transport, client, store, refreshes) = setUp()
+        let probe = RequestProbe(client.stream(URLRequest(url: URL(string: "https://api.example.com/me")!)).collect())
+        scheduler.advance(by: .seconds(1))
+        #expect(streamed(probe) == ([200], "hello"))
+        #expect(refreshes.value == 1)
+        #expect(store.current.accessToken == "new")
+        let tries = transport.requests.filter { $0.url?.path == "/me" }.map { $0.value(forHTTPHeaderField: "Authorization") }
+        #expect(tries == ["Bearer old", "Bearer new"])
+    }
 }
