@@ -3,7 +3,8 @@
 //
 //   fleet-check server LOG PORTFILE
 //       Serves on 127.0.0.1 (an ephemeral port, written to PORTFILE) and appends one line per
-//       arrival to LOG: `epoch-seconds client path status`. `/limit/…` answers 200; the first
+//       arrival to LOG: `epoch-seconds client path status sent-epoch-seconds` (the last from the
+//       client's `X-Fleet-Sent-At`, `-` without it). `/limit/…` answers 200; the first
 //       request to `/cooldown/…` a second after the first answers 429 with `Retry-After: 2`, the
 //       rest 200;
 //       `/flaky/…` answers 503 to every other request, 200 to the rest.
@@ -109,7 +110,8 @@ case "server":
             status = 200
         }
         let client = request.value(forHTTPHeaderField: "X-Fleet-Client") ?? "?"
-        log.write(Data("\(epoch()) \(client) \(path) \(status)\n".utf8))
+        let sent = request.value(forHTTPHeaderField: "X-Fleet-Sent-At") ?? "-"
+        log.write(Data("\(epoch()) \(client) \(path) \(status) \(sent)\n".utf8))
         return .status(status, headers: headers)
     }
     do { try server.start() } catch { fail("server: \(error)") }
@@ -149,6 +151,13 @@ case "client":
             default: return
             }
             FileHandle.standardOutput.write(Data("event \(epoch()) \(id) \(what)\n".utf8))
+        }
+        /// When each attempt leaves: after the client's policies let it through (the store's
+        /// grant), just before the transport. The limit is checked on these times, so the
+        /// delivery to the server (slow under the thread sanitizer on a loaded machine) is not
+        /// counted against the store.
+        func headerFields(forAttempt event: HTTPEvent) -> [HTTPField] {
+            [HTTPField(name: "X-Fleet-Sent-At", value: epoch())]
         }
     }
     let client = HTTPClient {
