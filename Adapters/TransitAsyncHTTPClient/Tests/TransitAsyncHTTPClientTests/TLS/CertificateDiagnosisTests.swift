@@ -48,7 +48,11 @@ struct CertificateDiagnosisTests {
     }
 
     /// A server that accepts the probe's connection and never answers its handshake holds the
-    /// failure back for a short, bounded time, then it is reported as untrusted.
+    /// failure back for a bounded time, then it is reported as untrusted. The probe's own bound is
+    /// `CertificateDiagnosis.timeout` (2 s) from the connection attempt; the test allows 30 s from
+    /// the call, which also makes a TLS context (reading the system's roots), because under the
+    /// thread sanitizer on a loaded two-core machine that alone has taken seconds. A probe that
+    /// waited for the server would never end.
     @Test func aProbeThatGetsNoAnswerEndsQuickly() async throws {
         let silent = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .childChannelInitializer { $0.eventLoop.makeSucceededVoidFuture() }
@@ -61,7 +65,7 @@ struct CertificateDiagnosisTests {
             for: url, tls: .makeClientConfiguration(), on: MultiThreadedEventLoopGroup.singleton.next()
         ).get()
         #expect(code == .serverCertificateUntrusted)
-        #expect(ContinuousClock.now - started < .seconds(5))
+        #expect(ContinuousClock.now - started < .seconds(30))
     }
 }
 
