@@ -1,7 +1,6 @@
 import Foundation
 import OpenAPIRuntime
 import Signals
-import Synchronization
 import Transit
 
 /// A streamed response read from async code: the head once it arrives, then the body chunk by
@@ -79,7 +78,12 @@ final class StreamedResponse: Sendable {
     }
 
     /// The state, behind one lock; continuations are resumed outside it.
-    private final class Core: Sendable {
+    ///
+    /// The lock is an `NSLock` (a pthread mutex), not Synchronization's `Mutex`: on Linux a
+    /// contended `Mutex` is handed between threads inside the kernel, where the thread sanitizer
+    /// cannot see it, and it reports races on the state the lock protects. `stored` is touched only
+    /// inside ``withState(_:)``, which is why the class may be `@unchecked Sendable`.
+    private final class Core: @unchecked Sendable {
         private struct State {
             var head: HTTPResponseHead?
             var headWaiter: CheckedContinuation<HTTPResponseHead, any Error>?
@@ -92,7 +96,8 @@ final class StreamedResponse: Sendable {
             var onEnd: (@Sendable () -> Void)?
         }
 
-        private let state: Mutex<State>
+        private let lock = NSLock()
+        private var stored: State
         private let bufferLimit: Int
         /// The subscription's scope, cancelled when the transfer ends for the reader (the buffer
         /// overflowed, the reader cancelled).
@@ -101,13 +106,20 @@ final class StreamedResponse: Sendable {
         init(bufferLimit: Int, token: CancellationToken, onEnd: @escaping @Sendable () -> Void) {
             self.bufferLimit = max(0, bufferLimit)
             self.token = token
-            state = Mutex(State(onEnd: onEnd))
+            stored = State(onEnd: onEnd)
+        }
+
+        /// Runs `body` with the lock held.
+        private func withState<R>(_ body: (inout State) -> R) -> R {
+            lock.lock()
+            defer { lock.unlock() }
+            return body(&stored)
         }
 
         func receive(_ event: Event<HTTPResponsePart, any Error>) {
             switch event {
             case .value(.head(let head)):
-                let waiter = state.withLock { state -> CheckedContinuation<HTTPResponseHead, any Error>? in
+                let waiter = withState { state -> CheckedContinuation<HTTPResponseHead, any Error>? in
                     state.head = head
                     defer { state.headWaiter = nil }
                     return state.headWaiter
@@ -115,7 +127,7 @@ final class StreamedResponse: Sendable {
                 waiter?.resume(returning: head)
             case .value(.body(let chunk)):
                 enum Outcome { case deliver(CheckedContinuation<Data?, any Error>), buffered, overflow }
-                let outcome = state.withLock { state -> Outcome in
+                let outcome = withState { state -> Outcome in
                     guard state.end == nil else { return .buffered }
                     if let waiter = state.chunkWaiter {
                         state.chunkWaiter = nil
@@ -132,7 +144,7 @@ final class StreamedResponse: Sendable {
                 case .overflow: end(.failure(TransitOpenAPIError.consumerFellBehind(bufferLimit: bufferLimit)), discardingBuffer: true)
                 }
             case .finished:
-                let hasHead = state.withLock { $0.head != nil }
+                let hasHead = withState { $0.head != nil }
                 end(hasHead ? .success(()) : .failure(TransitOpenAPIError.missingResponseHead), discardingBuffer: false)
             case .failed(let error):
                 end(.failure(error), discardingBuffer: false)
@@ -147,7 +159,7 @@ final class StreamedResponse: Sendable {
         /// unless they are discarded), and `onEnd` runs.
         private func end(_ result: Result<Void, any Error>, discardingBuffer: Bool) {
             typealias Waiters = (head: CheckedContinuation<HTTPResponseHead, any Error>?, chunk: CheckedContinuation<Data?, any Error>?, onEnd: (@Sendable () -> Void)?)
-            let waiters = state.withLock { state -> Waiters in
+            let waiters = withState { state -> Waiters in
                 guard state.end == nil else { return (nil, nil, nil) }
                 state.end = result
                 if discardingBuffer {
@@ -175,7 +187,7 @@ final class StreamedResponse: Sendable {
 
         func waitForHead(_ continuation: CheckedContinuation<HTTPResponseHead, any Error>) {
             enum Outcome { case head(HTTPResponseHead), failed(any Error), wait }
-            let outcome = state.withLock { state -> Outcome in
+            let outcome = withState { state -> Outcome in
                 if let head = state.head { return .head(head) }
                 switch state.end {
                 case .failure(let error): return .failed(error)
@@ -194,7 +206,7 @@ final class StreamedResponse: Sendable {
 
         func waitForChunk(_ continuation: CheckedContinuation<Data?, any Error>) {
             enum Outcome { case chunk(Data?), failed(any Error), wait }
-            let outcome = state.withLock { state -> Outcome in
+            let outcome = withState { state -> Outcome in
                 if state.firstChunk < state.chunks.count {
                     let chunk = state.chunks[state.firstChunk]
                     state.firstChunk += 1
