@@ -113,19 +113,23 @@ public final class PostgresPolicyStore: PolicyStore {
     // MARK: Schema and background work
 
     /// Creates the store's tables if they do not exist (``run()`` does it first).
+    ///
+    /// Safe to call from many processes at once: the statements run in one transaction that
+    /// holds an advisory lock named after the table prefix, since PostgreSQL's
+    /// `CREATE TABLE IF NOT EXISTS` is not safe against itself (two at once may both try to
+    /// create the table, and one fails).
     public func createSchema() async throws {
         try await client.query(PostgresQuery(unsafeSQL: """
-            CREATE UNLOGGED TABLE IF NOT EXISTS \(tables.buckets) (
-                key text PRIMARY KEY, tat timestamptz NOT NULL, granted integer NOT NULL, wait float8 NOT NULL)
-            """))
-        try await client.query(PostgresQuery(unsafeSQL: """
-            CREATE UNLOGGED TABLE IF NOT EXISTS \(tables.cooldowns) (
-                key text PRIMARY KEY, until timestamptz NOT NULL, status integer NOT NULL)
-            """))
-        try await client.query(PostgresQuery(unsafeSQL: """
-            CREATE UNLOGGED TABLE IF NOT EXISTS \(tables.budgets) (
-                name text NOT NULL, slice bigint NOT NULL, slice_seconds float8 NOT NULL,
-                requests bigint NOT NULL, retries bigint NOT NULL, PRIMARY KEY (name, slice_seconds, slice))
+            DO $transit$ BEGIN
+                PERFORM pg_advisory_xact_lock(hashtext('\(tables.buckets)'));
+                CREATE UNLOGGED TABLE IF NOT EXISTS \(tables.buckets) (
+                    key text PRIMARY KEY, tat timestamptz NOT NULL, granted integer NOT NULL, wait float8 NOT NULL);
+                CREATE UNLOGGED TABLE IF NOT EXISTS \(tables.cooldowns) (
+                    key text PRIMARY KEY, until timestamptz NOT NULL, status integer NOT NULL);
+                CREATE UNLOGGED TABLE IF NOT EXISTS \(tables.budgets) (
+                    name text NOT NULL, slice bigint NOT NULL, slice_seconds float8 NOT NULL,
+                    requests bigint NOT NULL, retries bigint NOT NULL, PRIMARY KEY (name, slice_seconds, slice));
+            END $transit$
             """))
     }
 

@@ -141,6 +141,37 @@ struct PostgresPolicyStoreTests {
         }
     }
 
+    @Test func processesStartingTogetherCreateTheSchemaOnce() async throws {
+        // A fleet starts at once: every process's `run()` and its own `createSchema()` create
+        // the same tables at the same moment, on a database that has none of them yet.
+        let prefix = "race_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "") + "_"
+        let url = try #require(databaseURL.flatMap(URLComponents.init(string:)))
+        let configuration = PostgresClient.Configuration(
+            host: url.host ?? "127.0.0.1", port: url.port ?? 5432,
+            username: url.user ?? "postgres", password: url.password,
+            database: url.path.isEmpty ? nil : String(url.path.dropFirst()), tls: .disable
+        )
+        let client = PostgresClient(configuration: configuration, backgroundLogger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await client.run() }
+            defer { group.cancelAll() }
+            try await withThrowingTaskGroup(of: Void.self) { creators in
+                for _ in 0..<8 {
+                    creators.addTask {
+                        try await PostgresPolicyStore(client: client, tablePrefix: prefix).createSchema()
+                    }
+                }
+                try await creators.waitForAll()
+            }
+            let store = PostgresPolicyStore(client: client, tablePrefix: prefix)
+            let budget = try await store.recordBudget("race", requests: 1, retries: 0, window: .seconds(60)).firstValue()
+            #expect(budget == PolicyStoreBudgetCounts(requests: 1, retries: 0))
+            for table in ["buckets", "cooldowns", "budgets"] {
+                try await client.query(PostgresQuery(unsafeSQL: "DROP TABLE \(prefix)\(table)"))
+            }
+        }
+    }
+
     @Test func idleKeysAreSwept() async throws {
         try await withStore { store in
             let key = freshKey("idle")
