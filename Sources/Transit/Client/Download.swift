@@ -470,7 +470,7 @@ final class DownloadWriter: Sendable {
             let interrupted: @Sendable (any Error) -> Void = { error in
                 scope.cancel()
                 let kept = writer.interrupt()
-                observer.fail(kept?.attached(to: error) ?? error)
+                observer.fail(kept?.attached(to: error, request: request) ?? error)
             }
             Self.exchange(writer: writer, request: request, transportWrites: transportWrites, parts: parts,
                           observer: observer, scope: scope, fail: fail, interrupted: interrupted)

@@ -67,12 +67,12 @@ public struct DownloadResumeData: Codable, Sendable, Hashable {
         }
     }
 
-    /// The resume data an interrupted download's failure carries, or `nil` when the download
-    /// could not be resumed (the failure came before a resumable head, or the response did not
-    /// allow it). Reads a ``TransportError`` or a bare `URLError`.
+    /// The resume data an interrupted download's failure carries (its ``TransportError``'s
+    /// ``TransportError/resumeData``), or `nil` when the download could not be resumed (the
+    /// failure came before a resumable head, or the response did not allow it) or `error` is not
+    /// a download's failure.
     public init?(failure error: any Error) {
-        let urlError = (error as? TransportError)?.urlError ?? (error as? URLError)
-        guard let data = urlError?.userInfo[Self.userInfoKey] as? DownloadResumeData else { return nil }
+        guard let data = (error as? TransportError)?.resumeData else { return nil }
         self = data
     }
 
@@ -85,9 +85,6 @@ public struct DownloadResumeData: Codable, Sendable, Hashable {
         return data
     }
 
-    /// The key under which an interrupted download's `URLError` carries its resume data.
-    static let userInfoKey = "TransitDownloadResumeData"
-
     var isWellFormed: Bool {
         guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" else { return false }
         return KeptDownload.isValidValidator(validator)
@@ -95,21 +92,19 @@ public struct DownloadResumeData: Codable, Sendable, Hashable {
             && KeptDownload.isPartialFileName(partialFile.lastPathComponent)
     }
 
-    /// `error` carrying this resume data: a ``TransportError`` or a `URLError` gets it in the
-    /// `URLError`'s `userInfo` (its code unchanged, so retry policies read it as before); another
-    /// error is returned as it is.
-    func attached(to error: any Error) -> any Error {
-        func carrying(_ urlError: URLError) -> URLError {
-            var userInfo = urlError.userInfo
-            userInfo[Self.userInfoKey] = self
-            return URLError(urlError.code, userInfo: userInfo)
+    /// `error` carrying this resume data in ``TransportError/resumeData``: a ``TransportError``
+    /// gets it; a bare `URLError` (a transfer that failed in the transport) is wrapped in one for
+    /// `request`, the request the download sent; another error (the disk's) is returned as it is.
+    func attached(to error: any Error, request: URLRequest) -> any Error {
+        if var transportError = error as? TransportError {
+            transportError.resumeData = self
+            return transportError
         }
-        if let transportError = error as? TransportError, let urlError = transportError.urlError {
-            var attached = TransportError(request: transportError.request, underlying: carrying(urlError))
-            attached.eventSink = transportError.eventSink
-            return attached
+        if error is URLError {
+            var wrapped = TransportError(request: request, underlying: error)
+            wrapped.resumeData = self
+            return wrapped
         }
-        if let urlError = error as? URLError { return carrying(urlError) }
         return error
     }
 }

@@ -49,12 +49,16 @@ extension Signal where Failure == any Error {
         from store: TokenStore,
         scheduler: some Scheduler = DispatchQueue.transitGlobal
     ) -> Signal<Output, any Error> {
-        SpecializedOperator.forResponses(self, generic: { $0.retriedWithFreshToken(from: store, scheduler: scheduler) }) {
-            $0.retriedWithFreshToken(from: store, scheduler: scheduler)
-        }
+        retriedWithFreshToken(from: store, scheduler: scheduler)
     }
 
     /// The body of ``retryWithFreshToken(from:scheduler:)``.
+    ///
+    /// Compiled also for ``HTTPResponse``, the output it almost always has (it goes right after
+    /// ``catchHTTPErrors()``): called from another module, a generic body asks the runtime for
+    /// the metadata of every type that depends on `Output`, and the specialisation's entry check
+    /// spares a request those look-ups.
+    @_specialize(where Output == HTTPResponse)
     func retriedWithFreshToken(from store: TokenStore, scheduler: any Scheduler) -> Signal<Output, any Error> {
         let upstream = self
         return Signal(deferred: {

@@ -30,12 +30,16 @@ extension Signal where Failure == any Error {
         maxWait: Duration,
         scheduler: some Scheduler = DispatchQueue.transitGlobal
     ) -> Signal<Output, any Error> {
-        SpecializedOperator.forResponses(self, generic: { $0.respondingToRateLimiting(maxWait: maxWait, scheduler: scheduler) }) {
-            $0.respondingToRateLimiting(maxWait: maxWait, scheduler: scheduler)
-        }
+        respondingToRateLimiting(maxWait: maxWait, scheduler: scheduler)
     }
 
     /// The body of ``respondToRateLimiting(maxWait:scheduler:)``.
+    ///
+    /// Compiled also for ``HTTPResponse``, the output it almost always has (it goes right after
+    /// ``catchHTTPErrors()``): called from another module, a generic body asks the runtime for
+    /// the metadata of every type that depends on `Output`, and the specialisation's entry check
+    /// spares a request those look-ups.
+    @_specialize(where Output == HTTPResponse)
     func respondingToRateLimiting(maxWait: Duration, scheduler: any Scheduler) -> Signal<Output, any Error> {
         let upstream = self
         // A cap at or past the longest wait the operators time accepts any wait, however long.

@@ -46,12 +46,16 @@ extension Signal where Failure == any Error {
         method: HTTPMethod? = nil,
         scheduler: some Scheduler = DispatchQueue.transitGlobal
     ) -> Signal<Output, any Error> {
-        SpecializedOperator.forResponses(self, generic: { $0.retried(policy, method: method, scheduler: scheduler) }) {
-            $0.retried(policy, method: method, scheduler: scheduler)
-        }
+        retried(policy, method: method, scheduler: scheduler)
     }
 
     /// The body of ``retry(_:method:scheduler:)``.
+    ///
+    /// Compiled also for ``HTTPResponse``, the output it almost always has (it goes right after
+    /// ``catchHTTPErrors()``): called from another module, a generic body asks the runtime for
+    /// the metadata of every type that depends on `Output`, and the specialisation's entry check
+    /// spares a request those look-ups.
+    @_specialize(where Output == HTTPResponse)
     func retried(_ policy: RetryPolicy, method: HTTPMethod?, scheduler: any Scheduler) -> Signal<Output, any Error> {
         let upstream = self
         return Signal { observer in

@@ -104,6 +104,13 @@ public enum HTTPClientError: HTTPError, Hashable, StatusCodeError {
         451: { .unavailableForLegalReasons(response: $0) },
     ]
 
+    /// The `Retry-After` of ``HTTPClientError/tooManyRequests(retryAfter:response:)``; `nil` for
+    /// every other case.
+    public var retryAfter: Duration? {
+        if case .tooManyRequests(let retryAfter, _) = self { return retryAfter }
+        return nil
+    }
+
     /// The status code and the response of the case.
     var parts: (statusCode: Int, response: HTTPResponse?) {
         switch self {

@@ -26,13 +26,9 @@ extension HTTPError {
     /// one, Foundation's name for it.
     public var reasonPhrase: String { HTTPStatus.reasonPhrase(statusCode) }
 
-    /// The `Retry-After` carried by ``HTTPClientError/tooManyRequests(retryAfter:response:)`` and
-    /// ``HTTPServerError/serviceUnavailable(retryAfter:response:)``; `nil` for every other error.
-    public var retryAfter: Duration? {
-        if case .tooManyRequests(let retryAfter, _) = self as? HTTPClientError { return retryAfter }
-        if case .serviceUnavailable(let retryAfter, _) = self as? HTTPServerError { return retryAfter }
-        return nil
-    }
+    /// `nil`: an error that carries a `Retry-After` (``HTTPClientError`` and ``HTTPServerError``
+    /// do) implements the requirement itself.
+    public var retryAfter: Duration? { nil }
 }
 
 /// ``HTTPClientError`` and ``HTTPServerError``: each case holds its status code (named by the case,

@@ -57,6 +57,13 @@ public enum HTTPServerError: HTTPError, Hashable, StatusCodeError {
         511: { .networkAuthenticationRequired(response: $0) },
     ]
 
+    /// The `Retry-After` of ``HTTPServerError/serviceUnavailable(retryAfter:response:)``; `nil` for
+    /// every other case.
+    public var retryAfter: Duration? {
+        if case .serviceUnavailable(let retryAfter, _) = self { return retryAfter }
+        return nil
+    }
+
     /// The status code and the response of the case.
     var parts: (statusCode: Int, response: HTTPResponse?) {
         switch self {

@@ -33,6 +33,10 @@ public struct TransportError: Error, Sendable, CustomStringConvertible, Localize
     /// The monitors of the client that sent the request, so that a retry further down the chain
     /// reports to them. `nil` for a client without monitors.
     var eventSink: HTTPEventSink?
+    /// What it takes to continue the download this attempt was writing, when it was interrupted
+    /// mid-body and the response allowed a byte-range resume (see ``DownloadResumeData``); `nil`
+    /// for every other failure.
+    public internal(set) var resumeData: DownloadResumeData?
 
     /// Wraps `underlying`, the failure of the attempt that sent `request`.
     init(request: URLRequest, underlying: any Error) {
