@@ -40,7 +40,7 @@ final class Narrator: HTTPEventMonitor, Sendable {
     }
 
     var requestCount: Int { count("requestStarted") }
-    var refreshCount: Int { count("tokenRefreshSucceeded") }
+    var refreshCount: Int { count("credentialRenewalSucceeded") }
     /// Exchanges with the transport, and their bytes, headers included.
     var traffic: (exchanges: Int, sent: Int64, received: Int64) {
         state.withLock { ($0.exchanges, $0.sentBytes, $0.receivedBytes) }
@@ -151,16 +151,16 @@ final class Narrator: HTTPEventMonitor, Sendable {
             return "[failover] \(from) → \(to)"
         case .hostRecovered(let origin):
             return "[failover] \(origin) is back: its quarantine is over"
-        case .tokenRefreshStarted:
+        case .credentialRenewalStarted:
             return "[tokens] 401 → starting one refresh"
-        case .tokenRefreshJoined(let waiters):
+        case .credentialRenewalJoined(let waiters):
             return "[tokens] 401 → joining the refresh already running (\(waiters) waiting)"
-        case .tokenRefreshSucceeded(let sharedBy):
+        case .credentialRenewalSucceeded(let sharedBy):
             return "[tokens] refreshed, shared by \(sharedBy) request\(sharedBy == 1 ? "" : "s")"
-        case .tokenRefreshFailed(let error, let sharedBy):
+        case .credentialRenewalFailed(let error, let sharedBy):
             return "[tokens] refresh failed for \(sharedBy) request\(sharedBy == 1 ? "" : "s"): \(Self.describe(error))"
-        case .tokenRefreshRefused(let reason, _):
-            return "[tokens] refresh refused: \(reason == .reentrantRefresh ? "its own request got 401 (re-entrant)" : "too many refreshes")"
+        case .credentialRenewalRefused(let reason, _):
+            return "[tokens] refresh refused: \(reason as? TokenStore.RefreshError == .reentrantRefresh ? "its own request got 401 (re-entrant)" : "too many refreshes")"
         case .coalescedRequestJoined(let subscribers):
             return "[coalescing] \(target) joined the identical request in flight (\(subscribers) share it)"
         default:

@@ -115,7 +115,7 @@ func demonstratePolicies(forum: ForumServer, auth: AuthService, narrator: Narrat
     forum.expireAccessTokens()
     forum.revokeRefreshTokens()
     narrator.say("[server] every access token expired and every refresh token revoked")
-    let refusalsBefore = narrator.count("tokenRefreshRefused")
+    let refusalsBefore = narrator.count("credentialRenewalRefused")
     let revokedAt = Date()
     let revoked = await outcome(service.tags())
     let failedAfter = Date().timeIntervalSince(revokedAt)
@@ -123,7 +123,7 @@ func demonstratePolicies(forum: ForumServer, auth: AuthService, narrator: Narrat
         narrator.say("the request failed: \(error)")
     }
     check(revoked.failure as? TokenStore.RefreshError == .reentrantRefresh && failedAfter < 2 && !tokens.isRefreshing
-            && narrator.count("tokenRefreshRefused") == refusalsBefore + 1,
+            && narrator.count("credentialRenewalRefused") == refusalsBefore + 1,
           String(format: "failed with .reentrantRefresh after %.2f s; the store is not stuck refreshing", failedAfter))
     guard let fresh = await signIn() else {
         check(false, "signed in again")

@@ -138,11 +138,11 @@ final class TokenEventLog: HTTPEventMonitor {
 
     func receive(_ event: HTTPEvent) {
         let entry: String? = switch event.kind {
-        case .tokenRefreshStarted: "started"
-        case .tokenRefreshJoined(let waiters): "joined(\(waiters))"
-        case .tokenAlreadyRefreshed: "already"
-        case .tokenRefreshSucceeded(let sharedBy): "refreshed(\(store.current?.current.accessToken ?? "?"), \(sharedBy))"
-        case .tokenRefreshFailed(_, let sharedBy), .tokenRefreshRefused(_, let sharedBy): "failed(\(sharedBy))"
+        case .credentialRenewalStarted: "started"
+        case .credentialRenewalJoined(let waiters): "joined(\(waiters))"
+        case .credentialsAlreadyRenewed: "already"
+        case .credentialRenewalSucceeded(let sharedBy): "refreshed(\(store.current?.current.accessToken ?? "?"), \(sharedBy))"
+        case .credentialRenewalFailed(_, let sharedBy), .credentialRenewalRefused(_, let sharedBy): "failed(\(sharedBy))"
         default: nil
         }
         if let entry { events.mutate { $0.append(entry) } }

@@ -18,26 +18,22 @@ extension HTTPClient {
         return nil
     }
 
-    /// `request` with `authorizer`'s credentials. A ``TokenStore`` writes its header into the
-    /// fields directly; any other authorizer is given the request as a `URLRequest`.
+    /// `request` with `authorizer`'s credentials: its ``Authorizer/authorizationValue()`` written
+    /// into the fields directly when it has one, else the request given to
+    /// ``Authorizer/authorize(_:)`` as a `URLRequest`.
+    ///
+    /// - Throws: the authorizer's error, the error of a value that is not a valid header value,
+    ///   or ``URLRequestError/invalidURL`` for a request without a URL.
     static func authorize(_ request: consuming TransportRequest, by authorizer: any Authorizer) throws -> TransportRequest {
-        guard let store = authorizer as? TokenStore else {
+        guard let value = try authorizer.authorizationValue() else {
             var authorized = consume request
             try authorized.changeURLRequest { $0 = try authorizer.authorize($0) }
             return authorized
         }
-        return try authorize(request, with: store.credential)
-    }
-
-    /// `request` with `credential`'s `Authorization` header, replacing any.
-    ///
-    /// - Throws: ``URLRequestError/invalidBearerToken`` when the token cannot be a header value,
-    ///   ``URLRequestError/invalidURL`` for a request without a URL.
-    static func authorize(_ request: consuming TransportRequest, with credential: BearerCredential) throws -> TransportRequest {
-        guard let header = credential.header else { throw URLRequestError.invalidBearerToken }
         guard request.url != nil else { throw URLRequestError.invalidURL }
+        if let error = URLRequest.checkHeader("Authorization", value) { throw error }
         var authorized = consume request
-        authorized.setValue(header, forHTTPHeaderField: "Authorization")
+        authorized.setValue(value, forHTTPHeaderField: "Authorization")
         return authorized
     }
 }

@@ -92,39 +92,33 @@ public struct HTTPEvent: Sendable, CustomStringConvertible {
         /// event).
         case hostRecovered(origin: String)
 
-        // MARK: Token refresh (a TokenStore)
+        // MARK: Credential renewal (the client's authorizer, or `retryWithFreshToken`)
 
-        /// A 401 started a refresh of the ``TokenStore``'s token.
-        case tokenRefreshStarted
-        /// A 401 joined the refresh already running; `waiters` counts every request waiting.
-        case tokenRefreshJoined(waiters: Int)
-        /// The refresh succeeded; `sharedBy` requests waited for it. The token is not in the
-        /// event.
-        case tokenRefreshSucceeded(sharedBy: Int)
-        /// The refresh failed (its request failed, or it passed its deadline:
-        /// ``TokenStore/RefreshError/timedOut``).
-        case tokenRefreshFailed(any Error, sharedBy: Int)
-        /// The store refused the refresh: it was re-entrant
+        /// A 401 to credentials an ``Authorizer`` added started their renewal (a ``TokenStore``'s
+        /// refresh, or another authorizer's ``Authorizer/renewCredentials(after:scheduler:)``).
+        case credentialRenewalStarted
+        /// A 401 joined the renewal already running; `waiters` counts every request waiting
+        /// (an authorizer that shares its renewals reports it: a ``TokenStore`` does).
+        case credentialRenewalJoined(waiters: Int)
+        /// A 401 to credentials older than the authorizer's current ones (they were renewed while
+        /// the request was in flight): the request is sent again with the current ones, without a
+        /// renewal.
+        case credentialsAlreadyRenewed
+        /// The renewal delivered new credentials; `sharedBy` requests waited for it. The request
+        /// is sent again, once. The credentials are not in the event.
+        case credentialRenewalSucceeded(sharedBy: Int)
+        /// The renewal ended without new credentials (static credentials, as
+        /// ``BasicCredentials``, cannot be renewed): the 401 is the answer.
+        case credentialRenewalDeclined
+        /// The renewal failed with `error` (a ``TokenStore``'s refresh request failed, or passed
+        /// its deadline: ``TokenStore/RefreshError/timedOut``), which the waiting requests fail
+        /// with.
+        case credentialRenewalFailed(any Error, sharedBy: Int)
+        /// The authorizer refused to renew: for a ``TokenStore``, the renewal was re-entrant
         /// (``TokenStore/RefreshError/reentrantRefresh``: the refresh's own request got 401 and
-        /// asked the same store) or over the limit
+        /// asked the same store) or over its limits
         /// (``TokenStore/RefreshError/tooManyRefreshes``).
-        case tokenRefreshRefused(TokenStore.RefreshError, sharedBy: Int)
-        /// A 401 to a token older than the ``TokenStore``'s current one (it was renewed while
-        /// the request was in flight): the request is sent again with the current token, without
-        /// a refresh.
-        case tokenAlreadyRefreshed
-
-        // MARK: Renewal by another authorizer
-
-        /// A 401 to credentials that the client's ``HTTPClient/Configuration/authorizer`` (one that is not a
-        /// ``TokenStore``, which reports its refreshes itself) added started its renewal;
-        /// ``HTTPEvent/request`` is the rejected request.
-        case authorizerRenewalStarted
-        /// The renewal ended. `renewed`: it delivered new credentials and the request is sent
-        /// again, once; otherwise it finished without them and the 401 is the answer.
-        case authorizerRenewalEnded(renewed: Bool)
-        /// The renewal failed with `error`, which the request fails with.
-        case authorizerRenewalFailed(any Error)
+        case credentialRenewalRefused(any Error, sharedBy: Int)
 
         // MARK: Coalescing
 
@@ -238,24 +232,20 @@ public struct HTTPEvent: Sendable, CustomStringConvertible {
             return "failover from \(from) to \(to) (URLError \(error.code.rawValue))"
         case .hostRecovered(let origin):
             return "host \(origin) recovered"
-        case .tokenRefreshStarted:
-            return "token refresh started"
-        case .tokenRefreshJoined(let waiters):
-            return "token refresh joined (\(waiters) waiting)"
-        case .tokenRefreshSucceeded(let sharedBy):
-            return "token refresh succeeded (shared by \(sharedBy))"
-        case .tokenRefreshFailed(let error, let sharedBy):
-            return "token refresh failed (shared by \(sharedBy)): \(Self.describe(error))"
-        case .tokenRefreshRefused(let reason, let sharedBy):
-            return "token refresh refused (shared by \(sharedBy)): \(reason)"
-        case .tokenAlreadyRefreshed:
-            return "token already refreshed: sending again with the current token"
-        case .authorizerRenewalStarted:
-            return "authorizer renewal started:\(subject)"
-        case .authorizerRenewalEnded(let renewed):
-            return "authorizer renewal ended (\(renewed ? "renewed: sending again" : "not renewed: the 401 is the answer")):\(subject)"
-        case .authorizerRenewalFailed(let error):
-            return "authorizer renewal failed:\(subject): \(Self.describe(error))"
+        case .credentialRenewalStarted:
+            return "credential renewal started:\(subject)"
+        case .credentialRenewalJoined(let waiters):
+            return "credential renewal joined (\(waiters) waiting):\(subject)"
+        case .credentialsAlreadyRenewed:
+            return "credentials already renewed: sending again with the current ones:\(subject)"
+        case .credentialRenewalSucceeded(let sharedBy):
+            return "credential renewal succeeded (shared by \(sharedBy)): sending again:\(subject)"
+        case .credentialRenewalDeclined:
+            return "credential renewal declined (no new credentials): the 401 is the answer:\(subject)"
+        case .credentialRenewalFailed(let error, let sharedBy):
+            return "credential renewal failed (shared by \(sharedBy)):\(subject): \(Self.describe(error))"
+        case .credentialRenewalRefused(let reason, let sharedBy):
+            return "credential renewal refused (shared by \(sharedBy)):\(subject): \(Self.describe(reason))"
         case .coalescedRequestJoined(let subscribers):
             return "joined an identical request in flight (\(subscribers) sharing it):\(subject)"
         case .policyStoreLost(let error, let quarantine):

@@ -37,8 +37,8 @@ extension Signal where Failure == any Error {
     ///   same store (the refresh token was revoked) fails at once with
     ///   ``TokenStore/RefreshError/reentrantRefresh`` instead of waiting for itself; the store
     ///   stays usable.
-    /// - The refresh is reported (``HTTPEvent/Kind/tokenRefreshStarted`` and how it ended, or
-    ///   ``HTTPEvent/Kind/tokenAlreadyRefreshed``) to the monitors of the client that answered
+    /// - The refresh is reported (``HTTPEvent/Kind/credentialRenewalStarted`` and how it ended,
+    ///   or ``HTTPEvent/Kind/credentialsAlreadyRenewed``) to the monitors of the client that answered
     ///   401.
     ///
     /// **The clock.** A refresh this operator starts is timed by `scheduler`: its

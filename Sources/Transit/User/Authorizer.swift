@@ -16,6 +16,12 @@ public protocol Authorizer: Sendable {
     /// `request` with the current credentials added. Throws (and nothing is sent) when they are
     /// not valid header values.
     func authorize(_ request: URLRequest) throws -> URLRequest
+    /// The value of the `Authorization` header the current credentials are, when they are that
+    /// one header whatever the request (a bearer token, a user name and password): the client
+    /// then sets it on each request in ``scope`` (replacing any) without making a `URLRequest`
+    /// for ``authorize(_:)``. `nil`, the default: the client calls ``authorize(_:)``. Throws as
+    /// ``authorize(_:)`` does.
+    func authorizationValue() throws -> String?
     /// A signal that sends one value once credentials newer than those `rejected` carried are
     /// available (renewing them if needed, shared with concurrent callers), or fails with the
     /// renewal's error. One that finishes without a value (credentials that cannot be renewed,
@@ -25,18 +31,62 @@ public protocol Authorizer: Sendable {
     /// `scheduler` is the client's: time every wait and deadline of the renewal on it, so that a
     /// client given a `TestScheduler` renews in virtual time.
     func renewCredentials(after rejected: URLRequest, scheduler: any Scheduler) -> Signal<Void, any Error>
-    /// Called when a request's subscription starts, with the client's scheduler: the function
-    /// that renews the credentials if that request is answered 401. The default calls
-    /// ``renewCredentials(after:scheduler:)``; an authorizer that must know whether the request
-    /// is part of its own renewal (to fail a renewal that waits for itself) captures that here.
-    func renewal(scheduler: any Scheduler) -> @Sendable (_ rejected: URLRequest) -> Signal<Void, any Error>
+    /// Called when a request's subscription starts: the function that renews the credentials if
+    /// that request is answered 401. `context` holds the client's scheduler and reports to the
+    /// client's monitors.
+    ///
+    /// The default calls ``renewCredentials(after:scheduler:)`` and reports
+    /// ``HTTPEvent/Kind/credentialRenewalStarted`` and how it ended (succeeded, declined or
+    /// failed, each shared by one request). An authorizer that shares one renewal between
+    /// requests reports for itself (joined, shared by how many); one that must know whether the
+    /// request is part of its own renewal (to fail a renewal that waits for itself) captures
+    /// that here, as ``TokenStore`` does.
+    func renewal(in context: CredentialRenewalContext) -> @Sendable (_ rejected: URLRequest) -> Signal<Void, any Error>
 }
 
 extension Authorizer {
-    /// Renews through ``renewCredentials(after:scheduler:)`` on `scheduler`, whatever request is
-    /// being subscribed.
-    public func renewal(scheduler: any Scheduler) -> @Sendable (_ rejected: URLRequest) -> Signal<Void, any Error> {
-        { rejected in self.renewCredentials(after: rejected, scheduler: scheduler) }
+    /// `nil`: the client gives each request to ``authorize(_:)``.
+    public func authorizationValue() throws -> String? { nil }
+
+    /// Renews through ``renewCredentials(after:scheduler:)`` on the context's scheduler, whatever
+    /// request is being subscribed, and reports the renewal to the client's monitors.
+    public func renewal(in context: CredentialRenewalContext) -> @Sendable (_ rejected: URLRequest) -> Signal<Void, any Error> {
+        { rejected in
+            context.report(.credentialRenewalStarted, about: rejected)
+            let renewed = Atomic<Bool>(false)
+            return self.renewCredentials(after: rejected, scheduler: context.scheduler).handleEvents(
+                receiveValue: { _ in
+                    guard !renewed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+                    context.report(.credentialRenewalSucceeded(sharedBy: 1), about: rejected)
+                },
+                receiveCompletion: { completion in
+                    switch completion {
+                    case .failure(let error): context.report(.credentialRenewalFailed(error, sharedBy: 1), about: rejected)
+                    case .finished: if !renewed.load(ordering: .acquiring) { context.report(.credentialRenewalDeclined, about: rejected) }
+                    }
+                }
+            )
+        }
+    }
+}
+
+/// What the client gives an ``Authorizer``'s renewal (``Authorizer/renewal(in:)``): its
+/// scheduler, and the way to its monitors.
+public struct CredentialRenewalContext: Sendable {
+    /// The client's scheduler: time every wait and deadline of the renewal on it.
+    public let scheduler: any Scheduler
+    /// The monitors of the client whose request is renewed; `nil` for a client without any.
+    let events: HTTPEventSink?
+
+    init(scheduler: any Scheduler, events: HTTPEventSink?) {
+        self.scheduler = scheduler
+        self.events = events
+    }
+
+    /// Reports `kind` (one of the `credentialRenewal…` events) about `request` to the client's
+    /// monitors.
+    public func report(_ kind: HTTPEvent.Kind, about request: URLRequest? = nil) {
+        events?.emit(kind, request: request)
     }
 }
 
@@ -47,11 +97,33 @@ extension TokenStore: Authorizer {
         credentialScope ?? CredentialScope(hosts: [])
     }
 
+    /// `Bearer <current access token>`.
+    ///
+    /// - Throws: ``URLRequestError/invalidBearerToken`` when the token cannot be a header value.
+    public func authorizationValue() throws -> String? {
+        guard let header = credential.header else { throw URLRequestError.invalidBearerToken }
+        return header
+    }
+
     /// A fresh token after `rejected`'s (see ``freshToken(replacing:scheduler:)``), its refresh
     /// timed by `scheduler`.
     public func renewCredentials(after rejected: URLRequest, scheduler: any Scheduler) -> Signal<Void, any Error> {
         freshToken(replacing: TokenStore.bearerToken(in: rejected), scheduler: scheduler, fromRefresh: nil, events: nil)
             .map { _ in () }
+    }
+
+    /// A fresh token after the rejected request's, its refresh timed by the context's scheduler
+    /// and reported to the client's monitors by the store (once per client however many of its
+    /// requests wait). Reads, now, whether the request being subscribed is part of one of the
+    /// store's refreshes: such a request must not wait for that refresh.
+    public func renewal(in context: CredentialRenewalContext) -> @Sendable (_ rejected: URLRequest) -> Signal<Void, any Error> {
+        let ownRefresh = refreshBeingSubscribed
+        return { rejected in
+            self.freshToken(
+                replacing: TokenStore.bearerToken(in: rejected), scheduler: context.scheduler, fromRefresh: ownRefresh,
+                events: context.events
+            ).map { _ in () }
+        }
     }
 }
 
@@ -65,9 +137,8 @@ extension HTTPClient {
     /// A 401 from an origin a redirect led to (which never got them) is delivered as it is, so a
     /// host a redirect names cannot make the authorizer renew, nor use up its renewal limits.
     ///
-    /// The renewal is timed by `scheduler`, the client's. A ``TokenStore``'s refreshes are
-    /// reported to `events` (the client's monitors) by the store; another authorizer's renewal is
-    /// reported here (``HTTPEvent/Kind/authorizerRenewalStarted`` and how it ended).
+    /// The renewal is the authorizer's (``Authorizer/renewal(in:)``), timed by `scheduler`, the
+    /// client's, and reported to `events` (the client's monitors).
     ///
     /// `Output` is what an attempt delivers: the buffered ``HTTPResponse``, or a stream's parts
     /// (whose head is the answer a 401 renews on, see ``AuthorizedAnswer``).
@@ -97,11 +168,9 @@ extension HTTPClient {
     static func sendAuthorized<Output>(
         _ request: TransportRequest,
         by authorizer: any Authorizer,
-        store: TokenStore?,
         attempt: (consuming TransportRequest) -> Signal<Output, any Error>
     ) -> Signal<Output, any Error> {
         do {
-            if let store { return attempt(try authorize(request, with: store.credential)) }
             return attempt(try authorize(request, by: authorizer))
         } catch {
             return Signal(error: error)
@@ -114,15 +183,8 @@ extension HTTPClient {
 private final class AuthorizedExchange<Output: AuthorizedAnswer>: Sendable {
     let request: TransportRequest
     let authorizer: any Authorizer
-    /// The authorizer, when it is a ``TokenStore``: a store's renewal needs only the refresh
-    /// being subscribed (read at subscription, no closure made unless a 401 comes), and a store
-    /// reports its own refreshes to `events`.
-    let store: TokenStore?
-    /// The client's scheduler, which times the renewal.
-    let scheduler: any Scheduler
-    let events: HTTPEventSink?
-    /// Where another authorizer's renewal is reported (the client's monitors); `nil` for a store.
-    let report: HTTPEventSink?
+    /// The client's scheduler, which times the renewal, and its monitors.
+    let context: CredentialRenewalContext
     let attempt: @Sendable (consuming TransportRequest) -> Signal<Output, any Error>
 
     init(
@@ -134,10 +196,7 @@ private final class AuthorizedExchange<Output: AuthorizedAnswer>: Sendable {
     ) {
         self.request = request
         self.authorizer = authorizer
-        store = authorizer as? TokenStore
-        self.scheduler = scheduler
-        self.events = events
-        report = store == nil ? events : nil
+        context = CredentialRenewalContext(scheduler: scheduler, events: events)
         self.attempt = attempt
     }
 
@@ -149,28 +208,19 @@ private final class AuthorizedExchange<Output: AuthorizedAnswer>: Sendable {
         /// Set (from the first attempt's serialised events) once its 401 starts the renewal:
         /// the first attempt's completion is then not the signal's.
         let renewing = Atomic<Bool>(false)
-        /// The store's refresh whose signal was being subscribed when this request was (a
-        /// request of that refresh must not wait for it).
-        let ownRefresh: UInt64?
-        /// Another authorizer's renewal, made at subscription as ``Authorizer/renewal(scheduler:)`` says.
-        let renew: (@Sendable (URLRequest) -> Signal<Void, any Error>)?
+        /// The authorizer's renewal, made at subscription as ``Authorizer/renewal(in:)`` says.
+        let renew: @Sendable (URLRequest) -> Signal<Void, any Error>
 
         init(_ exchange: AuthorizedExchange, _ observer: Observer<Output, any Error>) {
             self.exchange = exchange
             self.observer = observer
             // At subscription, so a request made by a renewal is known as such.
-            if let store = exchange.store {
-                ownRefresh = store.refreshBeingSubscribed
-                renew = nil
-            } else {
-                ownRefresh = nil
-                renew = exchange.authorizer.renewal(scheduler: exchange.scheduler)
-            }
+            renew = exchange.authorizer.renewal(in: exchange.context)
         }
 
         func start() {
             // The observer captures this object alone, so it needs no context of its own.
-            HTTPClient.sendAuthorized(exchange.request, by: exchange.authorizer, store: exchange.store, attempt: exchange.attempt)
+            HTTPClient.sendAuthorized(exchange.request, by: exchange.authorizer, attempt: exchange.attempt)
                 .observe(Observer { [self] event in receiveFirst(event) }, in: scope)
         }
 
@@ -187,39 +237,22 @@ private final class AuthorizedExchange<Output: AuthorizedAnswer>: Sendable {
             renewing.store(true, ordering: .releasing)
             let waiting = scope.makeChild()
             let rejected = response.request
-            let report = exchange.report
-            report?.emit(.authorizerRenewalStarted, request: rejected)
-            renewal(rejected).observe(Observer { [self] renewal in
+            renew(rejected).observe(Observer { [self] renewal in
                 switch renewal {
                 case .value:
-                    report?.emit(.authorizerRenewalEnded(renewed: true), request: rejected)
                     // Stop waiting (releases this waiter), then send the request again, once.
                     waiting.cancel()
-                    HTTPClient.sendAuthorized(exchange.request, by: exchange.authorizer, store: exchange.store, attempt: exchange.attempt)
+                    HTTPClient.sendAuthorized(exchange.request, by: exchange.authorizer, attempt: exchange.attempt)
                         .observe(observer, in: scope)
                 case .failed(let error):
-                    report?.emit(.authorizerRenewalFailed(error), request: rejected)
                     observer.fail(error)
                 case .finished:
-                    report?.emit(.authorizerRenewalEnded(renewed: false), request: rejected)
                     // A renewal that ends without renewing: the 401 is the answer (a stream's
                     // parts after its head were not kept: its body ends there).
                     observer.send(.value(value))
                     observer.finish()
                 }
             }, in: waiting)
-        }
-
-        /// The renewal after `rejected`: the store's (told whether this request is part of one
-        /// of its refreshes, and reporting to the client's monitors), or the other authorizer's.
-        private func renewal(_ rejected: URLRequest) -> Signal<Void, any Error> {
-            if let store = exchange.store {
-                return store.freshToken(
-                    replacing: TokenStore.bearerToken(in: rejected), scheduler: exchange.scheduler, fromRefresh: ownRefresh,
-                    events: exchange.events
-                ).map { _ in () }
-            }
-            return renew.map { $0(rejected) } ?? exchange.authorizer.renewCredentials(after: rejected, scheduler: exchange.scheduler)
         }
     }
 }

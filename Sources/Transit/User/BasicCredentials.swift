@@ -28,8 +28,8 @@ import Signals
 ///   `401 Unauthorized` as the response after one attempt — never replayed with the same
 ///   credentials — and `catchHTTPErrors()` fails it with
 ///   ``HTTPClientError/unauthorized(response:)`` (its `WWW-Authenticate` header and body at
-///   hand), as it would without an authoriser. The client's monitors see a renewal that ended
-///   without renewing.
+///   hand), as it would without an authoriser. The client's monitors see
+///   ``HTTPEvent/Kind/credentialRenewalDeclined``.
 /// - **Never printed.** `description`, `debugPrint` (which shows the description) and `dump`
 ///   show the user name and the scope, never the password or the header value; the header is
 ///   redacted wherever Transit prints a request (``Redaction``).
@@ -66,6 +66,12 @@ public struct BasicCredentials: Authorizer, CustomStringConvertible, CustomRefle
         var request = request
         request.setCheckedHeader(header, canonicalName: "Authorization")
         return request
+    }
+
+    /// `Basic <base64 of user name:password>`, which the client sets on each request in
+    /// ``scope``.
+    public func authorizationValue() throws -> String? {
+        header
     }
 
     /// Finishes at once without a value: static credentials cannot be renewed, so the client

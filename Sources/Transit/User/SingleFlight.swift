@@ -31,10 +31,10 @@ struct SingleFlight: Sendable {
         func report(_ result: Result<AuthToken, any Error>) {
             guard !sinks.isEmpty else { return }
             let kind: HTTPEvent.Kind = switch result {
-            case .success: .tokenRefreshSucceeded(sharedBy: joined)
+            case .success: .credentialRenewalSucceeded(sharedBy: joined)
             case .failure(let error as TokenStore.RefreshError) where error == .reentrantRefresh || error == .tooManyRefreshes:
-                .tokenRefreshRefused(error, sharedBy: joined)
-            case .failure(let error): .tokenRefreshFailed(error, sharedBy: joined)
+                .credentialRenewalRefused(error, sharedBy: joined)
+            case .failure(let error): .credentialRenewalFailed(error, sharedBy: joined)
             }
             for sink in sinks { sink.emit(kind) }
         }

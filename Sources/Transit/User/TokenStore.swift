@@ -37,8 +37,9 @@ import Signals
 ///
 /// Observing: a refresh asked for by a client's request (through ``HTTPClient/Configuration/authorizer`` or
 /// `retryWithFreshToken(from:scheduler:)`) is reported to that client's ``HTTPEventMonitor``s —
-/// ``HTTPEvent/Kind/tokenRefreshStarted``, joined, succeeded, failed or refused, or
-/// ``HTTPEvent/Kind/tokenAlreadyRefreshed`` — once per client however many of its requests wait.
+/// ``HTTPEvent/Kind/credentialRenewalStarted``, joined, succeeded, failed or refused, or
+/// ``HTTPEvent/Kind/credentialsAlreadyRenewed`` — once per client however many of its requests
+/// wait: the events every ``Authorizer``'s renewal reports.
 ///
 /// Thread safety: all state is behind one `Locked`; the refresh closure, the refresh signal and
 /// every observer run outside it. Any method may be called from any thread.
@@ -94,7 +95,7 @@ public final class TokenStore: Sendable {
     }
 
     /// `true` while a refresh is running: a snapshot, stale as soon as it is read. The
-    /// ``HTTPEvent/Kind/tokenRefreshStarted`` and the events that end it report refreshes as they
+    /// ``HTTPEvent/Kind/credentialRenewalStarted`` and the events that end it report refreshes as they
     /// happen; the store's `description` shows it too.
     package var isRefreshing: Bool {
         state.withLock { $0.flight != nil }
@@ -159,12 +160,12 @@ public final class TokenStore: Sendable {
                 observer.fail(RefreshError.reentrantRefresh)
                 return nil
             case .current(let token):
-                events?.emit(.tokenAlreadyRefreshed)
+                events?.emit(.credentialsAlreadyRenewed)
                 observer.send(token)
                 observer.finish()
                 return nil
             case .join(let waiters):
-                events?.emit(.tokenRefreshJoined(waiters: waiters))
+                events?.emit(.credentialRenewalJoined(waiters: waiters))
             case .start(let flight, let subscription, let current):
                 startRefresh(flight, replacing: current, in: subscription, scheduler: scheduler, events: events)
             }
@@ -197,7 +198,7 @@ public final class TokenStore: Sendable {
         let now = scheduler.now
         let allowed = state.withLock { $0.window.admit(at: now, limits: limits) }
         guard allowed else { return complete(flight, with: .failure(RefreshError.tooManyRefreshes)) }
-        events?.emit(.tokenRefreshStarted)
+        events?.emit(.credentialRenewalStarted)
         let timer = limits.scheduleDeadline(on: scheduler) { [weak self] in
             self?.complete(flight, with: .failure(RefreshError.timedOut))
         }

@@ -430,7 +430,7 @@ struct LifecycleMonitorTests {
     }
 
     private var tokenEvents: Set<String> {
-        ["tokenRefreshStarted", "tokenRefreshJoined", "tokenRefreshSucceeded", "tokenRefreshFailed", "tokenRefreshRefused"]
+        ["credentialRenewalStarted", "credentialRenewalJoined", "credentialRenewalSucceeded", "credentialRenewalFailed", "credentialRenewalRefused"]
     }
 
     @Test func oneSharedRefreshIsReportedOnceWithItsJoiners() throws {
@@ -440,11 +440,11 @@ struct LifecycleMonitorTests {
         scheduler.advance(by: .seconds(1))
         #expect(probes.allSatisfy { $0.values.first?.text == "hello" })
         #expect(log.names.filter(tokenEvents.contains) == [
-            "tokenRefreshStarted", "tokenRefreshJoined", "tokenRefreshJoined", "tokenRefreshSucceeded",
+            "credentialRenewalStarted", "credentialRenewalJoined", "credentialRenewalJoined", "credentialRenewalSucceeded",
         ])
-        guard case .tokenRefreshSucceeded(let sharedBy) = log.events(named: "tokenRefreshSucceeded")[0].kind else { return }
+        guard case .credentialRenewalSucceeded(let sharedBy) = log.events(named: "credentialRenewalSucceeded")[0].kind else { return }
         #expect(sharedBy == 3)
-        #expect(log.events(named: "tokenRefreshSucceeded")[0].time == .seconds(1))
+        #expect(log.events(named: "credentialRenewalSucceeded")[0].time == .seconds(1))
         // The token never appears in a description.
         #expect(log.events.allSatisfy { !$0.description.contains("Bearer new") && !$0.description.contains("Bearer old") })
     }
@@ -456,9 +456,9 @@ struct LifecycleMonitorTests {
         scheduler.advance(by: .seconds(1))
         #expect(probe.failure as? TokenStore.RefreshError == .reentrantRefresh)
         #expect(!store.isRefreshing)
-        #expect(log.names.filter(tokenEvents.contains) == ["tokenRefreshStarted", "tokenRefreshRefused"])
-        guard case .tokenRefreshRefused(let reason, _) = log.events(named: "tokenRefreshRefused")[0].kind else { return }
-        #expect(reason == .reentrantRefresh)
+        #expect(log.names.filter(tokenEvents.contains) == ["credentialRenewalStarted", "credentialRenewalRefused"])
+        guard case .credentialRenewalRefused(let reason, _) = log.events(named: "credentialRenewalRefused")[0].kind else { return }
+        #expect(reason as? TokenStore.RefreshError == .reentrantRefresh)
     }
 
     @Test func aRefreshOverTheLimitIsRefusedWithoutStartingAndAFailedOneIsReportedAsFailed() throws {
@@ -470,12 +470,12 @@ struct LifecycleMonitorTests {
         #expect(first.failure is HTTPServerError)
         let second = RequestProbe(client.send(get("https://api.example.test/me")))
         #expect(second.failure as? TokenStore.RefreshError == .tooManyRefreshes)
-        #expect(log.names.filter(tokenEvents.contains) == ["tokenRefreshStarted", "tokenRefreshFailed", "tokenRefreshRefused"])
-        guard case .tokenRefreshFailed(let error, let sharedBy) = log.events(named: "tokenRefreshFailed")[0].kind,
-              case .tokenRefreshRefused(let reason, _) = log.events(named: "tokenRefreshRefused")[0].kind
+        #expect(log.names.filter(tokenEvents.contains) == ["credentialRenewalStarted", "credentialRenewalFailed", "credentialRenewalRefused"])
+        guard case .credentialRenewalFailed(let error, let sharedBy) = log.events(named: "credentialRenewalFailed")[0].kind,
+              case .credentialRenewalRefused(let reason, _) = log.events(named: "credentialRenewalRefused")[0].kind
         else { return }
         #expect((error as? any HTTPError)?.statusCode == 500 && sharedBy == 1)
-        #expect(reason == .tooManyRefreshes)
+        #expect(reason as? TokenStore.RefreshError == .tooManyRefreshes)
     }
 
     @Test func retryWithFreshTokenReportsToTheClientThatAnswered401() {
@@ -498,7 +498,7 @@ struct LifecycleMonitorTests {
         }
         scheduler.advance(by: .seconds(1))
         #expect(probes.allSatisfy { $0.values.first?.text == "hello" })
-        #expect(log.names.filter(tokenEvents.contains) == ["tokenRefreshStarted", "tokenRefreshJoined", "tokenRefreshSucceeded"])
+        #expect(log.names.filter(tokenEvents.contains) == ["credentialRenewalStarted", "credentialRenewalJoined", "credentialRenewalSucceeded"])
     }
 
     // MARK: Coalescing

@@ -161,7 +161,7 @@ struct BasicCredentialsTests {
         #expect(probe.values.map(\.statusCode) == [401])
         #expect(probe.isFinished && probe.terminalCount == 1 && probe.violations == 0)
         #expect(transport.requests.count == 1, "no replay")
-        #expect(log.count("authorizerRenewalEnded") == 1 && log.count("authorizerRenewalFailed") == 0)
+        #expect(log.count("credentialRenewalDeclined") == 1 && log.count("credentialRenewalFailed") == 0)
 
         let failed = RequestProbe(client.send(get("https://api.example.com/me")).catchHTTPErrors())
         scheduler.run()

@@ -32,8 +32,8 @@ import Transit
 /// - `transit.client.*` counters for what only Transit knows: `rate_limit.waits`,
 ///   `cooldowns.started`, `cooldowns.waits`, `cooldowns.refused`, `retries` (with the failure's
 ///   `error.type`), `retries.refused_by_budget`, `redirects` (with the status), `failovers`,
-///   `quarantines`, `token_refreshes` (with `outcome`: `started`, `joined`, `succeeded`,
-///   `failed`, `refused`, `already_refreshed`), `authorizer_renewals` (with `outcome`),
+///   `quarantines`, `credential_renewals` (with `outcome`: `started`, `joined`,
+///   `already_renewed`, `succeeded`, `declined`, `failed`, `refused`),
 ///   `coalesced_joins`; and `transit.client.wait.duration`, a timer of the time each request
 ///   waited in all (rate limit, cooldowns, retry delays), recorded when it ends.
 ///
@@ -306,27 +306,22 @@ public final class ObservabilityMonitor: HTTPEventMonitor {
             log(.warning, "failover", event, attributes, ["from": "\(from)", "to": "\(to)", "error.type": "URLError.\(error.code.rawValue)"])
         case .hostRecovered(let origin):
             log(.debug, "host recovered", event, attributes, ["transit.origin": "\(origin)"])
-        case .tokenRefreshStarted:
-            if let id = event.requestID { requests.withLock { $0[id]?.refreshStartedAt = event.time } }
-            refresh("started", event, record, attributes, level: .debug)
-        case .tokenRefreshJoined:
-            if let id = event.requestID { requests.withLock { $0[id]?.refreshStartedAt = event.time } }
-            refresh("joined", event, record, attributes, level: .debug)
-        case .tokenRefreshSucceeded:
-            refresh("succeeded", event, record, attributes, level: .debug)
-        case .tokenRefreshFailed(let error, _):
-            refresh("failed", event, record, attributes, level: .warning, ["error.type": "\(errorType(error))", "error": "\(describe(error))"])
-        case .tokenRefreshRefused(let reason, _):
-            refresh("refused", event, record, attributes, level: .warning, ["reason": "\(reason)"])
-        case .tokenAlreadyRefreshed:
-            refresh("already_refreshed", event, record, attributes, level: .debug)
-        case .authorizerRenewalStarted:
+        case .credentialRenewalStarted:
             if let id = event.requestID { requests.withLock { $0[id]?.refreshStartedAt = event.time } }
             renewal("started", event, record, attributes, level: .debug)
-        case .authorizerRenewalEnded(let renewed):
-            renewal(renewed ? "renewed" : "not_renewed", event, record, attributes, level: .debug)
-        case .authorizerRenewalFailed(let error):
+        case .credentialRenewalJoined:
+            if let id = event.requestID { requests.withLock { $0[id]?.refreshStartedAt = event.time } }
+            renewal("joined", event, record, attributes, level: .debug)
+        case .credentialsAlreadyRenewed:
+            renewal("already_renewed", event, record, attributes, level: .debug)
+        case .credentialRenewalSucceeded:
+            renewal("succeeded", event, record, attributes, level: .debug)
+        case .credentialRenewalDeclined:
+            renewal("declined", event, record, attributes, level: .debug)
+        case .credentialRenewalFailed(let error, _):
             renewal("failed", event, record, attributes, level: .warning, ["error.type": "\(errorType(error))", "error": "\(describe(error))"])
+        case .credentialRenewalRefused(let reason, _):
+            renewal("refused", event, record, attributes, level: .warning, ["reason": "\(describe(reason))"])
         case .coalescedRequestJoined(let subscribers):
             count("transit.client.coalesced_joins", attributes)
             addEvent("transit.coalesced", to: record, event, ["transit.coalesced.subscribers": subscribers])
@@ -340,30 +335,18 @@ public final class ObservabilityMonitor: HTTPEventMonitor {
         }
     }
 
-    private func refresh(
-        _ outcome: String, _ event: HTTPEvent, _ record: RequestRecord?, _ attributes: RequestAttributes,
-        level: Logger.Level, _ metadata: Logger.Metadata = [:]
-    ) {
-        count("transit.client.token_refreshes", attributes, ("outcome", outcome))
-        var spanAttributes: [String: any SpanAttributeConvertible] = ["transit.refresh.outcome": outcome]
-        if outcome != "started", outcome != "joined", let started = record?.refreshStartedAt {
-            spanAttributes["transit.refresh.duration"] = seconds(event.time - started)
-        }
-        addEvent("transit.token_refresh.\(outcome)", to: record, event, spanAttributes)
-        log(level, outcome == "failed" || outcome == "refused" ? "token refresh failed" : "token refresh", event, attributes, metadata.merging(["outcome": "\(outcome)"]) { $1 })
-    }
-
     private func renewal(
         _ outcome: String, _ event: HTTPEvent, _ record: RequestRecord?, _ attributes: RequestAttributes,
         level: Logger.Level, _ metadata: Logger.Metadata = [:]
     ) {
-        count("transit.client.authorizer_renewals", attributes, ("outcome", outcome))
+        count("transit.client.credential_renewals", attributes, ("outcome", outcome))
         var spanAttributes: [String: any SpanAttributeConvertible] = ["transit.renewal.outcome": outcome]
-        if outcome != "started", let started = record?.refreshStartedAt {
+        if outcome != "started", outcome != "joined", let started = record?.refreshStartedAt {
             spanAttributes["transit.renewal.duration"] = seconds(event.time - started)
         }
-        addEvent("transit.authorizer_renewal.\(outcome)", to: record, event, spanAttributes)
-        log(level, outcome == "failed" ? "authorizer renewal failed" : "authorizer renewal", event, attributes, metadata.merging(["outcome": "\(outcome)"]) { $1 })
+        addEvent("transit.credential_renewal.\(outcome)", to: record, event, spanAttributes)
+        let failed = outcome == "failed" || outcome == "refused"
+        log(level, failed ? "credential renewal failed" : "credential renewal", event, attributes, metadata.merging(["outcome": "\(outcome)"]) { $1 })
     }
 
     /// Adds `duration` to the time the request waited in all.

@@ -59,8 +59,8 @@ struct MetricsAndLogsTests {
         // What only Transit knows.
         #expect(metrics.counterTotal(label: "transit.client.redirects") == 3)
         #expect(try metrics.expectCounter("transit.client.retries", common + [("error.type", "503")]).totalValue == 1)
-        #expect(try metrics.expectCounter("transit.client.token_refreshes", common + [("outcome", "started")]).totalValue == 1)
-        #expect(try metrics.expectCounter("transit.client.token_refreshes", common + [("outcome", "succeeded")]).totalValue == 1)
+        #expect(try metrics.expectCounter("transit.client.credential_renewals", common + [("outcome", "started")]).totalValue == 1)
+        #expect(try metrics.expectCounter("transit.client.credential_renewals", common + [("outcome", "succeeded")]).totalValue == 1)
         // The time the caller waited in all: the retry's second.
         #expect(try metrics.expectTimer("transit.client.wait.duration", common).values == [1_000_000_000])
 
@@ -94,7 +94,7 @@ struct MetricsAndLogsTests {
     @Test func atDebugEveryEventIsLoggedStillWithoutSecrets() async throws {
         let (_, _, logs) = try await failureRun(logLevel: .trace)
         let messages = Set(logs.entries.map(\.message.description))
-        #expect(messages.isSuperset(of: ["request started", "attempt started", "attempt ended", "redirect followed", "token refresh", "request completed"]))
+        #expect(messages.isSuperset(of: ["request started", "attempt started", "attempt ended", "redirect followed", "credential renewal", "request completed"]))
         let secrets = ["OLD-TOKEN", "FRESH-TOKEN", "HEADER-SECRET", "BODY-SECRET", "QUERY-SECRET"]
         for entry in logs.entries {
             let text = "\(entry.message) \(entry.metadata)"

@@ -133,7 +133,7 @@ struct TracingTests {
         #expect(byStart.map { $0.status?.code == .error } == [false, true, false, true, false, false])
         // Waits and refreshes are events of the request span, with their durations.
         let names = request.events.map(\.name)
-        #expect(names.contains("transit.token_refresh.started") && names.contains("transit.token_refresh.succeeded"))
+        #expect(names.contains("transit.credential_renewal.started") && names.contains("transit.credential_renewal.succeeded"))
         let retry = try #require(request.events.first { $0.name == "transit.retry" })
         #expect(retry.attributes["transit.wait.duration"]?.toSpanAttribute() == .double(1))
         #expect(names.filter { $0 == "transit.redirect" }.count == 3)

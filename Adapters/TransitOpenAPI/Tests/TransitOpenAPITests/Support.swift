@@ -53,7 +53,7 @@ final class EventLog: HTTPEventMonitor {
 
     /// How many token refreshes the client started.
     var refreshesStarted: Int {
-        events.withLock { $0.filter { if case .tokenRefreshStarted = $0 { true } else { false } }.count }
+        events.withLock { $0.filter { if case .credentialRenewalStarted = $0 { true } else { false } }.count }
     }
 
     /// How many retries the retry budget refused.
