@@ -4,33 +4,39 @@ import Foundation
 import Signals
 import Transit
 
-// README.md, Swift block 1 (line 28)
+// README.md, Swift block 1 (line 31)
 
 struct Post: Codable, Sendable { let id: Int; let title: String }
 
 protocol PostService { var posts: Signal<Result<[Post], any Error>, Never> { get } }
 
-struct LivePostService: RESTAPI, PostService {
-    let baseURL: String          // "https://forum.example.com/api"
-    let client: HTTPClient       // transport, default headers, monitors
-    let tokens: TokenStore       // the signed-in user's credentials
-
-    var posts: Signal<Result<[Post], any Error>, Never> {
-        return get(endpoint: "posts") { request in
-            try request                              // helpers that can refuse input throw
-                .addingBearerAuthorization(accessToken: tokens.current.accessToken)
-                .receivingJSON()
-        }
-        .catchHTTPErrors()                          // every status >= 400 becomes an error
-        .retryWithFreshToken(from: tokens)          // 401 → one shared refresh → replay once
-        .respondToRateLimiting(maxWait: .seconds(5)) // 429 → wait Retry-After → replay once
-        .map(\.data)
-        .decode([Post].self, decoder: JSONDecoder())
-        .mapToResult()
+func makeForumClient(tokens: TokenStore, monitors: [any HTTPEventMonitor]) -> HTTPClient {
+    HTTPClient(transport: URLSessionTransport.shared) {
+        $0.monitors = monitors                                          // one way to observe
+        $0.rateLimiter = RateLimiter(requestsPerSecond: 20, burst: 8)   // excess requests wait
+        $0.cooldowns = Cooldowns(maxWait: .seconds(3))                  // one 429 pauses the rest
+        $0.coalescesRequests = true                                     // identical GETs share one
+        $0.failover = HostFailover(origins: ["https://a.example.com", "https://b.example.com"])
+        $0.authorizer = tokens                                          // token in, one renewal on 401
     }
 }
 
-// README.md, Swift block 2 (line 64)
+struct LivePostService: RESTAPI, PostService {
+    let baseURL: String          // "https://a.example.com/api"
+    let client: HTTPClient       // its policies, transport, default headers, monitors
+    static let retryPolicy = RetryPolicy(maxAttempts: 3, budget: RetryBudget(ratio: 0.1))
+
+    var posts: Signal<Result<[Post], any Error>, Never> {
+        return get(endpoint: "posts") { $0.receivingJSON() }
+            .catchHTTPErrors()                      // every status >= 400 becomes an error
+            .retry(Self.retryPolicy)                // transient failures, within a shared budget
+            .map(\.data)
+            .decode([Post].self, decoder: JSONDecoder())
+            .mapToResult()
+    }
+}
+
+// README.md, Swift block 2 (line 73)
 @MainActor
 final class PostsViewModel {
     private let service: any PostService
@@ -57,36 +63,31 @@ final class PostsViewModel {
     }
 }
 
-// README.md, Swift block 3 (line 94)
+// README.md, Swift block 3 (line 104)
 func makeTokens(initial: AuthToken, renew: @escaping @Sendable (AuthToken) -> Signal<AuthToken, any Error>) -> TokenStore {
-    TokenStore(token: initial) { current in
+    TokenStore(token: initial, scope: CredentialScope(hosts: ["a.example.com", "b.example.com"])) { current in
         renew(current)          // e.g. POST /auth/token with the refresh token
     }
 }
 
-// README.md, Swift block 4 (line 107)
-func makeForumClient(tokens: TokenStore, monitors: [any HTTPEventMonitor]) -> HTTPClient {
-    HTTPClient(transport: URLSessionTransport.shared) {
-        $0.monitors = monitors                                          // one way to observe
-        $0.rateLimiter = RateLimiter(requestsPerSecond: 20, burst: 8)   // excess requests wait
-        $0.cooldowns = Cooldowns(maxWait: .seconds(3))                  // one 429 pauses the rest
-        $0.coalescesRequests = true                                     // identical GETs share one
-        $0.failover = HostFailover(origins: ["https://a.example.com", "https://b.example.com"])
-        $0.authorizer = tokens                                          // token in, one renewal on 401
-    }
-}
-
-struct PolicyPostService: RESTAPI, PostService {
+// README.md, Swift block 4 (line 119)
+struct ChainPostService: RESTAPI, PostService {
     let baseURL: String
-    let client: HTTPClient
-    static let retryPolicy = RetryPolicy(maxAttempts: 3, budget: RetryBudget(ratio: 0.1))
+    let client: HTTPClient       // here without an authorizer or cooldowns
+    let tokens: TokenStore
 
     var posts: Signal<Result<[Post], any Error>, Never> {
-        return get(endpoint: "posts") { $0.receivingJSON() }
-            .catchHTTPErrors()
-            .retry(Self.retryPolicy)                // transient failures, within a shared budget
-            .map(\.data)
-            .decode([Post].self, decoder: JSONDecoder())
-            .mapToResult()
+        let clock = client.configuration.scheduler  // the operators' waits on the client's clock
+        return get(endpoint: "posts") { request in
+            try request                              // helpers that can refuse input throw
+                .addingBearerAuthorization(accessToken: tokens.current.accessToken)
+                .receivingJSON()
+        }
+        .catchHTTPErrors()
+        .retryWithFreshToken(from: tokens, scheduler: clock)          // 401 → one shared refresh → replay once
+        .respondToRateLimiting(maxWait: .seconds(5), scheduler: clock) // 429 → wait Retry-After → replay once
+        .map(\.data)
+        .decode([Post].self, decoder: JSONDecoder())
+        .mapToResult()
     }
 }
