@@ -187,7 +187,7 @@ public final class HTTPClient: Sendable {
                 let response = self.parts(of: sent, options: options, events: events)
                     .collectResponse(for: sent, maxBytes: limit, events: events, deadline: deadline, deadlines: self.deadlines)
                 guard self.coalescesRequests, sent.bodyFile == nil, sent.bodyProgress == nil, let key = Coalescer.key(for: sent) else { return response }
-                return self.coalescer.send(key + "\n\(limit)", response, request: sent.urlRequest, events: events)
+                return self.coalescer.send(key + "\n\(limit)", response, request: sent, events: events)
             }
         }
         guard let authorizer else { return buffered(request) }
@@ -433,8 +433,8 @@ public final class HTTPClient: Sendable {
         var marked = request
         if !sensitiveHeaders.isEmpty { marked.sensitiveHeaders = sensitiveHeaders }
         let request = marked
-        // A policy that reports about the request gets it as a `URLRequest`, made once.
-        let sent = cooldowns != nil || (rateLimiter != nil && events != nil) ? request.urlRequest : nil
+        // The request a policy reports about, or records a cooldown's answer for.
+        let sent: TransportRequest? = cooldowns != nil || (rateLimiter != nil && events != nil) ? request : nil
         // Each policy's key is computed once per request. A request that may go at once (a free
         // token, no cooldown: the common case) is subscribed directly; only one that must wait
         // goes through the permit or clearance signal.
@@ -494,7 +494,7 @@ public final class HTTPClient: Sendable {
     }
 
     /// What tells the monitors that `request` waited for the rate limiter; `nil` without monitors.
-    private static func rateLimitReport(_ request: URLRequest, to events: HTTPEventSink?) -> (@Sendable (String, Duration) -> Void)? {
+    private static func rateLimitReport(_ request: TransportRequest, to events: HTTPEventSink?) -> (@Sendable (String, Duration) -> Void)? {
         guard let events else { return nil }
         return { key, waited in events.emit(.rateLimitWaited(key: key, waited: waited), request: request) }
     }
@@ -503,7 +503,7 @@ public final class HTTPClient: Sendable {
     /// ``HTTPEvent/Kind/responseReceived(_:)`` and ``HTTPEvent/Kind/requestFailed(_:)``.
     private func monitored<Output>(_ signal: Signal<Output, any Error>, _ request: TransportRequest, events: HTTPEventSink?) -> Signal<Output, any Error> {
         guard let events else { return signal }
-        let sent = request.urlRequest
+        let sent = request
         return signal.handleEvents(
             receiveSubscription: { events.startRequest(sent) },
             receiveValue: { value in

@@ -153,9 +153,14 @@ public struct HTTPEvent: Sendable, CustomStringConvertible {
 
     /// What happened.
     public let kind: Kind
-    /// The request the event is about, when there is one (none for token refreshes and
-    /// failover events).
-    public let request: URLRequest?
+    /// The request the event is about, as Transit carries it, when there is one (none for a
+    /// shared token refresh's outcome and for failover events): its ``TransportRequest/method``,
+    /// ``TransportRequest/url`` and ``TransportRequest/headerFields`` are read without making a
+    /// `URLRequest`.
+    public let transportRequest: TransportRequest?
+    /// The request the event is about as a Foundation `URLRequest`, made when read (each read
+    /// makes one for a request Transit built): read ``transportRequest`` where its fields do.
+    public var request: URLRequest? { transportRequest?.urlRequest }
     /// When it happened, on the client's scheduler.
     public let time: Duration
     /// The identity of the request this event belongs to, unique within the client: the same on
@@ -176,11 +181,11 @@ public struct HTTPEvent: Sendable, CustomStringConvertible {
 
     /// Creates an event.
     init(
-        kind: Kind, request: URLRequest?, time: Duration,
+        kind: Kind, request: TransportRequest?, time: Duration,
         requestID: UInt64? = nil, resendCount: Int? = nil, operationName: String? = nil, context: (any Sendable)? = nil
     ) {
         self.kind = kind
-        self.request = request
+        transportRequest = request
         self.time = time
         self.requestID = requestID
         self.resendCount = resendCount
@@ -191,7 +196,7 @@ public struct HTTPEvent: Sendable, CustomStringConvertible {
     /// A one-line, redacted rendering: URLs without user-info or secret query values, header
     /// names only, errors with their URLs redacted; never a token.
     public var description: String {
-        let target = request.map(Self.describe) ?? ""
+        let target = transportRequest.map(Self.describe) ?? ""
         let subject = target.isEmpty ? "" : " \(target)"
         switch kind {
         case .requestStarted:
@@ -256,6 +261,10 @@ public struct HTTPEvent: Sendable, CustomStringConvertible {
     }
 
     /// `METHOD redacted-URL`.
+    static func describe(_ request: TransportRequest) -> String {
+        "\(request.method.rawValue) \(request.url?.redactedForLogging ?? "<no URL>")"
+    }
+
     static func describe(_ request: URLRequest) -> String {
         "\(request.httpMethod ?? "GET") \(request.url?.redactedForLogging ?? "<no URL>")"
     }

@@ -35,7 +35,7 @@ final class HTTPEventSink: Sendable {
     /// Where a request is in its life.
     private struct Lifecycle {
         /// The request as ``HTTPEvent/Kind/requestStarted`` reported it, once it did.
-        var started: URLRequest?
+        var started: TransportRequest?
         var ended = false
         /// The number of the client's latest subscription for the request.
         var generation: UInt64 = 0
@@ -100,11 +100,16 @@ final class HTTPEventSink: Sendable {
 
     /// Delivers an event of `kind` about `request` to every monitor, stamped with the scheduler's
     /// time.
-    func emit(_ kind: HTTPEvent.Kind, request: URLRequest? = nil) {
+    func emit(_ kind: HTTPEvent.Kind, request: TransportRequest? = nil) {
         emit(kind, request: request, resendCount: nil)
     }
 
-    private func emit(_ kind: HTTPEvent.Kind, request: URLRequest?, resendCount: Int?) {
+    /// ``emit(_:request:)`` about a request held as a `URLRequest` (wrapped, not converted).
+    func emit(_ kind: HTTPEvent.Kind, request: URLRequest?) {
+        emit(kind, request: request.map { TransportRequest($0) }, resendCount: nil)
+    }
+
+    private func emit(_ kind: HTTPEvent.Kind, request: TransportRequest?, resendCount: Int?) {
         let event = HTTPEvent(
             kind: kind, request: request, time: scheduler.now,
             requestID: requestID, resendCount: resendCount, operationName: operationName
@@ -123,7 +128,7 @@ final class HTTPEventSink: Sendable {
 
     /// Reports attempt `id` of the request, about to send `request`: returns its resend count
     /// and the header fields the monitors add to it.
-    func startAttempt(_ id: UInt64, request: URLRequest) -> (resendCount: Int, fields: [HTTPField]) {
+    func startAttempt(_ id: UInt64, request: TransportRequest) -> (resendCount: Int, fields: [HTTPField]) {
         let resendCount = resends.wrappingAdd(1, ordering: .relaxed).oldValue
         let event = HTTPEvent(
             kind: .attemptStarted(id: id), request: request, time: scheduler.now,
@@ -139,7 +144,7 @@ final class HTTPEventSink: Sendable {
     }
 
     /// Reports the end of an attempt.
-    func endAttempt(_ metrics: HTTPAttemptMetrics, request: URLRequest, resendCount: Int) {
+    func endAttempt(_ metrics: HTTPAttemptMetrics, request: TransportRequest, resendCount: Int) {
         if case .completed = metrics.outcome, let head = metrics.head { noteStatus(head.statusCode) }
         emit(.attemptEnded(metrics), request: request, resendCount: resendCount)
     }
@@ -147,7 +152,7 @@ final class HTTPEventSink: Sendable {
     // MARK: The request's start and end
 
     /// Reports ``HTTPEvent/Kind/requestStarted`` for a subscription of the request.
-    func startRequest(_ request: URLRequest) {
+    func startRequest(_ request: TransportRequest) {
         lifecycle.withLock { if $0.started == nil { $0.started = request } }
         emit(.requestStarted, request: request)
     }
@@ -204,7 +209,7 @@ final class HTTPEventSink: Sendable {
     /// Reports ``HTTPEvent/Kind/requestEnded(_:)`` once, if the request started and `ends` says
     /// so.
     private func end(_ outcome: HTTPEvent.RequestOutcome, if ends: (inout Lifecycle) -> Bool) {
-        let ended = lifecycle.withLock { state -> (URLRequest, Int?)? in
+        let ended = lifecycle.withLock { state -> (TransportRequest, Int?)? in
             guard !state.ended, let started = state.started, ends(&state) else { return nil }
             state.ended = true
             return (started, state.statusCode)
@@ -251,9 +256,9 @@ final class HTTPEventSink: Sendable {
 
     /// The request `error` is about: an ``HTTPError``'s response's request, or a
     /// ``TransportError``'s.
-    static func request(of error: any Error) -> URLRequest? {
-        if let httpError = error as? any HTTPError { return httpError.response?.request }
-        return (error as? TransportError)?.request
+    static func request(of error: any Error) -> TransportRequest? {
+        if let httpError = error as? any HTTPError { return httpError.response?.sent }
+        return (error as? TransportError).map { TransportRequest($0.request) }
     }
 
     /// Reports `kind` about `failure` to the monitors of the client `failure` came from, if any.
@@ -267,7 +272,7 @@ extension HTTPEvent {
     /// This event as delivered to a monitor whose context is `context`.
     func with(context: (any Sendable)?) -> HTTPEvent {
         HTTPEvent(
-            kind: kind, request: request, time: time,
+            kind: kind, request: transportRequest, time: time,
             requestID: requestID, resendCount: resendCount, operationName: operationName, context: context
         )
     }
@@ -318,13 +323,12 @@ enum AttemptMonitoring {
             var monitored = request
             let id = sink.nextAttemptID()
             let startedAt = sink.scheduler.now
-            let original = request.urlRequest
-            let (resendCount, fields) = sink.startAttempt(id, request: original)
+            let (resendCount, fields) = sink.startAttempt(id, request: request)
             // The monitors' fields (trace context) replace any of the same name.
             for field in fields where URLRequest.checkHeader(field.name, field.value) == nil {
                 monitored.setValue(field.value, forHTTPHeaderField: field.name)
             }
-            let sent = fields.isEmpty ? original : monitored.urlRequest
+            let sent = fields.isEmpty ? request : monitored
             let sentBody = HTTPWireSize.requestBody(request)
             let sentHead = HTTPWireSize.requestHead(monitored, bodyBytes: sentBody)
             let state = Locked(State())

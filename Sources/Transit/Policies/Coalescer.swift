@@ -49,7 +49,7 @@ final class Coalescer: Sendable {
     func send(
         _ key: String,
         _ signal: Signal<HTTPResponse, any Error>,
-        request: URLRequest,
+        request: TransportRequest,
         events: HTTPEventSink? = nil
     ) -> Signal<HTTPResponse, any Error> {
         Signal { [self] observer in

@@ -81,14 +81,14 @@ public final class Cooldowns: Sendable {
     /// extends) the cooldown of its key, on `scheduler`'s clock (a `Retry-After` date is measured
     /// from the answer's own `Date` header when it has one).
     func record(_ head: HTTPResponseHead, for request: URLRequest, on scheduler: any Scheduler) {
-        record(head, for: request, key: key.key(request), on: scheduler)
+        record(head, for: TransportRequest(request), key: key.key(request), on: scheduler)
     }
 
     /// ``record(_:for:on:)`` for a key computed already; a cooldown started or extended is
     /// reported to `events` (the client's monitors).
     func record(
         _ head: HTTPResponseHead,
-        for request: URLRequest,
+        for request: TransportRequest,
         key name: String,
         on scheduler: any Scheduler,
         events: HTTPEventSink? = nil
@@ -99,7 +99,7 @@ public final class Cooldowns: Sendable {
         else { return }
         let duration = ScheduledSubscription.duration(seconds: seconds)
         let until = scheduler.now + duration
-        var response = HTTPResponse(data: Data(), head: head, request: request)
+        var response = HTTPResponse(data: Data(), head: head, sent: request)
         response.eventSink = events
         let started = entries.withLock { entries -> Bool in
             if let existing = entries[name], existing.until >= until { return false }
@@ -112,7 +112,7 @@ public final class Cooldowns: Sendable {
         if started, let sharing, sharing.health.isAvailable(at: scheduler.now) {
             // Told to the fleet even if the request ends meanwhile; the deadline bounds the call.
             let call = sharing.store.extendCooldown(forKey: name, by: duration, statusCode: head.statusCode)
-            writes.run(sharing.ask(call, on: scheduler, events: events, request: URLRequestReference(request)))
+            writes.run(sharing.ask(call, on: scheduler, events: events, request: RequestReference(request)))
         }
     }
 
@@ -144,7 +144,7 @@ public final class Cooldowns: Sendable {
     func clearance(
         forKey name: String,
         on scheduler: any Scheduler,
-        request: URLRequest? = nil,
+        request: TransportRequest? = nil,
         events: HTTPEventSink? = nil
     ) -> Signal<Void, any Error> {
         let now = scheduler.now

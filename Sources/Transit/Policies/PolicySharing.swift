@@ -91,7 +91,7 @@ public struct PolicySharing: Sendable {
         _ call: Signal<Answer, any Error>,
         on scheduler: any Scheduler,
         events: HTTPEventSink?,
-        request: URLRequestReference?
+        request: RequestReference?
     ) -> Signal<Result<Answer, any Error>, Never> {
         let (health, quarantine, deadline) = (self.health, self.quarantine, self.deadline)
         return Signal { observer in
@@ -132,10 +132,10 @@ public struct PolicySharing: Sendable {
 
 /// A request as a policy's report names it; a class so a closure that may never report holds one
 /// reference, not a copy of the request.
-final class URLRequestReference: Sendable {
-    let request: URLRequest
+final class RequestReference: Sendable {
+    let request: TransportRequest
 
-    init(_ request: URLRequest) {
+    init(_ request: TransportRequest) {
         self.request = request
     }
 }
@@ -237,7 +237,7 @@ final class PolicyStoreHealth: Sendable {
     }
 
     /// Reports the transitions kept for want of monitors to `events`, as about `request`.
-    func deliverUnreported(to events: HTTPEventSink, request: URLRequest?) {
+    func deliverUnreported(to events: HTTPEventSink, request: TransportRequest?) {
         let kept = unreported.withLock { kept in
             defer { kept = [] }
             return kept

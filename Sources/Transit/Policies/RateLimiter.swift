@@ -98,7 +98,7 @@ public final class RateLimiter: Sendable {
         on scheduler: any Scheduler,
         waited: (@Sendable (_ key: String, _ waited: Duration) -> Void)?,
         events: HTTPEventSink?,
-        request: URLRequest?
+        request: TransportRequest?
     ) -> Signal<Void, any Error> {
         guard let sharing else {
             if acquireImmediately(forKey: name, on: scheduler) { return Signal(value: ()) }
@@ -110,7 +110,7 @@ public final class RateLimiter: Sendable {
         }
         let bucket = PolicyStoreBucket(requestsPerSecond: requestsPerSecond, burst: burst)
         let call = sharing.store.takeTokens(1, forKey: name, bucket: bucket, maxWait: nil)
-        return sharing.ask(call, on: scheduler, events: events, request: request.map(URLRequestReference.init))
+        return sharing.ask(call, on: scheduler, events: events, request: request.map(RequestReference.init))
             .setFailureType(to: (any Error).self)
             .flatMap(maxConcurrent: 1) { [self] answer -> Signal<Void, any Error> in
                 switch answer {

@@ -182,7 +182,7 @@ public final class RetryBudget: Sendable {
 
     /// Sends the counts not sent yet, unless a batch is on its way or the last went less than the
     /// batch interval ago; the answer replaces the fleet's totals.
-    private func sendBatch(through sharing: PolicySharing, on scheduler: any Scheduler, events: HTTPEventSink?, request: URLRequest?) {
+    private func sendBatch(through sharing: PolicySharing, on scheduler: any Scheduler, events: HTTPEventSink?, request: TransportRequest?) {
         let now = scheduler.now
         guard sharing.health.isAvailable(at: now) else { return }
         let batch = fleet.withLock { fleet -> (requests: Int, retries: Int)? in
@@ -197,7 +197,7 @@ public final class RetryBudget: Sendable {
         guard let batch else { return }
         let call = sharing.store.recordBudget(name, requests: batch.requests, retries: batch.retries, window: window)
         let fleet = self.fleet
-        batches.run(sharing.ask(call, on: scheduler, events: events, request: request.map(URLRequestReference.init)).handleEvents(receiveValue: { answer in
+        batches.run(sharing.ask(call, on: scheduler, events: events, request: request.map(RequestReference.init)).handleEvents(receiveValue: { answer in
             let now = scheduler.now
             fleet.withLock { fleet in
                 fleet.sending = false

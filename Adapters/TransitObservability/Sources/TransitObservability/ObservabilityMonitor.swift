@@ -118,7 +118,7 @@ public final class ObservabilityMonitor: HTTPEventMonitor {
         // A request sent again (a retry, a credential resend) starts once.
         let known = requests.withLock { $0[id] != nil }
         guard !known else { return }
-        let attributes = RequestAttributes(event.request, operation: event.operationName)
+        let attributes = RequestAttributes(event.transportRequest, operation: event.operationName)
         var span: (any Span)?
         if let tracer {
             let parent = event.context as? ServiceContext ?? .topLevel
@@ -184,9 +184,9 @@ public final class ObservabilityMonitor: HTTPEventMonitor {
         guard let record else { return }
         // The request's own attributes unless this attempt goes elsewhere (a redirect hop to
         // another URL, a failover origin): reading a URL's parts is most of their cost.
-        let attributes = event.request?.url == record.attributes.url
+        let attributes = event.transportRequest?.url == record.attributes.url
             ? record.attributes
-            : RequestAttributes(event.request, operation: event.operationName)
+            : RequestAttributes(event.transportRequest, operation: event.operationName)
         var span: (any Span)?
         if let tracer, let parent = record.span {
             let started = tracer.startSpan(attributes.method, context: parent.context, ofKind: .client, at: clock.instant(of: event.time))
@@ -208,7 +208,7 @@ public final class ObservabilityMonitor: HTTPEventMonitor {
         let record = event.requestID.flatMap { requestID in requests.withLock { $0[requestID]?.attempts.removeValue(forKey: attempt.id) } }
         let span = record?.span
         // The attempt's own URL (a redirect hop, a failover origin), with the request's operation.
-        let attributes = record?.attributes ?? RequestAttributes(event.request, operation: event.operationName)
+        let attributes = record?.attributes ?? RequestAttributes(event.transportRequest, operation: event.operationName)
         let statusCode = attempt.head?.statusCode
         var error: String?
         switch attempt.outcome {
@@ -257,7 +257,7 @@ public final class ObservabilityMonitor: HTTPEventMonitor {
     /// entry.
     private func happened(_ event: HTTPEvent) {
         let record = event.requestID.flatMap { id in requests.withLock { $0[id] } }
-        let attributes = record?.attributes ?? RequestAttributes(event.request, operation: event.operationName)
+        let attributes = record?.attributes ?? RequestAttributes(event.transportRequest, operation: event.operationName)
         switch event.kind {
         case .redirectFollowed(let status, let next, _):
             count("transit.client.redirects", attributes, ("http.response.status_code", String(status)))

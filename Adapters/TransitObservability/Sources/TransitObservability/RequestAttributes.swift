@@ -24,8 +24,8 @@ struct RequestAttributes: Sendable {
     /// The URL they were read from (not a dimension).
     let url: URL?
 
-    init(_ request: URLRequest?, operation: String?) {
-        method = request?.httpMethod ?? "GET"
+    init(_ request: TransportRequest?, operation: String?) {
+        method = request?.method.rawValue ?? "GET"
         let url = request?.url
         self.url = url
         scheme = url?.scheme?.lowercased() ?? ""
