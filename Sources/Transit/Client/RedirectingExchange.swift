@@ -122,7 +122,7 @@ enum RedirectingExchange {
         /// first origin of its failover plan when its origin is in the group. `lostCredentials`:
         /// an earlier hop dropped credential headers (a redirect to another origin).
         func start(_ request: TransportRequest, hops: Int, lostCredentials: Bool) {
-            guard let failover, let plan = failover.plan(for: request.urlRequest, on: scheduler, forgettingRecovered: events != nil),
+            guard let failover, let plan = failover.plan(for: request.url, on: scheduler, forgettingRecovered: events != nil),
                   !plan.origins.isEmpty
             else {
                 return attempt(request, hops: hops, failover: nil, lostCredentials: lostCredentials)
@@ -161,8 +161,8 @@ enum RedirectingExchange {
                         // Nothing more of this hop is delivered once its token is cancelled.
                         mark?.fire()
                         exchange.cancel()
-                        if let events { report(head.statusCode, from: request.urlRequest, to: next.urlRequest, to: events) }
-                        let lost = lostCredentials || !stripped(from: request.urlRequest, to: next.urlRequest).isEmpty
+                        if let events { report(head.statusCode, from: request, to: next, to: events) }
+                        let lost = lostCredentials || !stripped(from: request, to: next).isEmpty
                         start(next, hops: hops + 1, lostCredentials: lost)
                     case .failure(let error)?:
                         exchange.cancel()
@@ -207,17 +207,22 @@ enum RedirectingExchange {
         }
 
         /// Reports a redirect followed, naming the credential headers it dropped.
-        private func report(_ status: Int, from request: URLRequest, to next: URLRequest, to events: HTTPEventSink) {
-            events.emit(.redirectFollowed(status: status, to: next, strippedHeaders: stripped(from: request, to: next)), request: request)
+        private func report(_ status: Int, from request: TransportRequest, to next: TransportRequest, to events: HTTPEventSink) {
+            events.emit(.redirectFollowed(status: status, to: next.urlRequest, strippedHeaders: stripped(from: request, to: next)), request: request)
         }
 
         /// The credential headers of `request` that `next`, the request a redirect led to, no
         /// longer has, sorted.
-        private func stripped(from request: URLRequest, to next: URLRequest) -> [String] {
-            guard let fields = request.allHTTPHeaderFields, !fields.isEmpty else { return [] }
-            let kept = Set((next.allHTTPHeaderFields ?? [:]).keys.map { $0.lowercased() })
-            return fields.keys
-                .filter { RedirectPolicy.dropsAcrossOrigins($0, sensitiveHeaders: sensitiveHeaders) && !kept.contains($0.lowercased()) }
+        private func stripped(from request: TransportRequest, to next: TransportRequest) -> [String] {
+            let fields = request.headerFields
+            guard !fields.isEmpty else { return [] }
+            let kept = Set(next.headerFields.map { $0.name.lowercased() })
+            var named = Set<String>()
+            return fields.map(\.name)
+                .filter { name in
+                    RedirectPolicy.dropsAcrossOrigins(name, sensitiveHeaders: sensitiveHeaders) && !kept.contains(name.lowercased())
+                        && named.insert(name.lowercased()).inserted
+                }
                 .sorted()
         }
     }

@@ -69,21 +69,22 @@ public final class HostFailover: Sendable {
     /// then quarantined ones by the end of their quarantine, on `scheduler`'s clock. `nil` if the
     /// request is not for this group.
     func plan(for request: URLRequest, on scheduler: any Scheduler) -> [String]? {
-        plan(for: request, on: scheduler, forgettingRecovered: false)?.origins
+        plan(for: request.url, on: scheduler, forgettingRecovered: false)?.origins
     }
 
-    /// ``plan(for:on:)``, the request's own origin (`origin`, computed once per request), and, when
+    /// ``plan(for:on:)`` for a request to `url`, the request's own origin (`origin`, computed once
+    /// per request), and, when
     /// `forgettingRecovered`, the origins whose quarantine has ended since they were last
     /// planned (they are forgotten, so each recovery is reported once).
     ///
     /// While no origin was ever quarantined (or every quarantine has been forgotten), the plan is
     /// ``origins`` as they are, without reading the clock, filtering or sorting.
     func plan(
-        for request: URLRequest,
+        for url: URL?,
         on scheduler: any Scheduler,
         forgettingRecovered: Bool
     ) -> (origin: String, origins: [String], recovered: [String])? {
-        guard let url = request.url, let origin = Self.origin(url), origins.contains(origin) else { return nil }
+        guard let url, let origin = Self.origin(url), origins.contains(origin) else { return nil }
         if badUntil.withLock({ $0.isEmpty }) { return (origin, origins, []) }
         let now = scheduler.now
         var recovered: [String] = []
@@ -131,7 +132,7 @@ public final class HostFailover: Sendable {
     static func request(_ request: TransportRequest, at origin: String, from own: String) -> TransportRequest {
         // The common case, the request's own origin while it is healthy, is sent as it is.
         if origin == own { return request }
-        guard let url = request.urlRequest.url, let target = URL(string: origin),
+        guard let url = request.url, let target = URL(string: origin),
               var components = URLComponents(url: url, resolvingAgainstBaseURL: false)
         else { return request }
         components.scheme = target.scheme
@@ -139,7 +140,7 @@ public final class HostFailover: Sendable {
         let defaultPort = target.scheme == "https" ? 443 : 80
         components.port = target.port == defaultPort ? nil : target.port
         var moved = request
-        moved.urlRequest.url = components.url ?? url
+        moved.url = components.url ?? url
         return moved
     }
 }

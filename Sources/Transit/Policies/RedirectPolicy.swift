@@ -118,7 +118,7 @@ extension RedirectPolicy {
         sensitiveHeaders: Set<String>
     ) -> Result<TransportRequest, RedirectError>? {
         let status = head.statusCode
-        guard mode != .never, Self.redirectStatuses.contains(status), let current = request.urlRequest.url else {
+        guard mode != .never, Self.redirectStatuses.contains(status), let current = request.url else {
             return nil
         }
         // A 3xx without a Location has nowhere to go: it is the response (RFC 9110 §15.4).
@@ -144,24 +144,22 @@ extension RedirectPolicy {
         guard hops < maxRedirects else { return .failure(.tooManyRedirects(maxRedirects)) }
 
         var next = request
-        var urlRequest = request.urlRequest
-        urlRequest.url = Self.inheritingFragment(target, components, from: current)
-        let method = (urlRequest.httpMethod ?? "GET").uppercased()
+        next.url = Self.inheritingFragment(target, components, from: current)
+        let method = request.method.rawValue.uppercased()
         if status == 303 && method != "HEAD" || (status == 301 || status == 302) && method == "POST" {
-            urlRequest.httpMethod = "GET"
-            urlRequest.httpBody = nil
+            next.method = .get
+            next.body = nil
             next.bodyFile = nil
             for field in ["Content-Type", "Content-Length", "Content-Encoding", "Transfer-Encoding"] {
-                urlRequest.setValue(nil, forHTTPHeaderField: field)
+                next.setValue(nil, forHTTPHeaderField: field)
             }
         }
         if crossOrigin {
             let added = Set(sensitiveHeaders.map { $0.lowercased() })
-            for field in (urlRequest.allHTTPHeaderFields ?? [:]).keys where Self.dropsAcrossOrigins(field, sensitiveHeaders: added) {
-                urlRequest.setValue(nil, forHTTPHeaderField: field)
+            for field in next.headerFields.map(\.name) where Self.dropsAcrossOrigins(field, sensitiveHeaders: added) {
+                next.setValue(nil, forHTTPHeaderField: field)
             }
         }
-        next.urlRequest = urlRequest
         return .success(next)
     }
 

@@ -165,11 +165,11 @@ struct URLOriginTests {
             origins: ["https://a.example", "https://b.example", "https://c.example"], quarantine: .seconds(30)
         )
         let request = URLRequest(url: URL(string: "HTTPS://B.example:443/v1/x")!)
-        let plan = try #require(failover.plan(for: request, on: scheduler, forgettingRecovered: true))
+        let plan = try #require(failover.plan(for: request.url, on: scheduler, forgettingRecovered: true))
         #expect(plan.origin == "https://b.example:443")
         #expect(plan.origins == ["https://a.example:443", "https://b.example:443", "https://c.example:443"])
         #expect(plan.recovered.isEmpty)
-        #expect(failover.plan(for: URLRequest(url: URL(string: "https://d.example/x")!), on: scheduler, forgettingRecovered: false) == nil)
+        #expect(failover.plan(for: URL(string: "https://d.example/x")!, on: scheduler, forgettingRecovered: false) == nil)
 
         // Quarantined: last, by the end of their quarantine.
         failover.markFailed("https://a.example:443", on: scheduler)
@@ -179,8 +179,8 @@ struct URLOriginTests {
         // Over but not forgotten: the preference order; forgotten once, reported once.
         scheduler.advance(by: .seconds(40))
         #expect(failover.plan(for: request, on: scheduler) == ["https://a.example:443", "https://b.example:443", "https://c.example:443"])
-        #expect(failover.plan(for: request, on: scheduler, forgettingRecovered: true)?.recovered == ["https://a.example:443", "https://b.example:443"])
-        #expect(failover.plan(for: request, on: scheduler, forgettingRecovered: true)?.recovered == [])
+        #expect(failover.plan(for: request.url, on: scheduler, forgettingRecovered: true)?.recovered == ["https://a.example:443", "https://b.example:443"])
+        #expect(failover.plan(for: request.url, on: scheduler, forgettingRecovered: true)?.recovered == [])
     }
 
     @Test func aRequestAtItsOwnOriginIsSentAsItIs() throws {
