@@ -68,7 +68,7 @@ extension HTTPClient {
     ///
     /// `events`, the client's monitors, travels with the error so that a retry further down the
     /// chain can report to them.
-    static func annotate(_ error: any Error, sentWith request: URLRequest, events: HTTPEventSink? = nil) -> any Error {
+    static func annotate(_ error: any Error, sentWith request: TransportRequest, events: HTTPEventSink? = nil) -> any Error {
         if error is TransportError { return error }
         var annotated = TransportError(request: request, underlying: TLSFailure.classified(error))
         annotated.eventSink = events

@@ -258,7 +258,7 @@ final class HTTPEventSink: Sendable {
     /// ``TransportError``'s.
     static func request(of error: any Error) -> TransportRequest? {
         if let httpError = error as? any HTTPError { return httpError.response?.sent }
-        return (error as? TransportError).map { TransportRequest($0.request) }
+        return (error as? TransportError)?.transportRequest
     }
 
     /// Reports `kind` about `failure` to the monitors of the client `failure` came from, if any.

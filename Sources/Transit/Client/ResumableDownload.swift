@@ -101,7 +101,7 @@ public struct DownloadResumeData: Codable, Sendable, Hashable {
             return transportError
         }
         if error is URLError {
-            var wrapped = TransportError(request: request, underlying: error)
+            var wrapped = TransportError(request: TransportRequest(request), underlying: error)
             wrapped.resumeData = self
             return wrapped
         }

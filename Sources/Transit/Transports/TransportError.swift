@@ -26,8 +26,12 @@ import FoundationNetworking
 /// A transport used without a client (`transport.send(request)`) fails with its own errors,
 /// unwrapped. ``RetryPolicy`` understands both.
 public struct TransportError: Error, Sendable, CustomStringConvertible, LocalizedError, DescribedError, CustomReflectable, RedactedReflection {
-    /// The request as it was sent for the attempt that failed.
-    public let request: URLRequest
+    /// The request as it was sent for the attempt that failed, as Transit carries it (its
+    /// ``TransportRequest/method`` and ``TransportRequest/url`` read without a `URLRequest`).
+    public let transportRequest: TransportRequest
+    /// The request as it was sent for the attempt that failed, as a Foundation `URLRequest` (made
+    /// when read, for a request Transit built).
+    public var request: URLRequest { transportRequest.urlRequest }
     /// The error the transport failed with.
     public let underlying: any Error
     /// The monitors of the client that sent the request, so that a retry further down the chain
@@ -39,9 +43,14 @@ public struct TransportError: Error, Sendable, CustomStringConvertible, Localize
     public internal(set) var resumeData: DownloadResumeData?
 
     /// Wraps `underlying`, the failure of the attempt that sent `request`.
-    init(request: URLRequest, underlying: any Error) {
-        self.request = request
+    init(request: TransportRequest, underlying: any Error) {
+        transportRequest = request
         self.underlying = underlying
+    }
+
+    /// Wraps `underlying`, the failure of the attempt that sent `request`.
+    init(request: URLRequest, underlying: any Error) {
+        self.init(request: TransportRequest(request), underlying: underlying)
     }
 
     /// The underlying error as a `URLError`, if it is one.
@@ -57,7 +66,7 @@ public struct TransportError: Error, Sendable, CustomStringConvertible, Localize
 
     /// The method of the request that failed (GET when the request names none).
     package var method: HTTPMethod {
-        HTTPMethod(rawValue: request.httpMethod ?? "GET")
+        transportRequest.method
     }
 
     /// `<METHOD> <redacted URL> failed in the transport: <what failed>`, such as
@@ -68,7 +77,7 @@ public struct TransportError: Error, Sendable, CustomStringConvertible, Localize
     }
 
     private var redactedURL: String {
-        request.url?.redactedForLogging ?? "<no URL>"
+        transportRequest.url?.redactedForLogging ?? "<no URL>"
     }
 
     /// The underlying failure in words, with any URL it quotes redacted.
