@@ -74,7 +74,7 @@ func asyncHTTPClientDeclared(base: String) -> BenchDeclaredService {
 }
 
 /// The request declared on the client, on `transport`.
-func declaredOnClient(base: String, transport: any HTTPTransport) -> BenchDeclaredService {
+func declaredOnClient(base: String, transport: any HTTPTransport, monitors: [any HTTPEventMonitor] = []) -> BenchDeclaredService {
     let tokens = TokenStore(
         token: AuthToken(accessToken: bearerToken),
         scope: CredentialScope(hosts: ["127.0.0.1"], insecureHTTP: .loopbackOnly)
@@ -82,6 +82,7 @@ func declaredOnClient(base: String, transport: any HTTPTransport) -> BenchDeclar
     let client = Transit.HTTPClient(transport: transport) {
         $0.defaultHeaders = ["Accept": "application/json"]
         $0.authorizer = tokens
+        $0.monitors = monitors
     }
     return BenchDeclaredService(baseURL: base, client: client)
 }

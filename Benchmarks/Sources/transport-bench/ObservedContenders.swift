@@ -3,6 +3,7 @@ import Foundation
 import InMemoryTracing
 import Logging
 import Signals
+import Synchronization
 import Transit
 import TransitAsyncHTTPClient
 import TransitObservability
@@ -57,4 +58,14 @@ struct NoOpMetricsFactory: MetricsFactory {
 /// The README chain with `ObservabilityMonitor`, on the adapter (`ahc-observed`).
 func asyncHTTPClientObserved(base: String) -> BenchPostService {
     observedPostService(base: base, transport: AsyncHTTPClientTransport())
+}
+
+/// A monitor that only counts the events it receives: what the client's own event path costs (the
+/// events, their requests, the attempt measurements), without a logging or metrics backend.
+final class CountingMonitor: HTTPEventMonitor {
+    let count = Atomic<Int>(0)
+
+    func receive(_ event: HTTPEvent) {
+        count.add(1, ordering: .relaxed)
+    }
 }

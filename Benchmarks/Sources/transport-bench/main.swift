@@ -52,7 +52,7 @@ func usage() -> Never {
     usage: transport-bench [--repetitions N] [--big-runs N] [--quick] [--requests N]
                            [--url http://127.0.0.1:PORT] [--only requests|bodies|resumed]
                            [--contenders KEY,KEY…] (raw always runs)
-           transport-bench --profile raw|raw-plain|delegate|transport|client|chain|policies|ahc-raw|ahc-chain|ahc-policies|ahc-declared|ahc-observed|mem-chain|mem-policies|mem-declared|mem-observed|mem-signal|mem-urlrequest|mem-urlrequest-consume --url URL [--requests N] [--concurrency C]
+           transport-bench --profile raw|raw-plain|delegate|transport|client|chain|policies|ahc-raw|ahc-chain|ahc-policies|ahc-declared|ahc-observed|mem-chain|mem-policies|mem-declared|mem-declared-counted|mem-observed|mem-signal|mem-urlrequest|mem-urlrequest-consume --url URL [--requests N] [--concurrency C]
     Without --url, nginx is started with nginx/nginx.sh and stopped at the end.
     """)
     exit(2)
@@ -482,6 +482,7 @@ func makeInMemoryContenders(base: String) -> [(name: String, key: String, makeSt
     )
     let policyService = BenchPolicyService.make(base: base, transport: InMemoryTransport())
     let declaredService = declaredOnClient(base: base, transport: InMemoryTransport())
+    let countedService = declaredOnClient(base: base, transport: InMemoryTransport(), monitors: [CountingMonitor()])
     let observedService = observedPostService(base: base, transport: InMemoryTransport())
     // What the request currency alone costs: the `URLRequest` the chain builds (from a URL
     // already built, as the client's table of built URLs gives it), the README's modifier in its
@@ -522,6 +523,7 @@ func makeInMemoryContenders(base: String) -> [(name: String, key: String, makeSt
         ("README service, every policy on, in memory", "mem-policies", signalStart { policyService.posts.map(\.count) }),
         ("request declared on the client (authoriser, default headers), in memory", "mem-declared", signalStart { declaredService.posts.map(\.count) }),
         ("README PostService chain with ObservabilityMonitor, in memory", "mem-observed", signalStart { observedService.posts.map(\.count) }),
+        ("request declared on the client with a monitor that counts events, in memory", "mem-declared-counted", signalStart { countedService.posts.map(\.count) }),
     ]
 }
 

@@ -503,18 +503,18 @@ public final class HTTPClient: Sendable {
     /// ``HTTPEvent/Kind/responseReceived(_:)`` and ``HTTPEvent/Kind/requestFailed(_:)``.
     private func monitored<Output>(_ signal: Signal<Output, any Error>, _ request: TransportRequest, events: HTTPEventSink?) -> Signal<Output, any Error> {
         guard let events else { return signal }
-        let sent = request
+        let form = request.form
         return signal.handleEvents(
-            receiveSubscription: { events.startRequest(sent) },
+            receiveSubscription: { events.startRequest(form) },
             receiveValue: { value in
                 if let response = value as? HTTPResponse {
                     events.noteStatus(response.statusCode)
-                    events.emit(.responseReceived(response), request: sent)
+                    events.emit(.responseReceived(response), form: form)
                 }
             },
             receiveCompletion: { completion in
                 if case .failure(let error) = completion {
-                    events.emit(.requestFailed(error), request: sent)
+                    events.emit(.requestFailed(error), form: form)
                 }
             }
         )

@@ -156,8 +156,11 @@ public struct HTTPEvent: Sendable, CustomStringConvertible {
     /// The request the event is about, as Transit carries it, when there is one (none for a
     /// shared token refresh's outcome and for failover events): its ``TransportRequest/method``,
     /// ``TransportRequest/url`` and ``TransportRequest/headerFields`` are read without making a
-    /// `URLRequest`.
-    public let transportRequest: TransportRequest?
+    /// `URLRequest`. (Its body file, response body file and progress are not kept.)
+    public var transportRequest: TransportRequest? { sentForm.map { TransportRequest(form: $0) } }
+    /// What the request is made of: one reference, so that an event copied to every monitor
+    /// copies no more than a `URLRequest` would.
+    let sentForm: TransportRequest.Form?
     /// The request the event is about as a Foundation `URLRequest`, made when read (each read
     /// makes one for a request Transit built): read ``transportRequest`` where its fields do.
     public var request: URLRequest? { transportRequest?.urlRequest }
@@ -181,11 +184,11 @@ public struct HTTPEvent: Sendable, CustomStringConvertible {
 
     /// Creates an event.
     init(
-        kind: Kind, request: TransportRequest?, time: Duration,
+        kind: Kind, form: TransportRequest.Form?, time: Duration,
         requestID: UInt64? = nil, resendCount: Int? = nil, operationName: String? = nil, context: (any Sendable)? = nil
     ) {
         self.kind = kind
-        transportRequest = request
+        sentForm = form
         self.time = time
         self.requestID = requestID
         self.resendCount = resendCount

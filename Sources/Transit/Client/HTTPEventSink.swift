@@ -35,7 +35,7 @@ final class HTTPEventSink: Sendable {
     /// Where a request is in its life.
     private struct Lifecycle {
         /// The request as ``HTTPEvent/Kind/requestStarted`` reported it, once it did.
-        var started: TransportRequest?
+        var started: TransportRequest.Form?
         var ended = false
         /// The number of the client's latest subscription for the request.
         var generation: UInt64 = 0
@@ -101,17 +101,19 @@ final class HTTPEventSink: Sendable {
     /// Delivers an event of `kind` about `request` to every monitor, stamped with the scheduler's
     /// time.
     func emit(_ kind: HTTPEvent.Kind, request: TransportRequest? = nil) {
-        emit(kind, request: request, resendCount: nil)
+        emit(kind, form: request?.form, resendCount: nil)
     }
 
     /// ``emit(_:request:)`` about a request held as a `URLRequest` (wrapped, not converted).
     func emit(_ kind: HTTPEvent.Kind, request: URLRequest?) {
-        emit(kind, request: request.map { TransportRequest($0) }, resendCount: nil)
+        emit(kind, form: request.map { .foundation($0) }, resendCount: nil)
     }
 
-    private func emit(_ kind: HTTPEvent.Kind, request: TransportRequest?, resendCount: Int?) {
+    /// Delivers the event about the request made of `form` (one reference, however the request
+    /// was given: a request's other fields are not the events' business).
+    func emit(_ kind: HTTPEvent.Kind, form: TransportRequest.Form?, resendCount: Int? = nil) {
         let event = HTTPEvent(
-            kind: kind, request: request, time: scheduler.now,
+            kind: kind, form: form, time: scheduler.now,
             requestID: requestID, resendCount: resendCount, operationName: operationName
         )
         guard !contexts.isEmpty else {
@@ -128,10 +130,10 @@ final class HTTPEventSink: Sendable {
 
     /// Reports attempt `id` of the request, about to send `request`: returns its resend count
     /// and the header fields the monitors add to it.
-    func startAttempt(_ id: UInt64, request: TransportRequest) -> (resendCount: Int, fields: [HTTPField]) {
+    func startAttempt(_ id: UInt64, request: TransportRequest.Form) -> (resendCount: Int, fields: [HTTPField]) {
         let resendCount = resends.wrappingAdd(1, ordering: .relaxed).oldValue
         let event = HTTPEvent(
-            kind: .attemptStarted(id: id), request: request, time: scheduler.now,
+            kind: .attemptStarted(id: id), form: request, time: scheduler.now,
             requestID: requestID, resendCount: resendCount, operationName: operationName
         )
         var fields: [HTTPField] = []
@@ -144,17 +146,17 @@ final class HTTPEventSink: Sendable {
     }
 
     /// Reports the end of an attempt.
-    func endAttempt(_ metrics: HTTPAttemptMetrics, request: TransportRequest, resendCount: Int) {
+    func endAttempt(_ metrics: HTTPAttemptMetrics, request: TransportRequest.Form, resendCount: Int) {
         if case .completed = metrics.outcome, let head = metrics.head { noteStatus(head.statusCode) }
-        emit(.attemptEnded(metrics), request: request, resendCount: resendCount)
+        emit(.attemptEnded(metrics), form: request, resendCount: resendCount)
     }
 
     // MARK: The request's start and end
 
     /// Reports ``HTTPEvent/Kind/requestStarted`` for a subscription of the request.
-    func startRequest(_ request: TransportRequest) {
-        lifecycle.withLock { if $0.started == nil { $0.started = request } }
-        emit(.requestStarted, request: request)
+    func startRequest(_ form: TransportRequest.Form) {
+        lifecycle.withLock { if $0.started == nil { $0.started = form } }
+        emit(.requestStarted, form: form, resendCount: nil)
     }
 
     /// Notes the status of the final response.
@@ -209,14 +211,14 @@ final class HTTPEventSink: Sendable {
     /// Reports ``HTTPEvent/Kind/requestEnded(_:)`` once, if the request started and `ends` says
     /// so.
     private func end(_ outcome: HTTPEvent.RequestOutcome, if ends: (inout Lifecycle) -> Bool) {
-        let ended = lifecycle.withLock { state -> (TransportRequest, Int?)? in
+        let ended = lifecycle.withLock { state -> (TransportRequest.Form, Int?)? in
             guard !state.ended, let started = state.started, ends(&state) else { return nil }
             state.ended = true
             return (started, state.statusCode)
         }
         guard let (request, statusCode) = ended else { return }
         let closing: HTTPEvent.RequestOutcome = if case .completed = outcome { .completed(statusCode: statusCode) } else { outcome }
-        emit(.requestEnded(closing), request: request)
+        emit(.requestEnded(closing), form: request, resendCount: nil)
     }
 
     /// The request an operator subscribes again, within ``resubscribing(_:)``.
@@ -272,7 +274,7 @@ extension HTTPEvent {
     /// This event as delivered to a monitor whose context is `context`.
     func with(context: (any Sendable)?) -> HTTPEvent {
         HTTPEvent(
-            kind: kind, request: transportRequest, time: time,
+            kind: kind, form: sentForm, time: time,
             requestID: requestID, resendCount: resendCount, operationName: operationName, context: context
         )
     }
@@ -323,12 +325,12 @@ enum AttemptMonitoring {
             var monitored = request
             let id = sink.nextAttemptID()
             let startedAt = sink.scheduler.now
-            let (resendCount, fields) = sink.startAttempt(id, request: request)
+            let (resendCount, fields) = sink.startAttempt(id, request: request.form)
             // The monitors' fields (trace context) replace any of the same name.
             for field in fields where URLRequest.checkHeader(field.name, field.value) == nil {
                 monitored.setValue(field.value, forHTTPHeaderField: field.name)
             }
-            let sent = fields.isEmpty ? request : monitored
+            let sent = (fields.isEmpty ? request : monitored).form
             let sentBody = HTTPWireSize.requestBody(request)
             let sentHead = HTTPWireSize.requestHead(monitored, bodyBytes: sentBody)
             let state = Locked(State())

@@ -28,7 +28,10 @@ import FoundationNetworking
 public struct TransportError: Error, Sendable, CustomStringConvertible, LocalizedError, DescribedError, CustomReflectable, RedactedReflection {
     /// The request as it was sent for the attempt that failed, as Transit carries it (its
     /// ``TransportRequest/method`` and ``TransportRequest/url`` read without a `URLRequest`).
-    public let transportRequest: TransportRequest
+    public var transportRequest: TransportRequest { TransportRequest(form: sentForm) }
+    /// What the request is made of: one reference, so that an error passed down a chain copies
+    /// no more than a `URLRequest` would. (Its body file and progress are not kept.)
+    private let sentForm: TransportRequest.Form
     /// The request as it was sent for the attempt that failed, as a Foundation `URLRequest` (made
     /// when read, for a request Transit built).
     public var request: URLRequest { transportRequest.urlRequest }
@@ -44,7 +47,7 @@ public struct TransportError: Error, Sendable, CustomStringConvertible, Localize
 
     /// Wraps `underlying`, the failure of the attempt that sent `request`.
     init(request: TransportRequest, underlying: any Error) {
-        transportRequest = request
+        sentForm = request.form
         self.underlying = underlying
     }
 
