@@ -22,8 +22,11 @@ extension HTTPClient {
     /// into the fields directly when it has one, else the request given to
     /// ``Authorizer/authorize(_:)`` as a `URLRequest`.
     ///
-    /// - Throws: the authorizer's error, the error of a value that is not a valid header value,
-    ///   or ``URLRequestError/invalidURL`` for a request without a URL.
+    /// The value is checked with the request's other fields, before anything is sent
+    /// (``prepared(_:events:_:)``).
+    ///
+    /// - Throws: the authorizer's error, or ``URLRequestError/invalidURL`` for a request without
+    ///   a URL.
     static func authorize(_ request: consuming TransportRequest, by authorizer: any Authorizer) throws -> TransportRequest {
         guard let value = try authorizer.authorizationValue() else {
             var authorized = consume request
@@ -31,7 +34,6 @@ extension HTTPClient {
             return authorized
         }
         guard request.url != nil else { throw URLRequestError.invalidURL }
-        if let error = URLRequest.checkHeader("Authorization", value) { throw error }
         var authorized = consume request
         authorized.setValue(value, forHTTPHeaderField: "Authorization")
         return authorized

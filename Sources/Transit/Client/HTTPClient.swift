@@ -375,9 +375,6 @@ public final class HTTPClient: Sendable {
             let (error, missing) = defaultFields(missingFrom: prepared)
             if let error { return Signal(error: error) }
             if !missing.isEmpty { prepared.append(missing) }
-            // Monitors and cooldowns are told about the request as a `URLRequest` (when it starts,
-            // at each attempt, with its response): made once here rather than at each report.
-            if events != nil || cooldowns != nil { prepared.holdAsURLRequest() }
         }
         let sent = prepared
         return monitored(body(sent), sent, events: events)

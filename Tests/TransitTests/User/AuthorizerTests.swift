@@ -255,6 +255,55 @@ struct AuthorizerTests {
         #expect(transport.requests.isEmpty)
     }
 
+    /// An authorizer whose credentials are one `Authorization` value; its `authorize(_:)` is
+    /// counted, so a test can tell that the client did not need it.
+    private struct ValueAuthorizer: Authorizer {
+        let value: String
+        let authorizeCalls = SharedValue(0)
+        var scope: CredentialScope { CredentialScope(hosts: ["api.example.com"]) }
+
+        func authorize(_ request: URLRequest) throws -> URLRequest {
+            authorizeCalls.update { $0 += 1 }
+            return try request.settingValue(value, forHTTPHeaderField: "Authorization")
+        }
+
+        func authorizationValue() throws -> String? { value }
+
+        func renewCredentials(after rejected: URLRequest, scheduler: any Scheduler) -> Signal<Void, any Error> { .empty }
+    }
+
+    private func valueClient(_ authorizer: ValueAuthorizer) -> (StubTransport, HTTPClient) {
+        let transport = StubTransport(scheduler: scheduler)
+        transport.stub(.get, path: "/me").thenRespond(.text("hello"))
+        return (transport, HTTPClient(transport: transport) {
+            $0.scheduler = scheduler
+            $0.authorizer = authorizer
+        })
+    }
+
+    @Test func anAuthorizationValueIsSetWithoutGivingTheRequestToTheAuthorizer() throws {
+        let authorizer = ValueAuthorizer(value: "Key abc")
+        let (transport, client) = valueClient(authorizer)
+        let url = URL(string: "https://api.example.com/me")!
+        let fromURLRequest = RequestProbe(client.send(try URLRequest(url: url).settingValue("Key old", forHTTPHeaderField: "authorization")))
+        let declared = RequestProbe(client.send(TransportRequest(method: .get, url: url)))
+        scheduler.advance()
+        #expect(fromURLRequest.values.map(\.statusCode) == [200] && declared.values.map(\.statusCode) == [200])
+        #expect(transport.requests.map { $0.value(forHTTPHeaderField: "Authorization") } == ["Key abc", "Key abc"])
+        #expect(authorizer.authorizeCalls.value == 0)
+    }
+
+    @Test func anAuthorizationValueThatIsNotAHeaderValueFailsTheRequestBeforeItIsSent() {
+        let (transport, client) = valueClient(ValueAuthorizer(value: "Key abc\r\nX-Injected: 1"))
+        let url = URL(string: "https://api.example.com/me")!
+        let fromURLRequest = RequestProbe(client.send(URLRequest(url: url)))
+        let declared = RequestProbe(client.send(TransportRequest(method: .get, url: url)))
+        scheduler.advance()
+        #expect(fromURLRequest.failure as? URLRequestError == .invalidHeaderValue(name: "Authorization"))
+        #expect(declared.failure as? URLRequestError == .invalidHeaderValue(name: "Authorization"))
+        #expect(transport.requests.isEmpty)
+    }
+
     @Test func cancellingDuringTheRenewalSendsNothingMore() {
         let renewal = PassthroughSubject<Void, any Error>()
         let authorizer = KeyAuthorizer(renewed: renewal.signal, refuses: false)
