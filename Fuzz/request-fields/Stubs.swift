@@ -10,7 +10,9 @@ final class HTTPClient {}
 
 final class HTTPEventSink: Sendable {}
 
+struct TransportRequest {}
+
 struct TransportError: Error {
     var eventSink: HTTPEventSink?
-    init(request: URLRequest, underlying: any Error) {}
+    init(request: TransportRequest, underlying: any Error) {}
 }
