@@ -78,11 +78,6 @@ public struct CredentialRenewalContext: Sendable {
     /// The monitors of the client whose request is renewed; `nil` for a client without any.
     let events: HTTPEventSink?
 
-    init(scheduler: any Scheduler, events: HTTPEventSink?) {
-        self.scheduler = scheduler
-        self.events = events
-    }
-
     /// Reports `kind` (one of the `credentialRenewal…` events) about `request` to the client's
     /// monitors.
     public func report(_ kind: HTTPEvent.Kind, about request: URLRequest? = nil) {
