@@ -22,6 +22,7 @@ let package = Package(
             name: "TransitObservability",
             dependencies: [
                 .product(name: "Transit", package: "Transit"),
+                .product(name: "Signals", package: "Transit"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),

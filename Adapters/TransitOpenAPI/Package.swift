@@ -57,6 +57,7 @@ let package = Package(
             dependencies: [
                 "ForumAPI",
                 .product(name: "Transit", package: "Transit"),
+                .product(name: "Signals", package: "Transit"),
                 .product(name: "TransitTesting", package: "Transit"),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),

@@ -1,13 +1,13 @@
-import Synchronization
+import Signals
 
 /// A value shared between threads, read and changed under a lock: the example's state (what the
 /// forum server has seen, what the narrator printed) is touched from the server's connections and
 /// from the requests' observers at once.
 final class Guarded<Value: Sendable>: Sendable {
-    private let mutex: Mutex<Value>
+    private let mutex: Locked<Value>
 
     init(_ value: Value) {
-        mutex = Mutex(value)
+        mutex = Locked(value)
     }
 
     /// Runs `body` with the value, holding the lock; `body` must not block or call back into this

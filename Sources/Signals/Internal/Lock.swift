@@ -1,7 +1,8 @@
 import Synchronization
 
 // The package's one lock family: `Lock`, held inline by the classes of the Signals core, and
-// `Locked`, a value behind a `Lock` in a box of its own, for everything else. Neither is called
+// `Locked`, a value behind a `Lock` in a box of its own, for everything else (public, so that
+// adapters and monitors share state the same way). Neither is called
 // `Mutex`, so neither shadows `Synchronization.Mutex` in a file that imports both.
 
 /// The lock of every Transit module: a `Mutex` from Synchronization, plus a hand-off marker the
@@ -43,17 +44,30 @@ package struct Lock: ~Copyable, Sendable {
     }
 }
 
-/// A value reachable only while holding a ``Lock``: the boxed member of the lock family, shared
-/// by reference, so closures can capture it.
+/// A value reachable only while holding a lock: the lock Signals and Transit use for all their
+/// shared state, for code of your own (an adapter's, a monitor's) that shares state between threads.
 ///
-/// Hot paths of the Signals core keep a ``Lock`` inline in their own classes instead, which saves
-/// this box's allocation. The same rules hold: no user code, and no release of what user code
-/// owns, inside ``withLock(_:)``.
+/// Use it rather than Synchronization's `Mutex` when your tests run under the thread sanitizer on
+/// Linux: there a contended `Mutex` is handed from one thread to the next inside the kernel (a
+/// priority-inheriting futex), where the sanitizer cannot see it, so `swift test
+/// --sanitize=thread` reports races on data the lock does protect. `Locked` adds a hand-off marker
+/// the sanitizer sees (an atomic stored with release order before unlocking and loaded with
+/// acquire order after locking: plain moves on x86).
+///
+/// ```swift
+/// let seen = Locked<[String]>([])
+/// seen.withLock { $0.append("first") }
+/// let count = seen.withLock { $0.count }
+/// ```
+///
+/// A class, shared by reference, so closures can capture it. Never call out to code you do not
+/// control from inside ``withLock(_:)``, and never release there what such code may own (a value,
+/// a closure, an observer): its `deinit` is that code too. Take it out and let it go after the
+/// lock.
 ///
 /// Thread safety: `stored` is only touched inside `lock.withLock`, which is why the class may be
 /// `@unchecked Sendable`.
-@usableFromInline
-package final class Locked<Value>: @unchecked Sendable {
+public final class Locked<Value>: @unchecked Sendable {
     @usableFromInline
     let lock = Lock()
     @usableFromInline
@@ -61,13 +75,13 @@ package final class Locked<Value>: @unchecked Sendable {
 
     /// Creates a lock protecting `value`.
     @inlinable
-    package init(_ value: Value) {
+    public init(_ value: Value) {
         stored = value
     }
 
-    /// Runs `body` with exclusive access to the value.
+    /// Runs `body` with exclusive access to the value and returns what it returns.
     @inlinable
-    package func withLock<Result, E: Error>(_ body: (inout Value) throws(E) -> Result) throws(E) -> Result {
+    public func withLock<Result, E: Error>(_ body: (inout Value) throws(E) -> Result) throws(E) -> Result {
         try lock.withLock { () throws(E) -> Result in try body(&stored) }
     }
 }

@@ -56,7 +56,7 @@ final class ExchangeDelegate: HTTPClientResponseDelegate, IdleSweeper.Exchange {
     private let callerChoseEncodings: Bool
     /// Where the request body bytes written are reported, if anyone listens.
     private let bodyProgress: RequestBodyProgress?
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     init(
         url: URL,
@@ -76,7 +76,7 @@ final class ExchangeDelegate: HTTPClientResponseDelegate, IdleSweeper.Exchange {
         let idleTimeout = IdleSweeper.silenceAllowed(byTimeoutInterval: idleTimeout)
         self.idleTimeout = idleTimeout
         // Without an idle timeout, activity is never read: no clock read for it.
-        state = Mutex(State(lastActivity: idleTimeout == nil ? .uptimeNanoseconds(0) : .now()))
+        state = Locked(State(lastActivity: idleTimeout == nil ? .uptimeNanoseconds(0) : .now()))
     }
 
     /// Ties the delegate to its task (which `cancel()` and `expire()` act on) and has the sweeper

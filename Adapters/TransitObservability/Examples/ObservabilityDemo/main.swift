@@ -19,7 +19,7 @@ import TransitObservability
 import TransitTesting
 
 // The service: `/posts` moved to `/v2/posts`, which wants a fresh token and is busy once.
-let busy = Mutex(true)
+let busy = Locked(true)
 let server = LoopbackServer { request in
     switch request.path {
     case "/posts":

@@ -1,4 +1,4 @@
-import Synchronization
+import Signals
 import Tracing
 
 /// Places the times of events (read on the client's scheduler, virtual under a `TestScheduler`)
@@ -6,7 +6,7 @@ import Tracing
 /// plus the scheduler's time since. So span durations are the scheduler's, exact in tests.
 final class EventClock: Sendable {
     /// The first event's time and the wall clock then.
-    private let anchor = Mutex<(time: Duration, wall: UInt64)?>(nil)
+    private let anchor = Locked<(time: Duration, wall: UInt64)?>(nil)
 
     /// The instant of the event at `time`.
     func instant(of time: Duration) -> EventInstant {

@@ -4,7 +4,7 @@ import Foundation
 import FoundationNetworking
 #endif
 import Logging
-import Synchronization
+import Signals
 import Tracing
 import Transit
 
@@ -63,7 +63,7 @@ public final class ObservabilityMonitor: HTTPEventMonitor {
     private let logger: Logger?
     private let metrics: (any MetricsFactory)?
     private let tracer: (any Tracer)?
-    private let requests = Mutex<[UInt64: RequestRecord]>([:])
+    private let requests = Locked<[UInt64: RequestRecord]>([:])
     private let clock = EventClock()
 
     /// Creates a monitor that logs to `logger`, records metrics with `metrics` and traces with

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Signals
 
 /// The forum's behaviour, shared by its two servers (the embedded loopback server and the
 /// generated server on Hummingbird): accounts and tokens, posts, attachments, and the switches a
@@ -56,7 +56,7 @@ public final class ForumState: Sendable {
         let continuation: CheckedContinuation<Bool, Never>
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// The posts the forum starts with.
     public static let initialPosts: [Post] = [

@@ -83,7 +83,7 @@ case "server":
     guard arguments.count == 4 else { fail("usage: fleet-check server LOG PORTFILE") }
     _ = FileManager.default.createFile(atPath: arguments[2], contents: nil)
     guard let log = FileHandle(forWritingAtPath: arguments[2]) else { fail("cannot write \(arguments[2])") }
-    let state = Mutex<(flaky: Int, limited: Bool, firstCooldown: Date?)>((0, false, nil))
+    let state = Locked<(flaky: Int, limited: Bool, firstCooldown: Date?)>((0, false, nil))
     let server = LoopbackServer { request in
         let path = request.path
         let status: Int

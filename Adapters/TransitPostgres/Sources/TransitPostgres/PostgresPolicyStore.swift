@@ -54,8 +54,8 @@ public final class PostgresPolicyStore: PolicyStore {
     private let tables: Tables
     private let logger: Logger
     private let clock = ContinuousClock()
-    private let leases = Mutex<[String: Lease]>([:])
-    private let cooldowns = Mutex<[String: LocalCooldown]>([:])
+    private let leases = Locked<[String: Lease]>([:])
+    private let cooldowns = Locked<[String: LocalCooldown]>([:])
 
     private struct Lease {
         var tokens: Int
