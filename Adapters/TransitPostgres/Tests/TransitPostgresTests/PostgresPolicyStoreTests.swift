@@ -11,19 +11,24 @@ import TransitPostgres
 /// (`scripts/fleet-check --tests` starts one and sets it).
 private let databaseURL = ProcessInfo.processInfo.environment["TRANSIT_POSTGRES_URL"]
 
-/// A store on the configured database, its client running for the duration of `body`.
-private func withStore<Result: Sendable>(
-    leaseSize: Int = 1,
-    leaseDuration: Duration = .milliseconds(100),
-    _ body: @Sendable (PostgresPolicyStore) async throws -> Result
-) async throws -> Result {
+/// A client of the configured database (not yet running).
+private func makeClient() throws -> PostgresClient {
     let url = try #require(databaseURL.flatMap(URLComponents.init(string:)))
     let configuration = PostgresClient.Configuration(
         host: url.host ?? "127.0.0.1", port: url.port ?? 5432,
         username: url.user ?? "postgres", password: url.password,
         database: url.path.isEmpty ? nil : String(url.path.dropFirst()), tls: .disable
     )
-    let client = PostgresClient(configuration: configuration, backgroundLogger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+    return PostgresClient(configuration: configuration, backgroundLogger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+}
+
+/// A store on the configured database, its client running for the duration of `body`.
+private func withStore<Result: Sendable>(
+    leaseSize: Int = 1,
+    leaseDuration: Duration = .milliseconds(100),
+    _ body: @Sendable (PostgresPolicyStore) async throws -> Result
+) async throws -> Result {
+    let client = try makeClient()
     let store = PostgresPolicyStore(client: client, leaseSize: leaseSize, leaseDuration: leaseDuration)
     return try await withThrowingTaskGroup(of: Void.self) { group in
         group.addTask { await client.run() }
@@ -145,13 +150,7 @@ struct PostgresPolicyStoreTests {
         // A fleet starts at once: every process's `run()` and its own `createSchema()` create
         // the same tables at the same moment, on a database that has none of them yet.
         let prefix = "race_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "") + "_"
-        let url = try #require(databaseURL.flatMap(URLComponents.init(string:)))
-        let configuration = PostgresClient.Configuration(
-            host: url.host ?? "127.0.0.1", port: url.port ?? 5432,
-            username: url.user ?? "postgres", password: url.password,
-            database: url.path.isEmpty ? nil : String(url.path.dropFirst()), tls: .disable
-        )
-        let client = PostgresClient(configuration: configuration, backgroundLogger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+        let client = try makeClient()
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await client.run() }
             defer { group.cancelAll() }
