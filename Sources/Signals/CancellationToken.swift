@@ -39,15 +39,21 @@ public final class CancellationToken: Cancellable, @unchecked Sendable {
     @usableFromInline
     let isScope: Bool
 
-    /// Creates an empty, active token.
-    public init() {
+    /// What subscriptions made in this token carry to the producers they reach (see
+    /// ``SubscriptionContext``); a child token has its parent's.
+    public let context: SubscriptionContext
+
+    /// Creates an empty, active token whose subscriptions carry `context`.
+    public init(context: SubscriptionContext = SubscriptionContext()) {
         isScope = false
+        self.context = context
     }
 
     /// Creates an empty, active token; `isScope` as described on the property.
     @usableFromInline
-    init(isScope: Bool) {
+    init(isScope: Bool, context: SubscriptionContext) {
         self.isScope = isScope
+        self.context = context
     }
 
     /// A token the closures of a subscription may hold: this one if it is a scope token, a new
@@ -124,7 +130,7 @@ public final class CancellationToken: Cancellable, @unchecked Sendable {
 
     /// Creates a token that is cancelled when this one is, but can also be cancelled on its own.
     public func makeChild() -> CancellationToken {
-        let child = CancellationToken(isScope: true)
+        let child = CancellationToken(isScope: true, context: context)
         add(child)
         return child
     }

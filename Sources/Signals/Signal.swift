@@ -53,6 +53,22 @@ public struct Signal<Output: Sendable, Failure: Error>: Sendable {
         })
     }
 
+    /// Creates a signal from a generator that also receives the ``SubscriptionContext`` the
+    /// subscription carries: for a producer that subscribes other signals itself and passes the
+    /// context on (by subscribing them in a `CancellationToken(context:)`), or that reads it.
+    ///
+    /// Everything ``init(_:)`` guarantees holds.
+    @inlinable
+    public init(
+        subscribing generator: @escaping @Sendable (Observer<Output, Failure>, SubscriptionContext) -> (@Sendable () -> Void)?
+    ) {
+        self.init(unchecked: { downstream, token in
+            let outlet = Outlet(downstream)
+            guard token.add(outlet) else { return }
+            outlet.setTeardown(generator(outlet.observer, token.context))
+        })
+    }
+
     /// Subscribes `observer` and returns the token that keeps the subscription alive.
     ///
     /// Releasing or cancelling the token cancels the subscription.

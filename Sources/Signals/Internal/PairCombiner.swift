@@ -32,7 +32,7 @@ extension Signal {
         let left = self.body
         let right = other.body
         return Signal<(Output, Other), Failure>(unchecked: { observer, token in
-            let combiner = PairCombiner<Rule, Failure>(downstream: observer)
+            let combiner = PairCombiner<Rule, Failure>(downstream: observer, context: token.context)
             guard token.add(combiner) else { return }
             left(Observer { [combiner] event in combiner.receiveLeft(event) }, combiner.scope)
             right(Observer { [combiner] event in combiner.receiveRight(event) }, combiner.scope)
@@ -88,10 +88,11 @@ final class PairCombiner<Rule: PairingRule, Failure: Error>: Cancellable {
         }
     }
 
-    let scope = CancellationToken()
+    let scope: CancellationToken
     private let state: Locked<State>
 
-    init(downstream: Observer<Output, Failure>) {
+    init(downstream: Observer<Output, Failure>, context: SubscriptionContext) {
+        scope = CancellationToken(context: context)
         state = Locked(State(emitter: Emitter(downstream)))
     }
 

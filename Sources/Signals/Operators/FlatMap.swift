@@ -29,7 +29,7 @@ extension Signal {
         let body = self.body
         let limit = Swift.max(1, maxConcurrent)
         return Signal<T, Failure>(unchecked: { observer, token in
-            let state = FlatMapState(downstream: observer, limit: limit, transform: transform)
+            let state = FlatMapState(downstream: observer, limit: limit, transform: transform, context: token.context)
             guard token.add(state) else { return }
             body(Observer { [state] event in state.receiveUpstream(event) }, state.scope)
         })
@@ -130,7 +130,7 @@ final class FlatMapState<Input: Sendable, Output: Sendable, Failure: Error>: Can
     /// Set once the terminal event has been delivered and everything released: `cancel()` (run
     /// for every subscription when its token goes) then has nothing to do and returns at once.
     @usableFromInline let ended = Atomic<Bool>(false)
-    @usableFromInline let scope = CancellationToken()
+    @usableFromInline let scope: CancellationToken
     @usableFromInline let limit: Int
     /// Guards `unsafeState`; see ``withState(_:)``.
     @usableFromInline let lock = Lock()
@@ -144,7 +144,8 @@ final class FlatMapState<Input: Sendable, Output: Sendable, Failure: Error>: Can
     }
 
     @inlinable
-    init(downstream: Observer<Output, Failure>, limit: Int, transform: @escaping Transform) {
+    init(downstream: Observer<Output, Failure>, limit: Int, transform: @escaping Transform, context: SubscriptionContext) {
+        scope = CancellationToken(context: context)
         self.limit = limit
         unsafeState = State(emitter: Emitter(downstream), transform: TransformBox(call: transform))
     }

@@ -20,7 +20,7 @@ extension Signal {
     ) -> Signal<T, Failure> {
         let body = self.body
         return Signal<T, Failure>(unchecked: { observer, token in
-            let state = FlatMapLatestState(downstream: observer, transform: transform)
+            let state = FlatMapLatestState(downstream: observer, transform: transform, context: token.context)
             guard token.add(state) else { return }
             body(Observer { [state] event in state.receiveUpstream(event) }, state.upstream)
         })
@@ -100,11 +100,12 @@ final class FlatMapLatestState<Input: Sendable, Output: Sendable, Failure: Error
     /// Set once the terminal event has been delivered and everything released, so `cancel()`
     /// returns at once.
     @usableFromInline let ended = Atomic<Bool>(false)
-    @usableFromInline let upstream = CancellationToken()
+    @usableFromInline let upstream: CancellationToken
     @usableFromInline let state: Locked<State>
 
     @inlinable
-    init(downstream: Observer<Output, Failure>, transform: @escaping Transform) {
+    init(downstream: Observer<Output, Failure>, transform: @escaping Transform, context: SubscriptionContext) {
+        upstream = CancellationToken(context: context)
         state = Locked(State(emitter: Emitter(downstream), transform: TransformBox(call: transform)))
     }
 
@@ -114,7 +115,7 @@ final class FlatMapLatestState<Input: Sendable, Output: Sendable, Failure: Error
         case .value(let value):
             guard let transform = state.withLock({ $0.transform }) else { return }
             let inner = transform.call(value)
-            let token = CancellationToken()
+            let token = CancellationToken(context: upstream.context)
             let switched = state.withLock { state -> (UInt64, CancellationToken?)? in
                 guard state.transform != nil else { return nil }
                 state.generation &+= 1

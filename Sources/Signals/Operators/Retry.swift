@@ -17,7 +17,7 @@ extension Signal {
         return Signal(unchecked: { observer, token in
             // The first attempt is set up before the retrier is published (by `add`), so it
             // needs no lock.
-            let attempt = CancellationToken(isScope: true)
+            let attempt = CancellationToken(isScope: true, context: token.context)
             let retrier = Retrier(body: body, downstream: observer, remaining: Swift.max(0, times), shouldRetry: shouldRetry, firstAttempt: attempt)
             guard token.add(retrier) else { return }
             retrier.run(body, downstream: observer, attempt: attempt)
@@ -87,9 +87,13 @@ final class Retrier<Output: Sendable, Failure: Error>: Cancellable, @unchecked S
     @exclusivity(unchecked) var downstream: Observer<Output, Failure>?
     @usableFromInline
     @exclusivity(unchecked) var shouldRetry: Predicate?
+    /// The context every attempt carries: the subscription's.
+    @usableFromInline
+    let context: SubscriptionContext
 
     @inlinable
     init(body: @escaping Body, downstream: Observer<Output, Failure>, remaining: Int, shouldRetry: @escaping Predicate, firstAttempt: CancellationToken) {
+        context = firstAttempt.context
         self.body = body
         self.downstream = downstream
         self.remaining = remaining
@@ -116,7 +120,7 @@ final class Retrier<Output: Sendable, Failure: Error>: Cancellable, @unchecked S
     @inlinable
     func startAttempt() -> Parts? {
         guard !ended, let body, let downstream else { return nil }
-        let attempt = CancellationToken(isScope: true)
+        let attempt = CancellationToken(isScope: true, context: context)
         current = attempt
         return Parts(body: body, downstream: downstream, shouldRetry: nil, attempt: attempt)
     }

@@ -1,0 +1,81 @@
+/// Values a subscription carries from the subscriber to the producers it reaches, whatever
+/// thread each of them is subscribed on.
+///
+/// A context travels with the ``CancellationToken`` a subscription is made in: every operator of
+/// Signals subscribes its upstream in the token it was given, in a child of it, or in a token
+/// made with its context, so a value put in the context where a chain is subscribed is read
+/// where its source is subscribed, however many operators, schedulers and retries lie between.
+/// It is how an operator tells the sources below it something about this subscription (that it
+/// will subscribe again, which request it belongs to) without a thread-local or a global.
+///
+/// ```swift
+/// enum TraceID: SubscriptionContextKey { typealias Value = String }
+///
+/// let source = Signal<String, Never>(subscribing: { observer, context in
+///     observer.send(context[TraceID.self] ?? "none")
+///     observer.finish()
+///     return nil
+/// })
+/// source.map { $0 }.observe(observer, in: CancellationToken(context: SubscriptionContext().adding(TraceID.self, "abc")))
+/// ```
+///
+/// A context is immutable: ``adding(_:_:)`` returns a new one. A signal shared by several
+/// subscribers (``Signal/share()``) subscribes its source once, in an empty context.
+public struct SubscriptionContext: Sendable {
+    /// One value, and the values added before it.
+    @usableFromInline
+    final class Node: Sendable {
+        @usableFromInline let key: ObjectIdentifier
+        @usableFromInline let value: any Sendable
+        @usableFromInline let next: Node?
+
+        @usableFromInline
+        init(key: ObjectIdentifier, value: any Sendable, next: Node?) {
+            self.key = key
+            self.value = value
+            self.next = next
+        }
+    }
+
+    @usableFromInline
+    let head: Node?
+
+    /// The empty context.
+    @inlinable
+    public init() {
+        head = nil
+    }
+
+    @usableFromInline
+    init(head: Node?) {
+        self.head = head
+    }
+
+    /// `true` when no value was added.
+    @inlinable
+    public var isEmpty: Bool { head == nil }
+
+    /// The value most recently added for `key`, if any.
+    @inlinable
+    public subscript<Key: SubscriptionContextKey>(_ key: Key.Type) -> Key.Value? {
+        let id = ObjectIdentifier(key)
+        var node = head
+        while let current = node {
+            if current.key == id { return current.value as? Key.Value }
+            node = current.next
+        }
+        return nil
+    }
+
+    /// This context with `value` for `key` (hiding any value `key` had).
+    public func adding<Key: SubscriptionContextKey>(_ key: Key.Type, _ value: Key.Value) -> SubscriptionContext {
+        SubscriptionContext(head: Node(key: ObjectIdentifier(key), value: value, next: head))
+    }
+}
+
+/// The key of a value in a ``SubscriptionContext``: a type of its own, so that two libraries never
+/// read each other's values.
+public protocol SubscriptionContextKey {
+    /// The type of the value the key names.
+    associatedtype Value: Sendable
+}
