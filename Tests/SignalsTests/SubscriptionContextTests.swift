@@ -112,6 +112,30 @@ struct SubscriptionContextTests {
         #expect(seen.withLock { $0 } == "threaded")
     }
 
+    @Test func anOperatorAddsToTheContextForItsUpstreamAlone() {
+        let seen = Locked<[String]>([])
+        let source = Signal<String, Never>(deferredWithContext: { context in
+            Signal(value: "\(context[Mark.self] ?? "none")/\(context[Other.self].map(String.init) ?? "-")")
+        })
+        let token = CancellationToken(context: SubscriptionContext().adding(Mark.self, "m"))
+        source.withContext { $0.adding(Other.self, 2) }
+            .handleEvents(receiveValue: { _ in })
+            .observe(Observer { event in
+                if case .value(let value) = event { seen.withLock { $0.append(value) } }
+            }, in: token)
+        #expect(seen.withLock { $0 } == ["m/2"])
+        // The subscriber's own token is unchanged.
+        #expect(token.context[Other.self] == nil)
+        // Cancelling the subscriber's token cancels the upstream subscribed in the child token.
+        let cancelled = Locked(false)
+        let never = Signal<String, Never> { _ in { cancelled.withLock { $0 = true } } }
+        let outer = CancellationToken()
+        never.withContext { $0.adding(Other.self, 1) }.observe(Observer { _ in }, in: outer)
+        #expect(!cancelled.withLock { $0 })
+        outer.cancel()
+        #expect(cancelled.withLock { $0 })
+    }
+
     @Test func aSharedSourceIsSubscribedOnceInAnEmptyContext() {
         #expect(Self.marks(of: Self.source.share()) == ["none"])
     }
