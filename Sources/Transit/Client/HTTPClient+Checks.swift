@@ -61,17 +61,4 @@ extension HTTPClient {
         for (byte, expected) in zip(scheme, "https".utf8) where byte | 0x20 != expected { return false }
         return true
     }
-
-    /// The failure of the transport for `request`, as a ``TransportError`` carrying the request
-    /// as it was sent. An error that already is one passes through unchanged. A TLS failure gets
-    /// the code Apple platforms give for it (``TLSFailure``), whatever the transport.
-    ///
-    /// `events`, the client's monitors, travels with the error so that a retry further down the
-    /// chain can report to them.
-    static func annotate(_ error: any Error, sentWith request: TransportRequest, events: HTTPEventSink? = nil) -> any Error {
-        if error is TransportError { return error }
-        var annotated = TransportError(request: request, underlying: TLSFailure.classified(error))
-        annotated.eventSink = events
-        return annotated
-    }
 }

@@ -52,7 +52,7 @@ extension HTTPClient {
         let stream: @Sendable (HTTPEventSink?) -> Signal<ServerSentEvent, any Error> = { events in
             EventStream(options: options, scheduler: self.scheduler) { lastEventID in connection(lastEventID, events) }.signal
         }
-        guard events != nil else { return stream(nil) }
+        guard events != nil else { return attached(stream(nil)) }
         return observed(RequestOptions(), endsWith: { _ in false }, stream)
     }
 

@@ -172,7 +172,7 @@ public final class HTTPClient: Sendable {
     ///   - request: the method, URL, header fields and body.
     ///   - options: per-request limit, deadline and redirect policy.
     public func send(_ request: consuming TransportRequest, options: RequestOptions = RequestOptions()) -> Signal<HTTPResponse, any Error> {
-        guard events != nil else { return buffered(request, options: options, events: nil) }
+        guard events != nil else { return attached(buffered(request, options: options, events: nil)) }
         let request = request
         return observed(options, endsWith: { _ in true }) { events in self.buffered(request, options: options, events: events) }
     }
@@ -196,8 +196,8 @@ public final class HTTPClient: Sendable {
 
     /// The signal `build` makes for the sink of one request, reported to the monitors as that
     /// request: its sink is made where the signal is subscribed (the monitors capture their
-    /// context there), or continued from the operator that subscribes again (see
-    /// ``HTTPEventSink/resubscribing(_:)``), and the request ends once, with
+    /// context there), or continued from the chain operator that subscribes again (see
+    /// ``RequestContext``), to whose context it is attached; and the request ends once, with
     /// ``HTTPEvent/Kind/requestEnded(_:)``: completed at the value `endsWith` accepts (or at the
     /// end), failed, or cancelled. Only for a client with monitors.
     func observed<Output>(
@@ -207,10 +207,13 @@ public final class HTTPClient: Sendable {
     ) -> Signal<Output, any Error> {
         let client = events!
         let operationName = options.operationName
-        return Signal { observer in
-            let request = client.subscribedRequest(operationName: operationName)
+        let scheduler = self.scheduler
+        return Signal(subscribing: { observer, context in
+            let chain = context[RequestContext.Key.self]
+            let request = client.subscribedRequest(operationName: operationName, in: chain)
+            chain?.attach(scheduler: scheduler, request: request)
             let generation = request.beginSubscription()
-            let scope = CancellationToken()
+            let scope = CancellationToken(context: context)
             let stage = Locked(ObservedStage())
             build(request).observe(Observer { event in
                 var ended: HTTPEvent.RequestOutcome?
@@ -241,7 +244,18 @@ public final class HTTPClient: Sendable {
                 }
                 if let end { request.endSubscription(generation, end) }
             }
-        }
+        })
+    }
+
+    /// `signal`, attaching the client's clock to the request context of the chain operator it is
+    /// subscribed within, if any (see ``RequestContext``): a client without monitors, whose
+    /// requests have no sink. No stage of its own.
+    func attached<Output>(_ signal: Signal<Output, any Error>) -> Signal<Output, any Error> {
+        let scheduler = self.scheduler
+        return Signal(deferredWithContext: { context in
+            context[RequestContext.Key.self]?.attach(scheduler: scheduler, request: nil)
+            return signal
+        })
     }
 
     /// The length of time `deadline` gives a request, as the client times it: clamped, never
@@ -305,7 +319,7 @@ public final class HTTPClient: Sendable {
             }
             .map(\.responsePart)
         }
-        guard events != nil else { return streamed(nil) }
+        guard events != nil else { return attached(streamed(nil)) }
         return observed(options, endsWith: { _ in false }, streamed)
     }
 
@@ -348,7 +362,7 @@ public final class HTTPClient: Sendable {
                 }
             }
         }
-        guard events != nil else { return downloaded(nil) }
+        guard events != nil else { return attached(downloaded(nil)) }
         return observed(options, endsWith: { if case .completed = $0 { true } else { false } }, downloaded)
     }
 

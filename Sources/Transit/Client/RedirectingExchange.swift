@@ -55,7 +55,7 @@ enum RedirectingExchange {
 
     /// One exchange on the transport (on one origin of a failover group); its failures carry the request (``HTTPClient/annotate(_:sentWith:events:)``).
     private static func hop(_ request: TransportRequest, on transport: any HTTPTransport) -> Signal<HTTPResponsePart, any Error> {
-        transport.exchange(request).mapError { HTTPClient.annotate($0, sentWith: request) }
+        transport.exchange(request).mapError { TransportError.annotating($0, sentWith: request) }
     }
 
     /// ``hop(_:on:)``, reported to the client's monitors as one attempt.
@@ -66,7 +66,7 @@ enum RedirectingExchange {
         mark: AttemptMonitoring.RedirectMark?
     ) -> Signal<HTTPResponsePart, any Error> {
         AttemptMonitoring.signal(request: request, sink: events, redirectMark: mark) { request in
-            transport.exchange(request).mapError { HTTPClient.annotate($0, sentWith: request, events: events) }
+            transport.exchange(request).mapError { TransportError.annotating($0, sentWith: request) }
         }
     }
 
@@ -173,7 +173,7 @@ enum RedirectingExchange {
                         return
                     }
                     // The failure carries the request of this hop (a monitored exchange's already does).
-                    observer.fail(HTTPClient.annotate(error, sentWith: sent, events: events))
+                    observer.fail(TransportError.annotating(error, sentWith: sent))
                 default:
                     observer.send(event)
                 }

@@ -99,8 +99,7 @@ public final class Cooldowns: Sendable {
         else { return }
         let duration = ScheduledSubscription.duration(seconds: seconds)
         let until = scheduler.now + duration
-        var response = HTTPResponse(data: Data(), head: head, sent: request)
-        response.eventSink = events
+        let response = HTTPResponse(data: Data(), head: head, sent: request)
         let started = entries.withLock { entries -> Bool in
             if let existing = entries[name], existing.until >= until { return false }
             entries[name] = Entry(until: until, response: response)

@@ -45,7 +45,7 @@ extension Deadlines {
     ) -> UInt64 {
         add(after: deadline) {
             scope.cancel()
-            observer.fail(HTTPClient.annotate(Self.deadlinePassed(deadline), sentWith: request, events: events))
+            observer.fail(TransportError.annotating(Self.deadlinePassed(deadline), sentWith: request))
         }
     }
 

@@ -37,17 +37,21 @@ extension Signal where Failure == any Error {
     ///   same store (the refresh token was revoked) fails at once with
     ///   ``TokenStore/RefreshError/reentrantRefresh`` instead of waiting for itself; the store
     ///   stays usable.
+    ///   Whether a request is part of a refresh is carried by its subscription (the
+    ///   ``SubscriptionContext``), not by the thread: it holds however the refresh's chain hops
+    ///   between threads.
     /// - The refresh is reported (``HTTPEvent/Kind/credentialRenewalStarted`` and how it ended,
     ///   or ``HTTPEvent/Kind/credentialsAlreadyRenewed``) to the monitors of the client that answered
-    ///   401.
+    ///   401, and the request sent again is the same request to them.
     ///
     /// **The clock.** A refresh this operator starts is timed by `scheduler`: its
-    /// ``TokenStore/RefreshLimits/deadline`` and the store's refresh window. (A refresh that the
-    /// client starts for its own ``HTTPClient/Configuration/authorizer`` is timed by the client's scheduler.)
-    /// Give the operator the scheduler you give the client, so one `TestScheduler` times both.
+    /// ``TokenStore/RefreshLimits/deadline`` and the store's refresh window. Unless given, it is
+    /// the clock of the ``HTTPClient`` that answered 401 (its
+    /// ``HTTPClient/Configuration/scheduler``), or the global dispatch queue for a signal that no
+    /// client sends.
     public func retryWithFreshToken(
         from store: TokenStore,
-        scheduler: some Scheduler = DispatchQueue.transitGlobal
+        scheduler: (any Scheduler)? = nil
     ) -> Signal<Output, any Error> {
         retriedWithFreshToken(from: store, scheduler: scheduler)
     }
@@ -59,13 +63,16 @@ extension Signal where Failure == any Error {
     /// the metadata of every type that depends on `Output`, and the specialisation's entry check
     /// spares a request those look-ups.
     @_specialize(where Output == HTTPResponse)
-    func retriedWithFreshToken(from store: TokenStore, scheduler: any Scheduler) -> Signal<Output, any Error> {
+    func retriedWithFreshToken(from store: TokenStore, scheduler: (any Scheduler)?) -> Signal<Output, any Error> {
         let upstream = self
-        return Signal(deferred: {
+        return Signal(deferredWithContext: { context in
             // Read at subscription: is this request part of one of the store's refreshes?
-            let ownRefresh = store.refreshBeingSubscribed
-            return upstream.retryingWithFreshToken(from: store, scheduler: scheduler, ownRefresh: ownRefresh)
+            let ownRefresh = store.refresh(in: context)
+            // `RequestContext.joining` put one there.
+            let request = context[RequestContext.Key.self] ?? RequestContext()
+            return upstream.retryingWithFreshToken(from: store, scheduler: scheduler, ownRefresh: ownRefresh, request: request)
         })
+        .withContext(RequestContext.joining)
     }
 
     /// Whether the 401 `response` answers the store's token: the request carried a bearer token,
@@ -76,7 +83,12 @@ extension Signal where Failure == any Error {
         TokenStore.bearerToken(in: response.request) != nil && response.answersCredentials(sentIn: store.credentialScope)
     }
 
-    private func retryingWithFreshToken(from store: TokenStore, scheduler: any Scheduler, ownRefresh: UInt64?) -> Signal<Output, any Error> {
+    private func retryingWithFreshToken(
+        from store: TokenStore,
+        scheduler given: (any Scheduler)?,
+        ownRefresh: UInt64?,
+        request: RequestContext
+    ) -> Signal<Output, any Error> {
         let upstream = self
         return self.catch { error -> Signal<Output, any Error> in
             guard let clientError = error as? HTTPClientError, case .unauthorized(let response) = clientError,
@@ -84,29 +96,25 @@ extension Signal where Failure == any Error {
             else {
                 return Signal(error: error)
             }
-            // The 401 came from a client: its monitors are told about the refresh.
+            // The request's client, if it has monitors: they are told about the refresh.
+            let sending = request.request
             let fresh = store.freshToken(
-                replacing: TokenStore.bearerToken(in: response?.request), scheduler: scheduler, fromRefresh: ownRefresh,
-                events: response?.eventSink
+                replacing: TokenStore.bearerToken(in: response?.request), scheduler: request.scheduler(given: given), fromRefresh: ownRefresh,
+                events: sending
             )
             // The request is sent again as the same request (see `HTTPEventSink.handOver()`).
-            let request = response?.eventSink
-            request?.handOver()
-            return Signal { observer in
-                let scope = CancellationToken()
+            sending?.handOver()
+            return Signal(subscribing: { observer, context in
+                let scope = CancellationToken(context: context)
                 let waiting = scope.makeChild()
                 fresh.observe(Observer { event in
                     switch event {
                     case .value:
                         // Stop waiting (releases this waiter), then send the request again.
                         waiting.cancel()
-                        if let request {
-                            request.resubscribing { upstream.observe(observer, in: scope) }
-                        } else {
-                            upstream.observe(observer, in: scope)
-                        }
+                        upstream.observe(observer, in: scope)
                     case .failed(let refreshError):
-                        request?.endIfUnclaimed(.failed(refreshError))
+                        sending?.endIfUnclaimed(.failed(refreshError))
                         observer.fail(refreshError)
                     case .finished:
                         break
@@ -114,9 +122,9 @@ extension Signal where Failure == any Error {
                 }, in: waiting)
                 return {
                     scope.cancel()
-                    request?.endIfUnclaimed(.cancelled)
+                    sending?.endIfUnclaimed(.cancelled)
                 }
-            }
+            })
         }
     }
 }

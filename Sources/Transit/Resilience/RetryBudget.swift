@@ -153,9 +153,13 @@ public final class RetryBudget: Sendable {
     /// against the fleet's totals (or the fallback while the store is unavailable); without one,
     /// ``withdrawRetry(at:)``.
     package func withdrawRetry(on scheduler: any Scheduler, failure: any Error) -> Bool {
+        withdrawRetry(on: scheduler, failure: failure, events: nil)
+    }
+
+    /// ``withdrawRetry(on:failure:)``, the store's reports going to `events`.
+    func withdrawRetry(on scheduler: any Scheduler, failure: any Error, events: HTTPEventSink?) -> Bool {
         let now = scheduler.now
         guard let sharing else { return withdrawRetry(at: now) }
-        let events = HTTPEventSink.of(failure)
         if let events { sharing.health.deliverUnreported(to: events, request: HTTPEventSink.request(of: failure)) }
         guard sharing.health.isAvailable(at: now) else {
             switch sharing.fallback {

@@ -24,12 +24,12 @@ extension Signal where Failure == any Error {
     /// - A 503's Retry-After is honoured (see ``RetryPolicy/maxWait``).
     /// - Monitors: each retry scheduled (``HTTPEvent/Kind/retryScheduled(attempt:delay:failure:)``)
     ///   and each retry the budget refuses (``HTTPEvent/Kind/retryRefusedByBudget(attempt:failure:)``)
-    ///   is reported to the ``HTTPEventMonitor``s of the ``HTTPClient`` that sent the request. The
-    ///   operator does not know that client: the failure does — every ``HTTPError`` made from a
-    ///   client's response and every client ``TransportError`` carries the client's monitors — so
-    ///   nothing has to be passed, and a policy (or budget) shared by several clients reports each
-    ///   retry to the client it belongs to. A failure that did not come from a client (a bare
-    ///   transport) is retried the same way, unreported.
+    ///   is reported to the ``HTTPEventMonitor``s of the ``HTTPClient`` that sent the request, and
+    ///   every attempt is one request to them. The operator is not told about that client: the
+    ///   client subscribed within the operator's subscription tells it (through the
+    ///   ``SubscriptionContext`` the subscription carries down), so a policy (or budget) shared by
+    ///   several clients reports each retry to the client it belongs to. A signal that no client
+    ///   sends (a bare transport) is retried the same way, unreported.
     /// - Cancelling during a wait cancels the scheduled action: no further request is sent.
     /// - Any number of attempts runs in constant stack and memory: one state object per
     ///   subscription subscribes to the upstream again from the scheduled action (or, when the
@@ -39,12 +39,14 @@ extension Signal where Failure == any Error {
     /// - Parameters:
     ///   - policy: the back-off and what to retry.
     ///   - method: the method of the request this signal sends, if known.
-    ///   - scheduler: where waits are timed, and the clock of the policy's ``RetryBudget``; a
-    ///     `TestScheduler` in tests.
+    ///   - scheduler: where waits are timed, and the clock of the policy's ``RetryBudget``. Unless
+    ///     given, the clock of the ``HTTPClient`` that sends the request (its
+    ///     ``HTTPClient/Configuration/scheduler``), or the global dispatch queue for a signal that
+    ///     no client sends.
     public func retry(
         _ policy: RetryPolicy,
         method: HTTPMethod? = nil,
-        scheduler: some Scheduler = DispatchQueue.transitGlobal
+        scheduler: (any Scheduler)? = nil
     ) -> Signal<Output, any Error> {
         retried(policy, method: method, scheduler: scheduler)
     }
@@ -56,13 +58,16 @@ extension Signal where Failure == any Error {
     /// the metadata of every type that depends on `Output`, and the specialisation's entry check
     /// spares a request those look-ups.
     @_specialize(where Output == HTTPResponse)
-    func retried(_ policy: RetryPolicy, method: HTTPMethod?, scheduler: any Scheduler) -> Signal<Output, any Error> {
+    func retried(_ policy: RetryPolicy, method: HTTPMethod?, scheduler: (any Scheduler)?) -> Signal<Output, any Error> {
         let upstream = self
-        return Signal { observer in
-            let retrier = PolicyRetrier(upstream: upstream, downstream: observer, policy: policy, method: method, scheduler: scheduler)
+        return Signal(subscribing: { observer, context in
+            let retrier = PolicyRetrier(
+                upstream: upstream, downstream: observer, policy: policy, method: method, scheduler: scheduler,
+                context: RequestContext.joining(context)
+            )
             retrier.start()
             return { retrier.cancel() }
-        }
+        })
     }
 }
 
@@ -95,8 +100,11 @@ private final class PolicyRetrier<Output: Sendable>: @unchecked Sendable {
         /// An attempt that became due while another was being subscribed.
         var queued: (number: Int, scope: CancellationToken)?
         /// The request of the client that failed, handed over to the next attempt (so that it
-        /// continues that request: see ``HTTPEventSink/handOver()``), until it is subscribed.
+        /// continues that request: see ``HTTPEventSink/handOver()``): ended here if the
+        /// subscription is cancelled during the wait.
         var handedOver: HTTPEventSink?
+        /// The request was counted in the policy's budget.
+        var recorded = false
         /// Cancelled, or the terminal event was passed on.
         var ended = false
         var downstream: Observer<Output, any Error>?
@@ -105,7 +113,12 @@ private final class PolicyRetrier<Output: Sendable>: @unchecked Sendable {
     private let upstream: Signal<Output, any Error>
     private let policy: RetryPolicy
     private let method: HTTPMethod?
-    private let scheduler: any Scheduler
+    /// The scheduler the operator was given, if any.
+    private let given: (any Scheduler)?
+    /// What every attempt's subscription carries: the request context among it.
+    private let context: SubscriptionContext
+    /// The client's clock and request, once a client is subscribed.
+    private let request: RequestContext
     /// The lock of `unsafeState`, held inline: one allocation fewer per request than a `Locked`.
     private let lock = Lock()
     /// Touched only inside ``withState(_:)``, which is why the class may be `@unchecked Sendable`.
@@ -116,13 +129,33 @@ private final class PolicyRetrier<Output: Sendable>: @unchecked Sendable {
         downstream: Observer<Output, any Error>,
         policy: RetryPolicy,
         method: HTTPMethod?,
-        scheduler: any Scheduler
+        scheduler: (any Scheduler)?,
+        context: SubscriptionContext
     ) {
         self.upstream = upstream
         self.policy = policy
         self.method = method
-        self.scheduler = scheduler
+        given = scheduler
+        self.context = context
+        // `RequestContext.joining` put one there.
+        request = context[RequestContext.Key.self] ?? RequestContext()
         unsafeState = State(downstream: downstream)
+    }
+
+    /// Where waits and the budget are timed: the given scheduler, else the client's.
+    private var scheduler: any Scheduler {
+        request.scheduler(given: given)
+    }
+
+    /// Counts the request in the policy's budget, once, on ``scheduler``: when the first
+    /// attempt's subscription has returned (the client it reached has told its clock by then),
+    /// or at its failure if that came first.
+    private func recordRequest() {
+        guard let budget = policy.budget, withState({ state in
+            defer { state.recorded = true }
+            return !state.recorded
+        }) else { return }
+        budget.recordRequest(on: scheduler)
     }
 
     /// Runs `body` with the lock held and the state to change.
@@ -132,7 +165,7 @@ private final class PolicyRetrier<Output: Sendable>: @unchecked Sendable {
 
     /// Subscribes the first attempt.
     func start() {
-        let scope = CancellationToken()
+        let scope = CancellationToken(context: context)
         let proceed = withState { state -> Bool in
             guard !state.ended else { return false }
             state.current = scope
@@ -140,29 +173,24 @@ private final class PolicyRetrier<Output: Sendable>: @unchecked Sendable {
             return true
         }
         guard proceed else { return }
-        policy.budget?.recordRequest(on: scheduler)
-        run(1, scope, continuing: nil)
+        run(1, scope)
     }
 
-    /// Subscribes attempt `number` in `scope` (continuing the request `continuing` handed over),
-    /// then every attempt queued meanwhile.
-    private func run(_ number: Int, _ scope: CancellationToken, continuing: HTTPEventSink?) {
-        var next: (number: Int, scope: CancellationToken, continuing: HTTPEventSink?)? = (number, scope, continuing)
-        while let (number, scope, continuing) = next {
-            let observer = Observer<Output, any Error> { [self] event in receive(event, from: number) }
-            if let continuing {
-                continuing.resubscribing { upstream.observe(observer, in: scope) }
-            } else {
-                upstream.observe(observer, in: scope)
-            }
+    /// Subscribes attempt `number` in `scope`, then every attempt queued meanwhile. A client
+    /// subscribed within finds in the context the request the previous attempt handed over, and
+    /// continues it.
+    private func run(_ number: Int, _ scope: CancellationToken) {
+        var next: (number: Int, scope: CancellationToken)? = (number, scope)
+        while let (number, scope) = next {
+            upstream.observe(Observer<Output, any Error> { [self] event in receive(event, from: number) }, in: scope)
+            if number == 1 { recordRequest() }
             next = withState { state in
                 defer { state.queued = nil }
                 guard let queued = state.queued, !state.ended else {
                     state.subscribing = false
                     return nil
                 }
-                defer { state.handedOver = nil }
-                return (queued.number, queued.scope, state.handedOver)
+                return (queued.number, queued.scope)
             }
         }
     }
@@ -183,16 +211,15 @@ private final class PolicyRetrier<Output: Sendable>: @unchecked Sendable {
                 finish(with: event, from: number)
                 return
             }
-            if let budget = policy.budget, !budget.withdrawRetry(on: scheduler, failure: error) {
-                HTTPEventSink.report(.retryRefusedByBudget(attempt: number, failure: error), about: error)
+            if number == 1 { recordRequest() }
+            let sending = request.request
+            if let budget = policy.budget, !budget.withdrawRetry(on: scheduler, failure: error, events: sending) {
+                request.report(.retryRefusedByBudget(attempt: number, failure: error), about: error)
                 finish(with: .failed(RetryBudgetExhausted(failure: error)), from: number)
                 return
             }
-            HTTPEventSink.report(
-                .retryScheduled(attempt: number, delay: delay, failure: error),
-                about: error
-            )
-            scheduleAttempt(after: delay, following: number, handingOver: HTTPEventSink.of(error))
+            request.report(.retryScheduled(attempt: number, delay: delay, failure: error), about: error)
+            scheduleAttempt(after: delay, following: number, handingOver: sending)
         }
     }
 
@@ -247,8 +274,7 @@ private final class PolicyRetrier<Output: Sendable>: @unchecked Sendable {
     /// The wait `id` is over: starts the next attempt, or queues it if an attempt is still being
     /// subscribed on another call (see ``run(_:_:)``).
     private func fire(_ id: UInt64) {
-        let scope = CancellationToken()
-        var continuing: HTTPEventSink?
+        let scope = CancellationToken(context: context)
         let claimed = withState { state -> Int? in
             guard !state.ended, state.waitID == id else { return nil }
             state.waitID = nil
@@ -260,11 +286,9 @@ private final class PolicyRetrier<Output: Sendable>: @unchecked Sendable {
                 return nil
             }
             state.subscribing = true
-            continuing = state.handedOver
-            state.handedOver = nil
             return state.attempt
         }
-        if let claimed { run(claimed, scope, continuing: continuing) }
+        if let claimed { run(claimed, scope) }
     }
 
     /// Cancels the running attempt or the pending wait and releases the downstream. Called by

@@ -29,15 +29,16 @@ enum ScheduledSubscription {
     /// A signal that subscribes to `next` once `seconds` have passed on `scheduler`.
     ///
     /// Cancelling before then cancels the scheduled action (nothing stays pending on the
-    /// scheduler) and `next` is never subscribed.
+    /// scheduler) and `next` is never subscribed. `next` is subscribed with the subscription's
+    /// context.
     static func signal<Output, Failure>(
         _ next: Signal<Output, Failure>,
         after seconds: TimeInterval,
         on scheduler: some Scheduler
     ) -> Signal<Output, Failure> {
         let delay = duration(seconds: seconds)
-        return Signal { observer in
-            let scope = CancellationToken()
+        return Signal(subscribing: { observer, context in
+            let scope = CancellationToken(context: context)
             let scheduled = scheduler.schedule(after: delay) {
                 next.observe(observer, in: scope)
             }
@@ -45,16 +46,6 @@ enum ScheduledSubscription {
                 scheduled.cancel()
                 scope.cancel()
             }
-        }
+        })
     }
-}
-
-extension DispatchQueue {
-    /// The global concurrent queue (default quality of service), looked up once: where
-    /// `retry(_:method:scheduler:)` and `respondToRateLimiting(maxWait:scheduler:)` time
-    /// their waits unless given another scheduler.
-    ///
-    /// The same queue as `DispatchQueue.global()`, but that call makes a new wrapper object on
-    /// every call on Linux: as an operator's default argument, one allocation per request.
-    @usableFromInline static let transitGlobal = DispatchQueue.global()
 }

@@ -17,9 +17,6 @@ public struct HTTPResponse: Sendable {
     /// What the request that was sent is made of: one reference, where the whole request would
     /// make every copy of a response (one per stage of a chain) copy its files too.
     private let sentForm: TransportRequest.Form
-    /// The monitors of the client that received the response, so that operators further down
-    /// the chain (retries, token refreshes) report to them. `nil` for a client without monitors.
-    var eventSink: HTTPEventSink?
 
     /// Creates a response value.
     public init(data: Data, head: HTTPResponseHead, request: URLRequest) {

@@ -13,8 +13,6 @@ extension Signal where Output == HTTPResponsePart, Failure == any Error {
     /// which is not kept. Either way the upstream (the
     /// transfer) is cancelled at once and the signal fails with ``ResponseTooLargeError``.
     ///
-    /// The response carries `events`, the client's monitors (see ``HTTPEventSink``).
-    ///
     /// With a `deadline`, timed by `deadlines`, the signal also fails with `URLError(.timedOut)`
     /// (carried by a ``TransportError`` for `request`) and cancels the upstream if the response
     /// is not complete within `deadline` of the subscription; values do not restart the clock.
@@ -73,9 +71,7 @@ extension Signal where Output == HTTPResponsePart, Failure == any Error {
                             NSLocalizedDescriptionKey: "The transport ended without a response head.",
                         ]))
                     }
-                    var response = HTTPResponse(data: body, head: head, sent: sent)
-                    response.eventSink = events
-                    observer.send(response)
+                    observer.send(HTTPResponse(data: body, head: head, sent: sent))
                     observer.finish()
                 case .failed(let error):
                     // A transport's failures already carry the request (the redirecting exchange annotates them).

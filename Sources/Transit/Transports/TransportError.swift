@@ -37,13 +37,18 @@ public struct TransportError: Error, Sendable, CustomStringConvertible, Localize
     public var request: URLRequest { transportRequest.urlRequest }
     /// The error the transport failed with.
     public let underlying: any Error
-    /// The monitors of the client that sent the request, so that a retry further down the chain
-    /// reports to them. `nil` for a client without monitors.
-    var eventSink: HTTPEventSink?
     /// What it takes to continue the download this attempt was writing, when it was interrupted
     /// mid-body and the response allowed a byte-range resume (see ``DownloadResumeData``); `nil`
     /// for every other failure.
     public internal(set) var resumeData: DownloadResumeData?
+
+    /// The failure of the transport for `request`, as a ``TransportError`` carrying the request
+    /// as it was sent. An error that already is one passes through unchanged. A TLS failure gets
+    /// the code Apple platforms give for it (``TLSFailure``), whatever the transport.
+    static func annotating(_ error: any Error, sentWith request: TransportRequest) -> any Error {
+        if error is TransportError { return error }
+        return TransportError(request: request, underlying: TLSFailure.classified(error))
+    }
 
     /// Wraps `underlying`, the failure of the attempt that sent `request`.
     init(request: TransportRequest, underlying: any Error) {

@@ -77,6 +77,9 @@ public struct CredentialRenewalContext: Sendable {
     public let scheduler: any Scheduler
     /// The monitors of the client whose request is renewed; `nil` for a client without any.
     let events: HTTPEventSink?
+    /// What the request's subscription carries (a ``TokenStore`` reads there whether the
+    /// request is part of one of its refreshes).
+    let subscription: SubscriptionContext
 
     /// Reports `kind` (one of the `credentialRenewal…` events) about `request` to the client's
     /// monitors.
@@ -112,7 +115,7 @@ extension TokenStore: Authorizer {
     /// requests wait). Reads, now, whether the request being subscribed is part of one of the
     /// store's refreshes: such a request must not wait for that refresh.
     public func renewal(in context: CredentialRenewalContext) -> @Sendable (_ rejected: URLRequest) -> Signal<Void, any Error> {
-        let ownRefresh = refreshBeingSubscribed
+        let ownRefresh = refresh(in: context.subscription)
         return { rejected in
             self.freshToken(
                 replacing: TokenStore.bearerToken(in: rejected), scheduler: context.scheduler, fromRefresh: ownRefresh,
@@ -151,11 +154,11 @@ extension HTTPClient {
         let exchange = AuthorizedExchange(
             request: request, authorizer: authorizer, scheduler: scheduler, events: events, attempt: attempt
         )
-        return Signal { observer in
-            let subscription = AuthorizedExchange.Subscription(exchange, observer)
+        return Signal(subscribing: { observer, context in
+            let subscription = AuthorizedExchange.Subscription(exchange, observer, context)
             subscription.start()
             return { subscription.scope.cancel() }
-        }
+        })
     }
 
     /// `attempt` for `request` with the authorizer's credentials added now; fails with the
@@ -178,8 +181,10 @@ extension HTTPClient {
 private final class AuthorizedExchange<Output: AuthorizedAnswer>: Sendable {
     let request: TransportRequest
     let authorizer: any Authorizer
-    /// The client's scheduler, which times the renewal, and its monitors.
-    let context: CredentialRenewalContext
+    /// The client's scheduler, which times the renewal.
+    let scheduler: any Scheduler
+    /// The client's monitors.
+    let events: HTTPEventSink?
     let attempt: @Sendable (consuming TransportRequest) -> Signal<Output, any Error>
 
     init(
@@ -191,7 +196,8 @@ private final class AuthorizedExchange<Output: AuthorizedAnswer>: Sendable {
     ) {
         self.request = request
         self.authorizer = authorizer
-        context = CredentialRenewalContext(scheduler: scheduler, events: events)
+        self.scheduler = scheduler
+        self.events = events
         self.attempt = attempt
     }
 
@@ -199,18 +205,21 @@ private final class AuthorizedExchange<Output: AuthorizedAnswer>: Sendable {
     final class Subscription: Sendable {
         let exchange: AuthorizedExchange
         let observer: Observer<Output, any Error>
-        let scope = CancellationToken()
+        let scope: CancellationToken
         /// Set (from the first attempt's serialised events) once its 401 starts the renewal:
         /// the first attempt's completion is then not the signal's.
         let renewing = Atomic<Bool>(false)
         /// The authorizer's renewal, made at subscription as ``Authorizer/renewal(in:)`` says.
         let renew: @Sendable (URLRequest) -> Signal<Void, any Error>
 
-        init(_ exchange: AuthorizedExchange, _ observer: Observer<Output, any Error>) {
+        init(_ exchange: AuthorizedExchange, _ observer: Observer<Output, any Error>, _ context: SubscriptionContext) {
             self.exchange = exchange
             self.observer = observer
+            scope = CancellationToken(context: context)
             // At subscription, so a request made by a renewal is known as such.
-            renew = exchange.authorizer.renewal(in: exchange.context)
+            renew = exchange.authorizer.renewal(
+                in: CredentialRenewalContext(scheduler: exchange.scheduler, events: exchange.events, subscription: context)
+            )
         }
 
         func start() {

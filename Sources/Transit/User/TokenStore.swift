@@ -182,9 +182,9 @@ public final class TokenStore: Sendable {
     /// Subscribes the refresh signal within `subscription`, which only the store's flight holds:
     /// releasing the store (when no waiter keeps it) releases and so cancels the refresh.
     ///
-    /// The limits are enforced on `scheduler`'s clock. While the refresh signal is being
-    /// subscribed (synchronously, on this thread), the thread is marked with the flight, so that
-    /// a request of the refresh chain knows it belongs to this refresh.
+    /// The limits are enforced on `scheduler`'s clock. The refresh signal is subscribed with the
+    /// flight marked in its context (see ``RefreshMarks``), so that a request of the refresh
+    /// chain knows it belongs to this refresh, on whatever thread it is subscribed.
     ///
     /// `events` (the monitors of the client whose request started it) are told that it started,
     /// unless the limits refuse it.
@@ -203,16 +203,14 @@ public final class TokenStore: Sendable {
             self?.complete(flight, with: .failure(RefreshError.timedOut))
         }
         guard subscription.add(timer) else { return timer.cancel() }
-        subscribingRefresh(flight) {
-            refresh(current).observe(Observer { [weak self] event in
-                guard let self else { return }
-                switch event {
-                case .value(let token): self.complete(flight, with: .success(token))
-                case .finished: self.complete(flight, with: .failure(RefreshError.noToken))
-                case .failed(let error): self.complete(flight, with: .failure(error))
-                }
-            }, in: subscription)
-        }
+        markingRefresh(flight, refresh(current)).observe(Observer { [weak self] event in
+            guard let self else { return }
+            switch event {
+            case .value(let token): self.complete(flight, with: .success(token))
+            case .finished: self.complete(flight, with: .failure(RefreshError.noToken))
+            case .failed(let error): self.complete(flight, with: .failure(error))
+            }
+        }, in: subscription)
     }
 
     /// Ends flight number `id` (once), stores the token and tells the monitors of the waiting
