@@ -62,7 +62,13 @@ struct AuthorizerTests {
         }
     }
 
-    private func setUp(refreshAnswer: StubResponse = .json(#"{"accessToken":"new"}"#)) -> (StubTransport, HTTPClient, TokenStore, SharedValue<Int>) {
+    /// A client whose authorizer is a store refreshed through the same client; with
+    /// `refreshSubscribedLater`, the refresh's chain is subscribed on a later turn of the
+    /// scheduler, not on the stack that starts the refresh.
+    private func setUp(
+        refreshAnswer: StubResponse = .json(#"{"accessToken":"new"}"#),
+        refreshSubscribedLater: Bool = false
+    ) -> (StubTransport, HTTPClient, TokenStore, SharedValue<Int>) {
         let transport = StubTransport(scheduler: scheduler)
         transport.stub(.get, path: "/me").thenRespond { request in
             request.value(forHTTPHeaderField: "Authorization") == "Bearer new" ? .text("hello") : .status(401)
@@ -73,9 +79,10 @@ struct AuthorizerTests {
             refreshes.update { $0 += 1 }
             var refresh = URLRequest(url: URL(string: "https://api.example.com/token")!)
             refresh.httpMethod = "POST"
-            return box.withLock { $0! }.send(refresh)
+            let chain = box.withLock { $0! }.send(refresh)
                 .catchHTTPErrors()
                 .tryMap { try JSONDecoder().decode(AuthToken.self, from: $0.data) }
+            return refreshSubscribedLater ? chain.subscribe(on: scheduler) : chain
         }
         transport.stub(.post, path: "/token").thenRespond(refreshAnswer.delayed(by: .seconds(1)))
         let client = HTTPClient(transport: transport) {
@@ -107,6 +114,20 @@ struct AuthorizerTests {
 
     @Test func aRevokedRefreshThroughTheSameClientFailsAtOnce() {
         let (_, client, store, refreshes) = setUp(refreshAnswer: .status(401))
+        let probe = RequestProbe(client.send(URLRequest(url: URL(string: "https://api.example.com/me")!)))
+        scheduler.advance(by: .seconds(1))
+        #expect(probe.terminalCount == 1)
+        #expect(probe.failure as? TokenStore.RefreshError == .reentrantRefresh)
+        #expect(!store.isRefreshing)
+        #expect(refreshes.value == 1)
+    }
+
+    /// Whether the refresh's own request belongs to the refresh is carried by its subscription,
+    /// not by the thread: subscribed on a later turn (another stack, as a hop to a queue would
+    /// be), its 401 still fails at once instead of waiting for the refresh it is part of until
+    /// the refresh's deadline.
+    @Test func aRevokedRefreshSubscribedLaterStillFailsAtOnce() {
+        let (_, client, store, refreshes) = setUp(refreshAnswer: .status(401), refreshSubscribedLater: true)
         let probe = RequestProbe(client.send(URLRequest(url: URL(string: "https://api.example.com/me")!)))
         scheduler.advance(by: .seconds(1))
         #expect(probe.terminalCount == 1)
