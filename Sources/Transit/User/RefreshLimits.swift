@@ -29,7 +29,7 @@ extension TokenStore {
         /// Runs `action` when a refresh started now on `scheduler` passes its ``deadline``.
         func scheduleDeadline(on scheduler: any Scheduler, _ action: @escaping @Sendable () -> Void) -> any Cancellable {
             // Clamped as a request's deadline is: never so long that the clock would overflow.
-            scheduler.schedule(after: HTTPClient.timed(.after(deadline)) ?? .zero, action)
+            scheduler.schedule(after: ScheduledSubscription.clamped(deadline), action)
         }
     }
 }

@@ -109,3 +109,22 @@ final class TemporaryBodyFile: Sendable {
         try? FileManager.default.removeItem(at: url)
     }
 }
+
+extension RequestBody {
+    /// The signal that sends `request` (already ``prepared(_:)`` and modified) with this body:
+    /// `send` receives the client, the request and the file to stream the body from, if any.
+    func sending<Output>(
+        _ request: consuming URLRequest,
+        by client: HTTPClient,
+        through send: @escaping @Sendable (HTTPClient, consuming URLRequest, URL?) -> Signal<Output, any Error>
+    ) -> Signal<Output, any Error> {
+        switch content {
+        case .file(let url, _):
+            return send(client, request, url)
+        case .multipart(let form) where form.needsFile:
+            return form.sendingThroughTemporaryFile(request, by: client, through: send)
+        default:
+            return send(client, request, nil)
+        }
+    }
+}
