@@ -77,15 +77,14 @@ struct ChainPostService: RESTAPI, PostService {
     let tokens: TokenStore
 
     var posts: Signal<Result<[Post], any Error>, Never> {
-        let clock = client.configuration.scheduler  // the operators' waits on the client's clock
         return get(endpoint: "posts") { request in
             try request                              // helpers that can refuse input throw
                 .addingBearerAuthorization(accessToken: tokens.current.accessToken)
                 .receivingJSON()
         }
         .catchHTTPErrors()
-        .retryWithFreshToken(from: tokens, scheduler: clock)          // 401 → one shared refresh → replay once
-        .respondToRateLimiting(maxWait: .seconds(5), scheduler: clock) // 429 → wait Retry-After → replay once
+        .retryWithFreshToken(from: tokens)           // 401 → one shared refresh → replay once
+        .respondToRateLimiting(maxWait: .seconds(5)) // 429 → wait Retry-After → replay once
         .map(\.data)
         .decode([Post].self, decoder: JSONDecoder())
         .mapToResult()

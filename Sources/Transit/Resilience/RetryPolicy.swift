@@ -112,7 +112,7 @@ public struct RetryPolicy: Sendable {
     }
     /// A budget shared with other policies (one per client): a retry it refuses fails with
     /// ``RetryBudgetExhausted``. `nil`: no budget. Retries and refusals are reported to the
-    /// monitors of the client the failure came from (see ``HTTPEvent/Kind/retryScheduled(attempt:delay:failure:)``):
+    /// monitors of the client that sent the request (see ``HTTPEvent/Kind/retryScheduled(attempt:delay:failure:)``):
     /// neither the policy nor the budget needs to know the client.
     public var budget: RetryBudget?
 
