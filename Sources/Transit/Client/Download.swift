@@ -107,11 +107,10 @@ final class DownloadWriter: Sendable {
 
     /// A writer for `request`'s body. A GET without a body or a `Range` header of its own may
     /// continue a partial download kept for `destination`, and keep its own if interrupted.
-    init(destination: URL, request: URLRequest, maxBytes: Int?) {
+    init(destination: URL, request: TransportRequest, maxBytes: Int?) {
         self.destination = destination
         self.maxBytes = maxBytes
-        let method = request.httpMethod?.uppercased() ?? "GET"
-        let resumable = method == "GET" && request.httpBody == nil && request.httpBodyStream == nil
+        let resumable = request.method.rawValue.uppercased() == "GET" && request.body == nil && request.bodyFile == nil && request.bodyStream == nil
             && request.value(forHTTPHeaderField: "Range") == nil && request.value(forHTTPHeaderField: "If-Range") == nil
         resumableURL = resumable ? request.url : nil
         if let url = resumableURL, let (kept, file) = KeptDownload.claim(for: destination, url: url) {
@@ -294,7 +293,7 @@ final class DownloadWriter: Sendable {
     }
 
     /// The body ended: move the file into place, or produce the error response's failure.
-    func finish(request: URLRequest) throws -> DownloadedFile {
+    func finish(request: TransportRequest) throws -> DownloadedFile {
         let (head, success, handle, errorBody, pending, continuing, resumable) = state.withLock { state in
             defer {
                 state.handle = nil
@@ -319,7 +318,7 @@ final class DownloadWriter: Sendable {
             // A resume answered with a passing failure (a 5xx, 408, 429) keeps the partial file.
             let passing = head.statusCode >= 500 || head.statusCode == 408 || head.statusCode == 429
             removeTemporary(keeping: passing ? continuing : nil)
-            let response = HTTPResponse(data: body, head: head, request: request)
+            let response = HTTPResponse(data: body, head: head, sent: request)
             if let error = makeHTTPError(for: response) { throw error }
             throw URLError(.badServerResponse, userInfo: [
                 NSLocalizedDescriptionKey: "The download was answered \(head.statusCode), not with a body to save.",
@@ -454,10 +453,10 @@ final class DownloadWriter: Sendable {
     /// appended). See ``HTTPClient/download(_:to:options:)``.
     static func signal(
         to destination: URL,
-        request: URLRequest,
+        request: TransportRequest,
         maxBytes: Int?,
         transportWrites: Bool,
-        parts: @escaping @Sendable (URLRequest, ResponseBodyFile?) -> Signal<HTTPResponsePart, any Error>
+        parts: @escaping @Sendable (TransportRequest, ResponseBodyFile?) -> Signal<HTTPResponsePart, any Error>
     ) -> Signal<DownloadEvent, any Error> {
         Signal<DownloadEvent, any Error> { observer in
             let scope = CancellationToken()
@@ -485,9 +484,9 @@ final class DownloadWriter: Sendable {
     /// be appended is followed by one exchange from zero.
     private static func exchange(
         writer: DownloadWriter,
-        request: URLRequest,
+        request: TransportRequest,
         transportWrites: Bool,
-        parts: @escaping @Sendable (URLRequest, ResponseBodyFile?) -> Signal<HTTPResponsePart, any Error>,
+        parts: @escaping @Sendable (TransportRequest, ResponseBodyFile?) -> Signal<HTTPResponsePart, any Error>,
         observer: Observer<DownloadEvent, any Error>,
         scope: CancellationToken,
         fail: @escaping @Sendable (any Error) -> Void,

@@ -354,8 +354,8 @@ public final class HTTPClient: Sendable {
         let downloaded: @Sendable (HTTPEventSink?) -> Signal<DownloadEvent, any Error> = { events in
             self.withCredentials(request) { request in
                 self.prepared(request, events: events) { sent in
-                    DownloadWriter.signal(to: destination, request: sent.urlRequest, maxBytes: options.maxResponseBytes, transportWrites: transportWrites) { request, file in
-                        var attempt = TransportRequest(request)
+                    DownloadWriter.signal(to: destination, request: sent, maxBytes: options.maxResponseBytes, transportWrites: transportWrites) { request, file in
+                        var attempt = request
                         attempt.responseBodyFile = file
                         return self.parts(of: attempt, options: options, deadline: Self.timed(options.deadline), events: events)
                     }

@@ -208,7 +208,7 @@ enum RedirectingExchange {
 
         /// Reports a redirect followed, naming the credential headers it dropped.
         private func report(_ status: Int, from request: TransportRequest, to next: TransportRequest, to events: HTTPEventSink) {
-            events.emit(.redirectFollowed(status: status, to: next.urlRequest, strippedHeaders: stripped(from: request, to: next)), request: request)
+            events.emit(.redirectFollowed(status: status, to: next, strippedHeaders: stripped(from: request, to: next)), request: request)
         }
 
         /// The credential headers of `request` that `next`, the request a redirect led to, no

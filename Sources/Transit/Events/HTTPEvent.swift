@@ -49,11 +49,12 @@ public struct HTTPEvent: Sendable, CustomStringConvertible {
         /// received and when. Exactly one per ``attemptStarted(id:)``; ``HTTPEvent/request`` is,
         /// as there, the request exactly as handed to the transport.
         case attemptEnded(HTTPAttemptMetrics)
-        /// A redirect was followed: ``HTTPEvent/request`` got `status`, and `to` is sent next.
+        /// A redirect was followed: ``HTTPEvent/request`` got `status`, and `to` is sent next, as
+        /// Transit's request value (its ``TransportRequest/urlRequest`` makes a `URLRequest`).
         /// `strippedHeaders` names the credential headers (`Authorization`, `Cookie`, the
         /// client's ``HTTPClient/Configuration/sensitiveHeaders``) dropped because the redirect leaves the
         /// origin; empty within one origin.
-        case redirectFollowed(status: Int, to: URLRequest, strippedHeaders: [String])
+        case redirectFollowed(status: Int, to: TransportRequest, strippedHeaders: [String])
 
         // MARK: Waits
 
@@ -266,10 +267,6 @@ public struct HTTPEvent: Sendable, CustomStringConvertible {
     /// `METHOD redacted-URL`.
     static func describe(_ request: TransportRequest) -> String {
         "\(request.method.rawValue) \(request.url?.redactedForLogging ?? "<no URL>")"
-    }
-
-    static func describe(_ request: URLRequest) -> String {
-        "\(request.httpMethod ?? "GET") \(request.url?.redactedForLogging ?? "<no URL>")"
     }
 
     /// An error in words, without credentials: an HTTP error by its status line only (its body

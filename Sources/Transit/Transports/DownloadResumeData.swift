@@ -79,13 +79,13 @@ public struct DownloadResumeData: Codable, Sendable, Hashable {
     /// `error` carrying this resume data in ``TransportError/resumeData``: a ``TransportError``
     /// gets it; a bare `URLError` (a transfer that failed in the transport) is wrapped in one for
     /// `request`, the request the download sent; another error (the disk's) is returned as it is.
-    func attached(to error: any Error, request: URLRequest) -> any Error {
+    func attached(to error: any Error, request: TransportRequest) -> any Error {
         if var transportError = error as? TransportError {
             transportError.resumeData = self
             return transportError
         }
         if error is URLError {
-            var wrapped = TransportError(request: TransportRequest(request), underlying: error)
+            var wrapped = TransportError(request: request, underlying: error)
             wrapped.resumeData = self
             return wrapped
         }
