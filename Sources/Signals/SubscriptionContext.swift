@@ -22,18 +22,29 @@
 /// A context is immutable: ``adding(_:_:)`` returns a new one. A signal shared by several
 /// subscribers (``Signal/share()``) subscribes its source once, in an empty context.
 public struct SubscriptionContext: Sendable {
-    /// One value, and the values added before it.
+    /// A key, and the values added before it.
     @usableFromInline
-    final class Node: Sendable {
+    class Node: @unchecked Sendable {
         @usableFromInline let key: ObjectIdentifier
-        @usableFromInline let value: any Sendable
         @usableFromInline let next: Node?
 
         @usableFromInline
-        init(key: ObjectIdentifier, value: any Sendable, next: Node?) {
+        init(key: ObjectIdentifier, next: Node?) {
             self.key = key
-            self.value = value
             self.next = next
+        }
+    }
+
+    /// The node of a value: always the node of a key whose `Value` is `Value` (see
+    /// ``adding(_:_:)``), so reading it needs no cast of the value.
+    @usableFromInline
+    final class ValueNode<Value: Sendable>: Node, @unchecked Sendable {
+        @usableFromInline let value: Value
+
+        @usableFromInline
+        init(key: ObjectIdentifier, value: Value, next: Node?) {
+            self.value = value
+            super.init(key: key, next: next)
         }
     }
 
@@ -61,15 +72,28 @@ public struct SubscriptionContext: Sendable {
         let id = ObjectIdentifier(key)
         var node = head
         while let current = node {
-            if current.key == id { return current.value as? Key.Value }
+            if current.key == id { return (current as? ValueNode<Key.Value>)?.value }
             node = current.next
         }
         return nil
     }
 
+    /// `true` when a value was added for `key`.
+    @inlinable
+    public func contains<Key: SubscriptionContextKey>(_ key: Key.Type) -> Bool {
+        let id = ObjectIdentifier(key)
+        var node = head
+        while let current = node {
+            if current.key == id { return true }
+            node = current.next
+        }
+        return false
+    }
+
     /// This context with `value` for `key` (hiding any value `key` had).
+    @inlinable
     public func adding<Key: SubscriptionContextKey>(_ key: Key.Type, _ value: Key.Value) -> SubscriptionContext {
-        SubscriptionContext(head: Node(key: ObjectIdentifier(key), value: value, next: head))
+        SubscriptionContext(head: ValueNode(key: ObjectIdentifier(key), value: value, next: head))
     }
 }
 

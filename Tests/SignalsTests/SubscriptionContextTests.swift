@@ -40,6 +40,8 @@ struct SubscriptionContextTests {
         #expect(!context.isEmpty)
         #expect(context[Mark.self] == "b")
         #expect(context[Other.self] == 7)
+        #expect(context.contains(Mark.self) && context.contains(Other.self))
+        #expect(!empty.contains(Mark.self))
         // Immutable: the context a value was added to is unchanged.
         #expect(empty.adding(Other.self, 1)[Mark.self] == nil)
         #expect(empty.isEmpty)

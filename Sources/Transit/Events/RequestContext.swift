@@ -30,7 +30,14 @@ final class RequestContext: Sendable {
     /// `context` with a request context: the one it carries already (an operator further down
     /// the chain made it), or a new one.
     static func joining(_ context: SubscriptionContext) -> SubscriptionContext {
-        context[Key.self] == nil ? context.adding(Key.self, RequestContext()) : context
+        context.contains(Key.self) ? context : context.adding(Key.self, RequestContext())
+    }
+
+    /// The request context `context` carries (one that went through ``joining(_:)``).
+    static func of(_ context: SubscriptionContext) -> RequestContext {
+        // A context that did not go through `joining`: a request context of its own, which no
+        // client attaches to.
+        context[Key.self] ?? RequestContext()
     }
 
     /// The client subscribed within this context: its clock, and the request it sends, reported

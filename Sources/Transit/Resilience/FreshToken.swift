@@ -64,15 +64,7 @@ extension Signal where Failure == any Error {
     /// spares a request those look-ups.
     @_specialize(where Output == HTTPResponse)
     func retriedWithFreshToken(from store: TokenStore, scheduler: (any Scheduler)?) -> Signal<Output, any Error> {
-        let upstream = self
-        return Signal(deferredWithContext: { context in
-            // Read at subscription: is this request part of one of the store's refreshes?
-            let ownRefresh = store.refresh(in: context)
-            // `RequestContext.joining` put one there.
-            let request = context[RequestContext.Key.self] ?? RequestContext()
-            return upstream.retryingWithFreshToken(from: store, scheduler: scheduler, ownRefresh: ownRefresh, request: request)
-        })
-        .withContext(RequestContext.joining)
+        retryingWithFreshToken(from: store, scheduler: scheduler).withContext(RequestContext.joining)
     }
 
     /// Whether the 401 `response` answers the store's token: the request carried a bearer token,
@@ -83,20 +75,18 @@ extension Signal where Failure == any Error {
         TokenStore.bearerToken(in: response.request) != nil && response.answersCredentials(sentIn: store.credentialScope)
     }
 
-    private func retryingWithFreshToken(
-        from store: TokenStore,
-        scheduler given: (any Scheduler)?,
-        ownRefresh: UInt64?,
-        request: RequestContext
-    ) -> Signal<Output, any Error> {
+    private func retryingWithFreshToken(from store: TokenStore, scheduler given: (any Scheduler)?) -> Signal<Output, any Error> {
         let upstream = self
-        return self.catch { error -> Signal<Output, any Error> in
+        return catching { error, context -> Signal<Output, any Error> in
             guard let clientError = error as? HTTPClientError, case .unauthorized(let response) = clientError,
                   response.map({ Self.tokenReachedServer($0, store: store) }) ?? true
             else {
                 return Signal(error: error)
             }
-            // The request's client, if it has monitors: they are told about the refresh.
+            // The subscription says whether this request is part of one of the store's refreshes,
+            // and which client sent it (if it has monitors, they are told about the refresh).
+            let ownRefresh = store.refresh(in: context)
+            let request = RequestContext.of(context)
             let sending = request.request
             let fresh = store.freshToken(
                 replacing: TokenStore.bearerToken(in: response?.request), scheduler: request.scheduler(given: given), fromRefresh: ownRefresh,

@@ -48,26 +48,24 @@ extension Signal where Failure == any Error {
         let upstream = self
         // A cap at or past the longest wait the operators time accepts any wait, however long.
         let cap = maxWait >= ScheduledSubscription.longest ? TimeInterval.infinity : ScheduledSubscription.seconds(maxWait)
-        return Signal(deferredWithContext: { context in
-            // `RequestContext.joining` put one there.
-            let request = context[RequestContext.Key.self] ?? RequestContext()
-            return upstream.catch { error -> Signal<Output, any Error> in
-                guard let clientError = error as? HTTPClientError,
-                      case .tooManyRequests(let retryAfter, _) = clientError
-                else { return Signal(error: error) }
-                // In seconds, as the caller's cap is: `RetryAfter.longest` is longer than any cap.
-                let wait = retryAfter.map { $0 >= RetryAfter.longest ? .greatestFiniteMagnitude : ScheduledSubscription.seconds($0) } ?? cap
-                guard wait <= cap else { return Signal(error: error) }
-                request.report(.retryScheduled(attempt: 1, delay: ScheduledSubscription.duration(seconds: wait), failure: error), about: error)
-                let scheduler = request.scheduler(given: given)
-                guard let sending = request.request else { return ScheduledSubscription.signal(upstream, after: wait, on: scheduler) }
-                // The request is sent again as the same request (see `HTTPEventSink.handOver()`).
-                sending.handOver()
-                return ScheduledSubscription.signal(upstream, after: wait, on: scheduler).handleEvents(receiveCancel: {
-                    sending.endIfUnclaimed(.cancelled)
-                })
-            }
-        })
+        return catching { error, context -> Signal<Output, any Error> in
+            guard let clientError = error as? HTTPClientError,
+                  case .tooManyRequests(let retryAfter, _) = clientError
+            else { return Signal(error: error) }
+            // In seconds, as the caller's cap is: `RetryAfter.longest` is longer than any cap.
+            let wait = retryAfter.map { $0 >= RetryAfter.longest ? .greatestFiniteMagnitude : ScheduledSubscription.seconds($0) } ?? cap
+            guard wait <= cap else { return Signal(error: error) }
+            // The client subscribed within this subscription attached its clock and request.
+            let request = RequestContext.of(context)
+            request.report(.retryScheduled(attempt: 1, delay: ScheduledSubscription.duration(seconds: wait), failure: error), about: error)
+            let scheduler = request.scheduler(given: given)
+            guard let sending = request.request else { return ScheduledSubscription.signal(upstream, after: wait, on: scheduler) }
+            // The request is sent again as the same request (see `HTTPEventSink.handOver()`).
+            sending.handOver()
+            return ScheduledSubscription.signal(upstream, after: wait, on: scheduler).handleEvents(receiveCancel: {
+                sending.endIfUnclaimed(.cancelled)
+            })
+        }
         .withContext(RequestContext.joining)
     }
 }

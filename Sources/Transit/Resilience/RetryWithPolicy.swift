@@ -137,8 +137,7 @@ private final class PolicyRetrier<Output: Sendable>: @unchecked Sendable {
         self.method = method
         given = scheduler
         self.context = context
-        // `RequestContext.joining` put one there.
-        request = context[RequestContext.Key.self] ?? RequestContext()
+        request = RequestContext.of(context)
         unsafeState = State(downstream: downstream)
     }
 
