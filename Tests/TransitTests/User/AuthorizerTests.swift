@@ -136,6 +136,36 @@ struct AuthorizerTests {
         #expect(refreshes.value == 1)
     }
 
+    /// The same on real threads: the refresh's chain is subscribed on a queue of its own, and the
+    /// client's clock is the real one. The request still knows it is part of the refresh (a
+    /// thread-local would be lost on the queue's thread, and the refresh would wait for itself
+    /// until its deadline, 20 s here, and fail with `timedOut`).
+    @Test func aRevokedRefreshSubscribedOnAnotherThreadStillFailsAtOnce() async {
+        let transport = StubTransport()
+        transport.stub(.get, path: "/me").thenRespond(.status(401))
+        transport.stub(.post, path: "/token").thenRespond(.status(401))
+        let refreshQueue = DispatchQueue(label: "AuthorizerTests.refresh")
+        let box = Locked<HTTPClient?>(nil)
+        let store = TokenStore(
+            token: AuthToken(accessToken: "old"),
+            scope: CredentialScope(hosts: ["api.example.com"]),
+            limits: TokenStore.RefreshLimits(deadline: .seconds(20))
+        ) { _ in
+            var refresh = URLRequest(url: URL(string: "https://api.example.com/token")!)
+            refresh.httpMethod = "POST"
+            return box.withLock { $0! }.send(refresh)
+                .catchHTTPErrors()
+                .tryMap { try JSONDecoder().decode(AuthToken.self, from: $0.data) }
+                .subscribe(on: refreshQueue)
+        }
+        let client = HTTPClient(transport: transport) { $0.authorizer = store }
+        box.withLock { $0 = client }
+        await #expect(throws: TokenStore.RefreshError.reentrantRefresh) {
+            try await client.send(URLRequest(url: URL(string: "https://api.example.com/me")!)).firstValue()
+        }
+        #expect(!store.isRefreshing)
+    }
+
     /// An authorizer of the tests' own: a fixed header, and a renewal the test chooses.
     private struct KeyAuthorizer: Authorizer {
         let renewed: Signal<Void, any Error>
