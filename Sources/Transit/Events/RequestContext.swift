@@ -5,7 +5,7 @@ import Signals
 /// `retryWithFreshToken(from:scheduler:)`) learn from the ``HTTPClient`` they subscribe: its
 /// clock, and the request it is sending for them, with its monitors.
 ///
-/// It travels in the ``SubscriptionContext`` from the operator down to the client, not up in
+/// It travels in the `SubscriptionContext` from the operator down to the client, not up in
 /// the responses and errors: an operator puts one in the context of its upstream's subscription
 /// (operators nested in one chain share the outermost's), and each time the client is subscribed
 /// within it, the client attaches itself. So when a failure reaches the operator, it reads here
@@ -15,7 +15,7 @@ import Signals
 ///
 /// Thread safety: the state is behind a lock.
 final class RequestContext: Sendable {
-    /// The key of the context in a ``SubscriptionContext``.
+    /// The key of the context in a `SubscriptionContext`.
     enum Key: SubscriptionContextKey {
         typealias Value = RequestContext
     }

@@ -38,7 +38,7 @@ extension Signal where Failure == any Error {
     ///   ``TokenStore/RefreshError/reentrantRefresh`` instead of waiting for itself; the store
     ///   stays usable.
     ///   Whether a request is part of a refresh is carried by its subscription (the
-    ///   ``SubscriptionContext``), not by the thread: it holds however the refresh's chain hops
+    ///   `SubscriptionContext`), not by the thread: it holds however the refresh's chain hops
     ///   between threads.
     /// - The refresh is reported (``HTTPEvent/Kind/credentialRenewalStarted`` and how it ended,
     ///   or ``HTTPEvent/Kind/credentialsAlreadyRenewed``) to the monitors of the client that answered

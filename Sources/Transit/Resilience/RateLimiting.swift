@@ -22,7 +22,7 @@ extension Signal where Failure == any Error {
     /// - The wait is reported to the monitors of the client that answered 429, as
     ///   ``HTTPEvent/Kind/retryScheduled(attempt:delay:failure:)`` (attempt 1), and the request
     ///   sent again is the same request to them (the client subscribed within the operator's
-    ///   subscription tells it, through the ``SubscriptionContext``).
+    ///   subscription tells it, through the `SubscriptionContext`).
     ///
     /// - Parameters:
     ///   - maxWait: the longest wait the caller accepts, as ``Cooldowns``' `maxWait` and

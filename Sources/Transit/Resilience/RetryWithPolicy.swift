@@ -27,7 +27,7 @@ extension Signal where Failure == any Error {
     ///   is reported to the ``HTTPEventMonitor``s of the ``HTTPClient`` that sent the request, and
     ///   every attempt is one request to them. The operator is not told about that client: the
     ///   client subscribed within the operator's subscription tells it (through the
-    ///   ``SubscriptionContext`` the subscription carries down), so a policy (or budget) shared by
+    ///   `SubscriptionContext` the subscription carries down), so a policy (or budget) shared by
     ///   several clients reports each retry to the client it belongs to. A signal that no client
     ///   sends (a bare transport) is retried the same way, unreported.
     /// - Cancelling during a wait cancels the scheduled action: no further request is sent.

@@ -4,7 +4,7 @@ import Signals
 /// store's refresh is part of it, and must fail rather than wait for that refresh if it is
 /// answered 401.
 ///
-/// A store's refresh signal is subscribed with its mark in the ``SubscriptionContext``, which
+/// A store's refresh signal is subscribed with its mark in the `SubscriptionContext`, which
 /// every operator passes down to the client and the operators that send the refresh's request,
 /// whatever thread each is subscribed on.
 enum RefreshMarks: SubscriptionContextKey {
