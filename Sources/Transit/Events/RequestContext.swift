@@ -22,7 +22,11 @@ final class RequestContext: Sendable {
 
     private struct Attached {
         var scheduler: (any Scheduler)?
-        var request: HTTPEventSink?
+        /// Weak: the context lives as long as the tokens that carry it (a subscriber may keep its
+        /// token long after the chain ended), and must not keep the request, its monitors'
+        /// contexts with it. While the request runs, its stages hold it; while an operator waits
+        /// to subscribe again, the operator holds the request it handed over.
+        weak var request: HTTPEventSink?
     }
 
     private let attached = Locked(Attached())

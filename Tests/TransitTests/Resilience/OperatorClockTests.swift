@@ -89,3 +89,54 @@ struct OperatorClockTests {
         #expect(probe.failure as? TokenStore.RefreshError == .timedOut)
     }
 }
+
+/// What the operators' request context keeps once a chain has ended.
+@Suite("The request context after the chain")
+struct RequestContextReleaseTests {
+    /// A monitor whose per-request context is an object the test watches.
+    private final class ContextMonitor: HTTPEventMonitor {
+        final class RequestContextObject: Sendable {}
+        let last = Locked<Weak?>(nil)
+        struct Weak: Sendable {
+            weak var object: RequestContextObject?
+        }
+
+        func captureRequestContext() -> (any Sendable)? {
+            let object = RequestContextObject()
+            last.withLock { $0 = Weak(object: object) }
+            return object
+        }
+
+        func receive(_ event: HTTPEvent) {}
+    }
+
+    /// The subscriber keeps its token after the chain finished: the request (its sink, and
+    /// with it the monitors' contexts) is released all the same, whichever operator made the
+    /// request context (the Signals contract's
+    /// "a finished chain releases every object it created, even while the caller still holds its
+    /// token").
+    @Test(arguments: [false, true])
+    func aFinishedChainKeepsNoRequestWhileItsTokenLives(retried: Bool) throws {
+        let scheduler = TestScheduler()
+        let transport = StubTransport(scheduler: scheduler)
+        transport.stub(.get, path: "/items").thenRespond(.status(429, headers: ["Retry-After": "1"])).thenRespond(.text("ok"))
+        let monitor = ContextMonitor()
+        let client = HTTPClient(transport: transport) {
+            $0.scheduler = scheduler
+            $0.monitors = [monitor]
+        }
+        let finished = Locked(false)
+        let limited = client.send(URLRequest(url: URL(string: "https://api.example.test/items")!))
+            .catchHTTPErrors()
+            .respondToRateLimiting(maxWait: .seconds(5))
+        // The outermost operator makes the request context: `retry`, or `respondToRateLimiting`.
+        let chain = retried ? limited.retry(RetryPolicy(maxAttempts: 2, jitter: .none)) : limited
+        let token = chain
+            .sink(receiveCompletion: { _ in finished.withLock { $0 = true } }, receiveValue: { _ in })
+        scheduler.advance(by: .seconds(1))
+        #expect(finished.withLock { $0 })
+        let weak = try #require(monitor.last.withLock { $0 })
+        #expect(weak.object == nil)
+        withExtendedLifetime(token) {}
+    }
+}
