@@ -69,25 +69,25 @@ public struct SubscriptionContext: Sendable {
     /// The value most recently added for `key`, if any.
     @inlinable
     public subscript<Key: SubscriptionContextKey>(_ key: Key.Type) -> Key.Value? {
-        let id = ObjectIdentifier(key)
-        var node = head
-        while let current = node {
-            if current.key == id { return (current as? ValueNode<Key.Value>)?.value }
-            node = current.next
-        }
-        return nil
+        (node(for: key) as? ValueNode<Key.Value>)?.value
     }
 
     /// `true` when a value was added for `key`.
     @inlinable
     public func contains<Key: SubscriptionContextKey>(_ key: Key.Type) -> Bool {
+        node(for: key) != nil
+    }
+
+    /// The node most recently added for `key`, if any.
+    @inlinable
+    func node<Key: SubscriptionContextKey>(for key: Key.Type) -> Node? {
         let id = ObjectIdentifier(key)
         var node = head
         while let current = node {
-            if current.key == id { return true }
+            if current.key == id { return current }
             node = current.next
         }
-        return false
+        return nil
     }
 
     /// This context with `value` for `key` (hiding any value `key` had).

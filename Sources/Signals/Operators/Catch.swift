@@ -8,20 +8,7 @@ extension Signal {
     public func `catch`<NewFailure: Error>(
         _ handler: @escaping @Sendable (Failure) -> Signal<Output, NewFailure>
     ) -> Signal<Output, NewFailure> {
-        let body = self.body
-        return Signal<Output, NewFailure>(unchecked: { observer, token in
-            // The closure below holds the scope; a root token is never held (see `isScope`).
-            let scope = token.makeScope()
-            body(Observer { event in
-                switch event {
-                case .value(let value): observer.send(value)
-                case .finished: observer.finish()
-                case .failed(let error):
-                    guard !scope.isCancelled else { return }
-                    handler(error).body(observer, scope)
-                }
-            }, scope)
-        })
+        catching { error, _ in handler(error) }
     }
 
     /// ``catch(_:)`` whose handler also receives the ``SubscriptionContext`` of the

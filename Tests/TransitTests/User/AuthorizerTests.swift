@@ -112,22 +112,13 @@ struct AuthorizerTests {
         #expect(transport.requests.allSatisfy { $0.value(forHTTPHeaderField: "Authorization") == nil })
     }
 
-    @Test func aRevokedRefreshThroughTheSameClientFailsAtOnce() {
-        let (_, client, store, refreshes) = setUp(refreshAnswer: .status(401))
-        let probe = RequestProbe(client.send(URLRequest(url: URL(string: "https://api.example.com/me")!)))
-        scheduler.advance(by: .seconds(1))
-        #expect(probe.terminalCount == 1)
-        #expect(probe.failure as? TokenStore.RefreshError == .reentrantRefresh)
-        #expect(!store.isRefreshing)
-        #expect(refreshes.value == 1)
-    }
-
-    /// Whether the refresh's own request belongs to the refresh is carried by its subscription,
-    /// not by the thread: subscribed on a later turn (another stack, as a hop to a queue would
-    /// be), its 401 still fails at once instead of waiting for the refresh it is part of until
-    /// the refresh's deadline.
-    @Test func aRevokedRefreshSubscribedLaterStillFailsAtOnce() {
-        let (_, client, store, refreshes) = setUp(refreshAnswer: .status(401), refreshSubscribedLater: true)
+    /// With `subscribedLater`, the refresh's chain is subscribed on a later turn of the scheduler
+    /// (another stack, as a hop to a queue would be): whether the refresh's own request belongs
+    /// to the refresh is carried by its subscription, not by the thread, so its 401 still fails
+    /// at once instead of waiting for the refresh it is part of until the refresh's deadline.
+    @Test(arguments: [false, true])
+    func aRevokedRefreshThroughTheSameClientFailsAtOnce(subscribedLater: Bool) {
+        let (_, client, store, refreshes) = setUp(refreshAnswer: .status(401), refreshSubscribedLater: subscribedLater)
         let probe = RequestProbe(client.send(URLRequest(url: URL(string: "https://api.example.com/me")!)))
         scheduler.advance(by: .seconds(1))
         #expect(probe.terminalCount == 1)

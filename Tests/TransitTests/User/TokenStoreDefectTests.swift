@@ -18,7 +18,11 @@ struct TokenStoreDefectTests {
         var value: TokenStore { store.withLock { $0! } }
     }
 
-    @Test func aRefreshAnswered401ThroughItsOwnStoreFailsAtOnceAndTheStoreRecovers() {
+    /// With `subscribedLater`, the refresh's chain is subscribed on a later turn of the scheduler
+    /// (as a hop to a queue would be): the operator still knows, from the subscription and not
+    /// from the thread, that the request is part of the store's refresh, and fails at once.
+    @Test(arguments: [false, true])
+    func aRefreshAnswered401ThroughItsOwnStoreFailsAtOnceAndTheStoreRecovers(subscribedLater: Bool) {
         let scheduler = TestScheduler()
         let transport = StubTransport(scheduler: scheduler)
         let api = AuthRetryAPI(transport: transport)
@@ -31,15 +35,17 @@ struct TokenStoreDefectTests {
             .thenRespond(.json(#"{"accessToken":"new"}"#).delayed(by: .seconds(1)))
         let box = StoreBox()
         let store = TokenStore(token: AuthToken(accessToken: "old")) { _ in
-            api.post(endpoint: "token", modifier: box.value.authorize)
+            let refresh = api.post(endpoint: "token", modifier: box.value.authorize)
                 .catchHTTPErrors()
                 .retryWithFreshToken(from: box.value)
                 .tryMap { try JSONDecoder().decode(AuthToken.self, from: $0.data) }
+            return subscribedLater ? refresh.subscribe(on: scheduler) : refresh
         }
         box.store.withLock { $0 = store }
 
         let first = RequestProbe(api.get(endpoint: "me", modifier: store.authorize).catchHTTPErrors().retryWithFreshToken(from: store))
         scheduler.advance(by: .seconds(1))
+        #expect(first.terminalCount == 1)
         #expect(first.failure as? TokenStore.RefreshError == .reentrantRefresh)
         #expect(!store.isRefreshing)
 
@@ -48,32 +54,6 @@ struct TokenStoreDefectTests {
         scheduler.advance(by: .seconds(5))
         #expect(second.values.first?.text == "hello")
         #expect(store.current.accessToken == "new")
-    }
-
-    /// The same refresh, its chain subscribed on a later turn of the scheduler (as a hop to a
-    /// queue would): the operator still knows, from the subscription and not from the thread,
-    /// that the request is part of the store's refresh, and fails at once.
-    @Test func aRefreshSubscribedLaterThroughItsOwnStoreStillFailsAtOnce() {
-        let scheduler = TestScheduler()
-        let transport = StubTransport(scheduler: scheduler)
-        let api = AuthRetryAPI(transport: transport)
-        transport.stub(.get, path: "/me").thenRespond(.status(401))
-        transport.stub(.post, path: "/token").thenRespond(.status(401).delayed(by: .seconds(1)))
-        let box = StoreBox()
-        let store = TokenStore(token: AuthToken(accessToken: "old")) { _ in
-            api.post(endpoint: "token", modifier: box.value.authorize)
-                .catchHTTPErrors()
-                .retryWithFreshToken(from: box.value)
-                .tryMap { try JSONDecoder().decode(AuthToken.self, from: $0.data) }
-                .subscribe(on: scheduler)
-        }
-        box.store.withLock { $0 = store }
-
-        let probe = RequestProbe(api.get(endpoint: "me", modifier: store.authorize).catchHTTPErrors().retryWithFreshToken(from: store))
-        scheduler.advance(by: .seconds(1))
-        #expect(probe.terminalCount == 1)
-        #expect(probe.failure as? TokenStore.RefreshError == .reentrantRefresh)
-        #expect(!store.isRefreshing)
     }
 
     @Test(arguments: ["token\n", "to ken", "", "tok\r\nX-Injected: 1"])
