@@ -89,17 +89,11 @@ private final class AuthorizedExchange<Output: AuthorizedAnswer>: Sendable {
         /// Set (from the first attempt's serialised events) once its 401 starts the renewal:
         /// the first attempt's completion is then not the signal's.
         let renewing = Atomic<Bool>(false)
-        /// The authorizer's renewal, made at subscription as ``Authorizer/renewal(in:)`` says.
-        let renew: @Sendable (URLRequest) -> Signal<Void, any Error>
 
         init(_ exchange: AuthorizedExchange, _ observer: Observer<Output, any Error>, _ context: SubscriptionContext) {
             self.exchange = exchange
             self.observer = observer
             scope = CancellationToken(context: context)
-            // At subscription, so a request made by a renewal is known as such.
-            renew = exchange.authorizer.renewal(
-                in: CredentialRenewalContext(scheduler: exchange.scheduler, events: exchange.events, subscription: context)
-            )
         }
 
         func start() {
@@ -121,6 +115,11 @@ private final class AuthorizedExchange<Output: AuthorizedAnswer>: Sendable {
             renewing.store(true, ordering: .releasing)
             let waiting = scope.makeChild()
             let rejected = response.request
+            // Made now, with the subscription's context: what it reads there is the same as at
+            // subscription (whether the request is part of a refresh).
+            let renew = exchange.authorizer.renewal(
+                in: CredentialRenewalContext(scheduler: exchange.scheduler, events: exchange.events, subscription: scope.context)
+            )
             renew(rejected).observe(Observer { [self] renewal in
                 switch renewal {
                 case .value:

@@ -81,7 +81,7 @@ public final class HTTPClient: Sendable {
     let failover: HostFailover?
     /// The user-level credentials added to requests in their scope, renewed on 401, if any.
     let authorizer: (any Authorizer)?
-    private let coalescer = Coalescer()
+    let coalescer = Coalescer()
     /// The first invalid default header, checked once: every request fails with it.
     private let defaultHeaderError: URLRequestError?
 
@@ -172,26 +172,10 @@ public final class HTTPClient: Sendable {
     ///   - request: the method, URL, header fields and body.
     ///   - options: per-request limit, deadline and redirect policy.
     public func send(_ request: consuming TransportRequest, options: RequestOptions = RequestOptions()) -> Signal<HTTPResponse, any Error> {
-        guard events != nil else { return attached(buffered(request, options: options, events: nil)) }
+        // Without monitors the buffered exchange attaches to the operators' request context itself.
+        guard events != nil else { return buffered(request, options: options, events: nil) }
         let request = request
         return observed(options, endsWith: { _ in true }) { events in self.buffered(request, options: options, events: events) }
-    }
-
-    /// The buffered exchange of `request`, renewing credentials on a 401, reported to `events`.
-    private func buffered(_ request: consuming TransportRequest, options: RequestOptions, events: HTTPEventSink?) -> Signal<HTTPResponse, any Error> {
-        let limit = options.maxResponseBytes ?? maxResponseBytes
-        let deadline = Self.timed(options.deadline ?? self.deadline)
-        let buffered: @Sendable (consuming TransportRequest) -> Signal<HTTPResponse, any Error> = { request in
-            self.prepared(request, events: events) { sent in
-                // The deadline is timed by the collecting stage itself: one stage fewer per request.
-                let response = self.parts(of: sent, options: options, events: events)
-                    .collectResponse(for: sent, maxBytes: limit, events: events, deadline: deadline, deadlines: self.deadlines)
-                guard self.coalescesRequests, sent.bodyFile == nil, sent.bodyProgress == nil, let key = Coalescer.key(for: sent) else { return response }
-                return self.coalescer.send(key + "\n\(limit)", response, request: sent, events: events)
-            }
-        }
-        guard let authorizer else { return buffered(request) }
-        return Self.authorized(request, by: authorizer, scheduler: scheduler, events: events, attempt: buffered)
     }
 
     /// The signal `build` makes for the sink of one request, reported to the monitors as that
@@ -376,25 +360,36 @@ public final class HTTPClient: Sendable {
         events: HTTPEventSink?,
         _ body: (TransportRequest) -> Signal<Output, any Error>
     ) -> Signal<Output, any Error> {
-        // The request's own refusals first, then the client's; both before anything is sent.
-        // Then the default fields the request lacks, after its own (every one was checked once).
+        let sent: TransportRequest
+        do {
+            sent = try prepare(request)
+        } catch {
+            return Signal(error: error)
+        }
+        return monitored(body(sent), sent, events: events)
+    }
+
+    /// `request` with the default header fields it lacks, after its own: the request's own
+    /// refusals first, then the client's, both before anything is sent (every field was checked
+    /// once).
+    ///
+    /// - Throws: ``URLRequestError`` for a request that cannot be sent.
+    func prepare(_ request: consuming TransportRequest) throws(URLRequestError) -> TransportRequest {
         var prepared = consume request
         if prepared.isMadeFromURLRequest {
             let (error, merged) = foundationDefaults(for: prepared)
-            if let error { return Signal(error: error) }
+            if let error { throw error }
             // Changed in place: the `URLRequest` is referenced only by `prepared` here (Linux
             // Foundation copies the whole request when changing a shared one).
             if let merged { prepared.changeURLRequest { $0.allHTTPHeaderFields = merged } }
         } else {
             let (error, missing) = defaultFields(missingFrom: prepared)
-            if let error { return Signal(error: error) }
+            if let error { throw error }
             if !missing.isEmpty { prepared.append(missing) }
         }
-        let sent = prepared
-        return monitored(body(sent), sent, events: events)
+        return prepared
     }
 
-    /// For a request Transit built: why it cannot be sent, or else the default fields it lacks.
     private func defaultFields(missingFrom request: borrowing TransportRequest) -> (URLRequestError?, [HTTPField]) {
         guard case .fields(let box) = request.form else { return (nil, []) }
         let own = box.fields
@@ -434,7 +429,7 @@ public final class HTTPClient: Sendable {
 
     /// The parts of `request`'s final response: after the shared cooldown and the rate limit,
     /// redirects followed.
-    private func parts(
+    func parts(
         of request: TransportRequest,
         options: RequestOptions,
         events: HTTPEventSink?

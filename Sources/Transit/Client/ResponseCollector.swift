@@ -34,45 +34,21 @@ extension Signal where Output == HTTPResponsePart, Failure == any Error {
             if let deadline, let deadlines {
                 deadlineID = deadlines.arm(deadline, for: sent, events: events, cancelling: scope, failing: observer)
             }
-            let buffer = Locked<(head: HTTPResponseHead?, body: Data, declared: Int)>((nil, Data(), 0))
+            let buffer = Locked(ResponseBuffer(maxBytes: maxBytes))
             parts.observe(Observer { event in
                 switch event {
                 case .value(.head(let head)):
-                    let declared = head.expectedContentLength
-                    if declared > maxBytes, !head.isContentEncoded { return Self.tooLarge(maxBytes, declared: declared, scope, observer) }
-                    buffer.withLock {
-                        $0.head = head
-                        $0.declared = declared > 0 ? Int(declared) : 0
-                    }
+                    if let tooLarge = buffer.withLock({ $0.receive(head) }) { Self.fail(tooLarge, scope, observer) }
                 case .value(.body(let chunk)):
-                    let fits = buffer.withLock { state -> Bool in
-                        guard state.body.count + chunk.count <= maxBytes else { return false }
-                        if state.body.isEmpty {
-                            // Most bodies arrive in one chunk: keep it as it is, without a copy.
-                            state.body = chunk
-                        } else {
-                            // The second chunk: room for the whole declared body, once.
-                            if state.declared > state.body.count {
-                                state.body.reserveCapacity(state.declared)
-                                state.declared = 0
-                            }
-                            state.body.append(chunk)
-                        }
-                        return true
-                    }
-                    if !fits { Self.tooLarge(maxBytes, declared: nil, scope, observer) }
+                    if let tooLarge = buffer.withLock({ $0.receive(chunk) }) { Self.fail(tooLarge, scope, observer) }
                 case .finished:
-                    let (head, body) = buffer.withLock { state in
-                        defer { state = (nil, Data(), 0) }
-                        return (state.head, state.body)
+                    switch buffer.withLock({ $0.take() }) {
+                    case .success(let (head, body)):
+                        observer.send(HTTPResponse(data: body, head: head, sent: sent))
+                        observer.finish()
+                    case .failure(let error):
+                        observer.fail(error)
                     }
-                    guard let head else {
-                        return observer.fail(URLError(.badServerResponse, userInfo: [
-                            NSLocalizedDescriptionKey: "The transport ended without a response head.",
-                        ]))
-                    }
-                    observer.send(HTTPResponse(data: body, head: head, sent: sent))
-                    observer.finish()
                 case .failed(let error):
                     // A transport's failures already carry the request (the redirecting exchange annotates them).
                     observer.fail(error)
@@ -88,14 +64,66 @@ extension Signal where Output == HTTPResponsePart, Failure == any Error {
 
     /// Cancels the transfer and fails: the body is larger than `maxBytes`. (A function, not a
     /// closure in the stage: no allocation per request.)
-    private static func tooLarge(
-        _ maxBytes: Int,
-        declared: Int64?,
-        _ scope: CancellationToken,
-        _ observer: Observer<HTTPResponse, any Error>
-    ) {
+    private static func fail(_ tooLarge: ResponseTooLargeError, _ scope: CancellationToken, _ observer: Observer<HTTPResponse, any Error>) {
         scope.cancel()
-        observer.fail(ResponseTooLargeError(limit: maxBytes, declaredLength: declared))
+        observer.fail(tooLarge)
+    }
+}
+
+/// A response being buffered from its parts, as a state machine apart from the code that drives
+/// it: the head, then the body chunks, then ``take()`` at the end. It enforces the limit of
+/// `maxBytes` body bytes: a `Content-Length` above it is refused at the head (unless the body is
+/// content-encoded: the length is then that of the encoded bytes, and transports deliver them
+/// decoded), and a body that grows past it with the chunk that crosses it, which is not kept.
+/// Not thread-safe: its driver serialises the calls.
+struct ResponseBuffer {
+    let maxBytes: Int
+    private var head: HTTPResponseHead?
+    private var body = Data()
+    /// The declared length, until the second chunk reserves room for it.
+    private var declared = 0
+
+    init(maxBytes: Int) {
+        self.maxBytes = maxBytes
+    }
+
+    /// Takes the head; returns the error to fail with when its declared length is over the limit.
+    mutating func receive(_ head: HTTPResponseHead) -> ResponseTooLargeError? {
+        let declared = head.expectedContentLength
+        if declared > maxBytes, !head.isContentEncoded { return ResponseTooLargeError(limit: maxBytes, declaredLength: declared) }
+        self.head = head
+        self.declared = declared > 0 ? Int(declared) : 0
+        return nil
+    }
+
+    /// Takes a body chunk; returns the error to fail with when it takes the body over the limit
+    /// (the chunk is then not kept).
+    mutating func receive(_ chunk: Data) -> ResponseTooLargeError? {
+        guard body.count + chunk.count <= maxBytes else { return ResponseTooLargeError(limit: maxBytes) }
+        if body.isEmpty {
+            // Most bodies arrive in one chunk: keep it as it is, without a copy.
+            body = chunk
+        } else {
+            // The second chunk: room for the whole declared body, once.
+            if declared > body.count {
+                body.reserveCapacity(declared)
+                declared = 0
+            }
+            body.append(chunk)
+        }
+        return nil
+    }
+
+    /// The head and the body at the end of the parts, and the buffer emptied; or the error for
+    /// parts that ended without a head.
+    mutating func take() -> Result<(HTTPResponseHead, Data), URLError> {
+        defer { self = ResponseBuffer(maxBytes: maxBytes) }
+        guard let head else {
+            return .failure(URLError(.badServerResponse, userInfo: [
+                NSLocalizedDescriptionKey: "The transport ended without a response head.",
+            ]))
+        }
+        return .success((head, body))
     }
 }
 

@@ -31,16 +31,18 @@ public protocol Authorizer: Sendable {
     /// `scheduler` is the client's: time every wait and deadline of the renewal on it, so that a
     /// client given a `TestScheduler` renews in virtual time.
     func renewCredentials(after rejected: URLRequest, scheduler: any Scheduler) -> Signal<Void, any Error>
-    /// Called when a request's subscription starts: the function that renews the credentials if
-    /// that request is answered 401. `context` holds the client's scheduler and reports to the
-    /// client's monitors.
+    /// Called when a request is answered 401 and its credentials are to be renewed: the function
+    /// that renews them. `context` holds the client's scheduler, reports to the client's
+    /// monitors, and carries what the request's subscription carries (so what is read from it is
+    /// the same whenever the 401 comes). Most requests are never answered 401, and never pay for
+    /// a renewal.
     ///
     /// The default calls ``renewCredentials(after:scheduler:)`` and reports
     /// ``HTTPEvent/Kind/credentialRenewalStarted`` and how it ended (succeeded, declined or
     /// failed, each shared by one request). An authorizer that shares one renewal between
     /// requests reports for itself (joined, shared by how many); one that must know whether the
-    /// request is part of its own renewal (to fail a renewal that waits for itself) captures
-    /// that here, as ``TokenStore`` does.
+    /// request is part of its own renewal (to fail a renewal that waits for itself) reads that
+    /// from the context here, as ``TokenStore`` does.
     func renewal(in context: CredentialRenewalContext) -> @Sendable (_ rejected: URLRequest) -> Signal<Void, any Error>
 }
 
@@ -112,8 +114,8 @@ extension TokenStore: Authorizer {
 
     /// A fresh token after the rejected request's, its refresh timed by the context's scheduler
     /// and reported to the client's monitors by the store (once per client however many of its
-    /// requests wait). Reads, now, whether the request being subscribed is part of one of the
-    /// store's refreshes: such a request must not wait for that refresh.
+    /// requests wait). Reads from the request's subscription context whether the request is part
+    /// of one of the store's refreshes: such a request must not wait for that refresh.
     public func renewal(in context: CredentialRenewalContext) -> @Sendable (_ rejected: URLRequest) -> Signal<Void, any Error> {
         let ownRefresh = refresh(in: context.subscription)
         return { rejected in
