@@ -6,7 +6,8 @@ import Signals
 
 /// A buffered request's whole way through the client, as one stage: the client's credentials
 /// and default fields, the monitors' per-attempt reports, the transport's parts (through the
-/// client's policies and redirects, ``HTTPClient/parts(of:options:events:)``) buffered into one
+/// client's policies and redirects, ``HTTPClient/exchange(_:options:events:observer:in:)``, which
+/// drives the redirects from inside this stage) buffered into one
 /// ``HTTPResponse`` under the size limit and the deadline, and one renewal of the credentials
 /// on a 401 that answers them.
 ///
@@ -144,10 +145,9 @@ final class BufferedExchange: @unchecked Sendable {
         lock.withLock { state.sent = form }
         let events = plan.events
         events?.startRequest(form)
-        let parts = client.parts(of: sent, options: plan.options, events: events)
         if client.coalescesRequests, sent.bodyFile == nil, sent.bodyProgress == nil, let key = Coalescer.key(for: sent) {
             // The flight buffers the response once for all who share it, under its own deadline.
-            let flight = parts.collectResponse(
+            let flight = client.parts(of: sent, options: plan.options, events: events).collectResponse(
                 for: sent, maxBytes: plan.maxBytes, events: events, deadline: plan.deadline, deadlines: client.deadlines
             )
             return client.coalescer.send(key + "\n\(plan.maxBytes)", flight, request: sent, events: events)
@@ -160,7 +160,7 @@ final class BufferedExchange: @unchecked Sendable {
             }
             lock.withLock { state.deadline = deadline }
         }
-        parts.observe(Observer { [self] event in receive(event) }, in: scope)
+        client.exchange(sent, options: plan.options, events: events, observer: Observer { [self] event in receive(event) }, in: scope)
     }
 
     /// A part of the running attempt.

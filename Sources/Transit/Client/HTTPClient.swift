@@ -427,6 +427,47 @@ public final class HTTPClient: Sendable {
         return parts.within(deadline, deadlines: deadlines, for: request, events: events)
     }
 
+    /// Delivers the parts of `request`'s final response to `observer`, observed in `scope`: as
+    /// ``parts(of:options:events:)`` delivers them, but for a client with no cooldowns and no
+    /// rate limit (nothing to wait for before sending) with no stage of its own between the
+    /// caller's and the transport's.
+    func exchange(
+        _ request: TransportRequest,
+        options: RequestOptions,
+        events: HTTPEventSink?,
+        observer: Observer<HTTPResponsePart, any Error>,
+        in scope: CancellationToken
+    ) {
+        guard rateLimiter == nil, cooldowns == nil else {
+            return parts(of: request, options: options, events: events).observe(observer, in: scope)
+        }
+        let marked = marked(request)
+        redirecting(marked, options: options, events: events, onFinalHead: nil).start(marked, observer: observer, in: scope)
+    }
+
+    /// `request` carrying the client's own secrets, which the transports and their decorators
+    /// (the HTTP cache) learn from it.
+    private func marked(_ request: TransportRequest) -> TransportRequest {
+        guard !sensitiveHeaders.isEmpty else { return request }
+        var marked = request
+        marked.sensitiveHeaders = sensitiveHeaders
+        return marked
+    }
+
+    /// The redirecting exchange of `request` on the client's transport (the upload-counting one
+    /// for a request whose body's progress is watched).
+    private func redirecting(
+        _ request: TransportRequest,
+        options: RequestOptions,
+        events: HTTPEventSink?,
+        onFinalHead: (@Sendable (HTTPResponseHead) -> Void)?
+    ) -> RedirectingExchange {
+        RedirectingExchange(
+            transport: request.bodyProgress == nil ? transport : UploadAttempts(base: transport), failover: failover, scheduler: scheduler,
+            policy: options.redirectPolicy ?? redirectPolicy, sensitiveHeaders: sensitiveHeaders, events: events, onFinalHead: onFinalHead
+        )
+    }
+
     /// The parts of `request`'s final response: after the shared cooldown and the rate limit,
     /// redirects followed.
     func parts(
@@ -435,10 +476,7 @@ public final class HTTPClient: Sendable {
         events: HTTPEventSink?
     ) -> Signal<HTTPResponsePart, any Error> {
         let scheduler = self.scheduler
-        // The transports and their decorators (the HTTP cache) learn the client's own secrets.
-        var marked = request
-        if !sensitiveHeaders.isEmpty { marked.sensitiveHeaders = sensitiveHeaders }
-        let request = marked
+        let request = marked(request)
         // The request a policy reports about, or records a cooldown's answer for.
         let sent: TransportRequest? = cooldowns != nil || (rateLimiter != nil && events != nil) ? request : nil
         // Each policy's key is computed once per request. A request that may go at once (a free
@@ -449,13 +487,7 @@ public final class HTTPClient: Sendable {
         if let cooldowns, let cooldownKey, let sent {
             onFinalHead = { head in cooldowns.record(head, for: sent, key: cooldownKey, on: scheduler, events: events) }
         }
-        var parts = RedirectingExchange.signal(
-            request, transport: request.bodyProgress == nil ? transport : UploadAttempts(base: transport), failover: failover, scheduler: scheduler,
-            policy: options.redirectPolicy ?? redirectPolicy,
-            sensitiveHeaders: sensitiveHeaders,
-            events: events,
-            onFinalHead: onFinalHead
-        )
+        var parts = redirecting(request, options: options, events: events, onFinalHead: onFinalHead).signal(request)
         if rateLimiter != nil || cooldownKey != nil {
             // One stage for both waits: the cooldown first, then the rate limit (a token is taken
             // only once the cooldown is over).

@@ -9,48 +9,69 @@ import Signals
 ///
 /// Every hop is its own transport exchange. A redirect's head cancels that exchange (its body is
 /// never read) and starts the next one; only the final response's parts are delivered.
-enum RedirectingExchange {
-    /// - Parameters:
-    ///   - failover: the client's failover group: each hop whose origin is in the group goes to
-    ///     its first healthy origin, and to the next on a connection-level failure.
-    ///   - scheduler: the client's clock, which times the failover group's quarantines.
-    ///   - onFinalHead: told about the head that is delivered (not those of redirects followed),
-    ///     before it is: the shared cooldowns' look at every response.
-    static func signal(
-        _ request: TransportRequest,
-        transport: any HTTPTransport,
-        failover: HostFailover? = nil,
-        scheduler: any Scheduler,
-        policy: RedirectPolicy,
-        sensitiveHeaders: Set<String>,
-        events: HTTPEventSink? = nil,
-        onFinalHead: (@Sendable (HTTPResponseHead) -> Void)? = nil
-    ) -> Signal<HTTPResponsePart, any Error> {
+struct RedirectingExchange: Sendable {
+    let transport: any HTTPTransport
+    /// The client's failover group: each hop whose origin is in the group goes to its first
+    /// healthy origin, and to the next on a connection-level failure.
+    let failover: HostFailover?
+    /// The client's clock, which times the failover group's quarantines.
+    let scheduler: any Scheduler
+    let policy: RedirectPolicy
+    let sensitiveHeaders: Set<String>
+    let events: HTTPEventSink?
+    /// Told about the head that is delivered (not those of redirects followed), before it is:
+    /// the shared cooldowns' look at every response.
+    let onFinalHead: (@Sendable (HTTPResponseHead) -> Void)?
+
+    /// How a request goes: as one transport exchange, or hop by hop.
+    private enum Route {
+        case direct(Signal<HTTPResponsePart, any Error>)
+        case hops(Exchange)
+    }
+
+    private func route(_ request: TransportRequest) -> Route {
         // Without monitors, the exchange is the transport's, untouched: no event is built. Its
         // failures are annotated by the hop below (one stage fewer), or here when there is none.
+        let transport = transport
         let exchange: Exchange = if let events {
-            { request, mark in monitoredHop(request, on: transport, events: events, mark: mark) }
+            { request, mark in Self.monitoredHop(request, on: transport, events: events, mark: mark) }
         } else {
             { request, _ in transport.exchange(request) }
         }
         if policy.mode == .never, failover == nil, onFinalHead == nil {
-            return events == nil ? hop(request, on: transport) : exchange(request, nil)
+            return .direct(events == nil ? Self.hop(request, on: transport) : exchange(request, nil))
         }
-        // Redirects, failover and the final head are all handled in this one stage: every request
-        // of a client with policies passes through it.
-        return Signal { observer in
-            let scope = CancellationToken()
-            let run = Hop(
-                exchange: exchange, failover: failover, scheduler: scheduler, policy: policy, sensitiveHeaders: sensitiveHeaders, events: events,
-                onFinalHead: onFinalHead, observer: observer, scope: scope
-            )
-            run.start(request, hops: 0, lostCredentials: false)
-            return { scope.cancel() }
+        return .hops(exchange)
+    }
+
+    /// The parts of the last response to `request`.
+    func signal(_ request: TransportRequest) -> Signal<HTTPResponsePart, any Error> {
+        switch route(request) {
+        case .direct(let parts):
+            return parts
+        case .hops(let exchange):
+            // Redirects, failover and the final head are all handled in this one stage: every
+            // request of a client with policies passes through it.
+            return Signal { observer in
+                let scope = CancellationToken()
+                Hop(self, exchange: exchange, observer: observer, scope: scope).start(request, hops: 0, lostCredentials: false)
+                return { scope.cancel() }
+            }
         }
     }
 
-    /// One exchange, told by the redirect-following hop when it is cancelled to follow a redirect
-    /// (only when monitored). Its failures need not carry the request: the hop annotates them.
+    /// Delivers the parts of the last response to `request` to `observer`, every hop observed in
+    /// `scope`: the driver of a stage that holds the exchange inside its own (the buffered
+    /// exchange), with no stage of its own.
+    func start(_ request: TransportRequest, observer: Observer<HTTPResponsePart, any Error>, in scope: CancellationToken) {
+        switch route(request) {
+        case .direct(let parts):
+            parts.observe(observer, in: scope)
+        case .hops(let exchange):
+            Hop(self, exchange: exchange, observer: observer, scope: scope).start(request, hops: 0, lostCredentials: false)
+        }
+    }
+
     typealias Exchange = @Sendable (TransportRequest, AttemptMonitoring.RedirectMark?) -> Signal<HTTPResponsePart, any Error>
 
     /// One exchange on the transport (on one origin of a failover group); its failures carry the request (``HTTPClient/annotate(_:sentWith:events:)``).
@@ -96,31 +117,18 @@ enum RedirectingExchange {
         let observer: Observer<HTTPResponsePart, any Error>
         let scope: CancellationToken
 
-        init(
-            exchange: @escaping Exchange,
-            failover: HostFailover?,
-            scheduler: any Scheduler,
-            policy: RedirectPolicy,
-            sensitiveHeaders: Set<String>,
-            events: HTTPEventSink?,
-            onFinalHead: (@Sendable (HTTPResponseHead) -> Void)?,
-            observer: Observer<HTTPResponsePart, any Error>,
-            scope: CancellationToken
-        ) {
+        init(_ route: RedirectingExchange, exchange: @escaping Exchange, observer: Observer<HTTPResponsePart, any Error>, scope: CancellationToken) {
             self.exchange = exchange
-            self.failover = failover
-            self.scheduler = scheduler
-            self.policy = policy
-            self.sensitiveHeaders = sensitiveHeaders
-            self.events = events
-            self.onFinalHead = onFinalHead
+            failover = route.failover
+            scheduler = route.scheduler
+            policy = route.policy
+            sensitiveHeaders = route.sensitiveHeaders
+            events = route.events
+            onFinalHead = route.onFinalHead
             self.observer = observer
             self.scope = scope
         }
 
-        /// Hop number `hops` (0 for the request itself, then one per redirect followed): to the
-        /// first origin of its failover plan when its origin is in the group. `lostCredentials`:
-        /// an earlier hop dropped credential headers (a redirect to another origin).
         func start(_ request: TransportRequest, hops: Int, lostCredentials: Bool) {
             guard let failover, let plan = failover.plan(for: request.url, on: scheduler, forgettingRecovered: events != nil),
                   !plan.origins.isEmpty
