@@ -58,7 +58,12 @@ extension HTTPClient {
     /// Whether a scheme's bytes, in any case, are `http` or `https`.
     private static func isHTTP(_ scheme: Slice<UnsafeBufferPointer<UInt8>>) -> Bool {
         guard scheme.count == 4 || scheme.count == 5 else { return false }
-        for (byte, expected) in zip(scheme, "https".utf8) where byte | 0x20 != expected { return false }
-        return true
+        // Indexed, not zipped with a string's bytes: a zip's iterator over a `String.UTF8View`
+        // is destroyed through its generic metadata, which cost more than the whole check.
+        let start = scheme.startIndex
+        guard scheme[start] | 0x20 == UInt8(ascii: "h"), scheme[start + 1] | 0x20 == UInt8(ascii: "t"),
+              scheme[start + 2] | 0x20 == UInt8(ascii: "t"), scheme[start + 3] | 0x20 == UInt8(ascii: "p")
+        else { return false }
+        return scheme.count == 4 || scheme[start + 4] | 0x20 == UInt8(ascii: "s")
     }
 }
