@@ -36,7 +36,9 @@ final class BufferedExchange: @unchecked Sendable {
         /// sends it).
         enum Request {
             case prepared(Result<TransportRequest, URLRequestError>)
-            case authorized(TransportRequest, by: any Authorizer)
+            /// `precheck`: for a request made of its own fields, what preparing it finds apart
+            /// from the credentials, found once.
+            case authorized(TransportRequest, by: any Authorizer, precheck: AuthorizedPrecheck?)
         }
 
         init(client: HTTPClient, request: consuming TransportRequest, options: RequestOptions, events: HTTPEventSink?) {
@@ -46,7 +48,8 @@ final class BufferedExchange: @unchecked Sendable {
             maxBytes = options.maxResponseBytes ?? client.maxResponseBytes
             deadline = HTTPClient.timed(options.deadline ?? client.deadline)
             if let authorizer = client.authorizer, let url = request.url, authorizer.scope.allows(url) {
-                self.request = .authorized(request, by: authorizer)
+                let precheck = client.precheck(authorizing: request)
+                self.request = .authorized(request, by: authorizer, precheck: precheck)
             } else {
                 // Consumed: when the caller passed its last reference, the default fields are
                 // added in place, without a copy.
@@ -60,15 +63,25 @@ final class BufferedExchange: @unchecked Sendable {
 
         /// The client's authoriser, when the request goes where it may send credentials.
         var authorizer: (any Authorizer)? {
-            if case .authorized(_, let authorizer) = request { return authorizer }
+            if case .authorized(_, let authorizer, _) = request { return authorizer }
             return nil
         }
 
         /// The request an attempt sends: with the credentials and the default fields it lacks.
         func sent() throws -> TransportRequest {
             switch request {
-            case .prepared(let prepared): try prepared.get()
-            case .authorized(let request, let authorizer): try client.prepare(HTTPClient.authorize(request, by: authorizer))
+            case .prepared(let prepared):
+                return try prepared.get()
+            case .authorized(let request, let authorizer, let precheck):
+                let value = try authorizer.authorizationValue()
+                guard let precheck, let value else { return try client.prepare(HTTPClient.authorize(request, by: authorizer, value: value)) }
+                // Only the credentials are new: they are checked, and the default fields the
+                // request lacks follow them, as `prepare` would have added them.
+                if let error = precheck.error ?? URLRequest.checkHeader("Authorization", value) { throw error }
+                var sent = request
+                sent.setValue(value, forHTTPHeaderField: "Authorization")
+                if !precheck.missing.isEmpty { sent.append(precheck.missing) }
+                return sent
             }
         }
     }

@@ -28,7 +28,12 @@ extension HTTPClient {
     /// - Throws: the authorizer's error, or ``URLRequestError/invalidURL`` for a request without
     ///   a URL.
     static func authorize(_ request: consuming TransportRequest, by authorizer: any Authorizer) throws -> TransportRequest {
-        guard let value = try authorizer.authorizationValue() else {
+        try authorize(request, by: authorizer, value: authorizer.authorizationValue())
+    }
+
+    /// ``authorize(_:by:)`` with the authoriser's ``Authorizer/authorizationValue()`` already read.
+    static func authorize(_ request: consuming TransportRequest, by authorizer: any Authorizer, value: String?) throws -> TransportRequest {
+        guard let value else {
             var authorized = consume request
             try authorized.changeURLRequest { $0 = try authorizer.authorize($0) }
             return authorized

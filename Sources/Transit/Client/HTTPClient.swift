@@ -390,6 +390,20 @@ public final class HTTPClient: Sendable {
         return prepared
     }
 
+    /// What ``prepare(_:)`` finds of a request made of its own fields before the authoriser's
+    /// `Authorization` is set on it, which does not change at each attempt: the request's own
+    /// refusal, or the client's, and the default fields it lacks (never `Authorization`, which
+    /// the authoriser's value takes). `nil` for a request made from a `URLRequest`.
+    func precheck(authorizing request: borrowing TransportRequest) -> AuthorizedPrecheck? {
+        guard case .fields(let box) = request.form else { return nil }
+        let own = box.fields
+        if let error = Self.validate(own) ?? defaultHeaderError { return AuthorizedPrecheck(error: error, missing: []) }
+        let missing = defaultFields.filter { field in
+            !HTTPSyntax.sameFieldName(field.name, "Authorization") && !own.headerFields.contains { HTTPSyntax.sameFieldName($0.name, field.name) }
+        }
+        return AuthorizedPrecheck(error: nil, missing: missing)
+    }
+
     private func defaultFields(missingFrom request: borrowing TransportRequest) -> (URLRequestError?, [HTTPField]) {
         guard case .fields(let box) = request.form else { return (nil, []) }
         let own = box.fields
@@ -595,4 +609,12 @@ extension Signal where Output == HTTPResponsePart, Failure == any Error {
             return { scope.cancel() }
         }
     }
+}
+
+/// What preparing a request found before its credentials were added (``HTTPClient/precheck(authorizing:)``).
+struct AuthorizedPrecheck: Sendable {
+    /// The refusal of the request's own fields, or of the client's default headers.
+    let error: URLRequestError?
+    /// The default fields the request lacks, in the client's order.
+    let missing: [HTTPField]
 }
