@@ -346,6 +346,72 @@ struct AuthorizerTests {
         #expect(transport.requests.isEmpty)
     }
 
+    /// An authorizer that counts the renewals the client makes of it (``Authorizer/renewal(in:)``).
+    private struct CountingRenewalAuthorizer: Authorizer {
+        let made = SharedValue(0)
+        var scope: CredentialScope { CredentialScope(hosts: ["api.example.com"]) }
+
+        func authorize(_ request: URLRequest) throws -> URLRequest { request }
+        func authorizationValue() throws -> String? { "Key abc" }
+        func renewCredentials(after rejected: URLRequest, scheduler: any Scheduler) -> Signal<Void, any Error> { Signal(value: ()) }
+
+        func renewal(in context: CredentialRenewalContext) -> @Sendable (URLRequest) -> Signal<Void, any Error> {
+            made.update { $0 += 1 }
+            return { rejected in self.renewCredentials(after: rejected, scheduler: context.scheduler) }
+        }
+    }
+
+    /// A renewal is made when a 401 calls for one, not for every request: the requests answered
+    /// at once never pay for it.
+    @Test func aRenewalIsMadeOnlyWhenA401CallsForIt() {
+        let authorizer = CountingRenewalAuthorizer()
+        let transport = StubTransport(scheduler: scheduler)
+        let served = SharedValue(0)
+        transport.stub(.get, path: "/me").thenRespond { _ in
+            served.update { $0 += 1; return $0 } == 3 ? .status(401) : .text("hello")
+        }
+        let client = HTTPClient(transport: transport) {
+            $0.scheduler = scheduler
+            $0.authorizer = authorizer
+        }
+        let url = URL(string: "https://api.example.com/me")!
+        let answered = RequestProbe(client.send(TransportRequest(method: .get, url: url)))
+        let again = RequestProbe(client.send(URLRequest(url: url)))
+        scheduler.advance()
+        #expect(answered.values.map(\.statusCode) == [200] && again.values.map(\.statusCode) == [200])
+        #expect(authorizer.made.value == 0)
+        let renewed = RequestProbe(client.send(TransportRequest(method: .get, url: url)))
+        scheduler.advance()
+        #expect(renewed.values.map(\.statusCode) == [200])
+        #expect(authorizer.made.value == 1)
+        #expect(transport.requests.count == 4)
+    }
+
+    /// A request declared on the client gets the authoriser's value, never a default header's,
+    /// and the other default headers it lacks, on every attempt (a renewal's too).
+    @Test func aDeclaredRequestGetsTheCredentialsAndTheDefaultsItLacksOnEveryAttempt() {
+        let transport = StubTransport(scheduler: scheduler)
+        let served = SharedValue(0)
+        transport.stub(.get, path: "/me").thenRespond { _ in
+            served.update { $0 += 1; return $0 } == 1 ? .status(401) : .text("hello")
+        }
+        let client = HTTPClient(transport: transport) {
+            $0.scheduler = scheduler
+            $0.authorizer = CountingRenewalAuthorizer()
+            $0.defaultHeaders = ["Accept": "application/json", "Authorization": "Default x", "X-Own": "default"]
+        }
+        var request = TransportRequest(method: .get, url: URL(string: "https://api.example.com/me")!)
+        request.setValue("mine", forHTTPHeaderField: "X-Own")
+        let probe = RequestProbe(client.send(request))
+        scheduler.advance()
+        #expect(probe.values.map(\.statusCode) == [200])
+        let sent = transport.requests
+        #expect(sent.count == 2)
+        #expect(sent.map { $0.value(forHTTPHeaderField: "Authorization") } == ["Key abc", "Key abc"])
+        #expect(sent.map { $0.value(forHTTPHeaderField: "Accept") } == ["application/json", "application/json"])
+        #expect(sent.map { $0.value(forHTTPHeaderField: "X-Own") } == ["mine", "mine"])
+    }
+
     @Test func cancellingDuringTheRenewalSendsNothingMore() {
         let renewal = PassthroughSubject<Void, any Error>()
         let authorizer = KeyAuthorizer(renewed: renewal.signal, refuses: false)
