@@ -134,7 +134,7 @@ final class BufferedExchange: @unchecked Sendable {
     /// deadline is dropped.
     func tearDown() {
         let deadline = lock.withLock { () -> UInt64? in
-            if case .ended = state.phase {} else { state.phase = .ended }
+            state.phase = .ended
             defer { state.deadline = nil }
             return state.deadline
         }
