@@ -79,8 +79,7 @@ final class BufferedExchange: @unchecked Sendable {
                 // request lacks follow them, as `prepare` would have added them.
                 if let error = precheck.error ?? URLRequest.checkHeader("Authorization", value) { throw error }
                 var sent = request
-                sent.setValue(value, forHTTPHeaderField: "Authorization")
-                if !precheck.missing.isEmpty { sent.append(precheck.missing) }
+                sent.setAuthorization(value, appending: precheck.missing)
                 return sent
             }
         }

@@ -26,22 +26,20 @@ struct RedirectingExchange: Sendable {
     /// How a request goes: as one transport exchange, or hop by hop.
     private enum Route {
         case direct(Signal<HTTPResponsePart, any Error>)
-        case hops(Exchange)
+        case hops
     }
 
     private func route(_ request: TransportRequest) -> Route {
+        guard policy.mode == .never, failover == nil, onFinalHead == nil else { return .hops }
         // Without monitors, the exchange is the transport's, untouched: no event is built. Its
-        // failures are annotated by the hop below (one stage fewer), or here when there is none.
-        let transport = transport
-        let exchange: Exchange = if let events {
-            { request, mark in Self.monitoredHop(request, on: transport, events: events, mark: mark) }
-        } else {
-            { request, _ in transport.exchange(request) }
-        }
-        if policy.mode == .never, failover == nil, onFinalHead == nil {
-            return .direct(events == nil ? Self.hop(request, on: transport) : exchange(request, nil))
-        }
-        return .hops(exchange)
+        // failures are annotated here (with hops, the hop annotates them: one stage fewer).
+        return .direct(events == nil ? Self.hop(request, on: transport) : exchange(request, mark: nil))
+    }
+
+    /// One hop's exchange: the transport's own without monitors, measured as one attempt with them.
+    fileprivate func exchange(_ request: TransportRequest, mark: AttemptMonitoring.RedirectMark?) -> Signal<HTTPResponsePart, any Error> {
+        guard let events else { return transport.exchange(request) }
+        return Self.monitoredHop(request, on: transport, events: events, mark: mark)
     }
 
     /// The parts of the last response to `request`.
@@ -49,12 +47,12 @@ struct RedirectingExchange: Sendable {
         switch route(request) {
         case .direct(let parts):
             return parts
-        case .hops(let exchange):
+        case .hops:
             // Redirects, failover and the final head are all handled in this one stage: every
             // request of a client with policies passes through it.
             return Signal { observer in
                 let scope = CancellationToken()
-                Hop(self, exchange: exchange, observer: observer, scope: scope).start(request, hops: 0, lostCredentials: false)
+                Hop(self, observer: observer, scope: scope).start(request, hops: 0, lostCredentials: false)
                 return { scope.cancel() }
             }
         }
@@ -67,14 +65,13 @@ struct RedirectingExchange: Sendable {
         switch route(request) {
         case .direct(let parts):
             parts.observe(observer, in: scope)
-        case .hops(let exchange):
-            Hop(self, exchange: exchange, observer: observer, scope: scope).start(request, hops: 0, lostCredentials: false)
+        case .hops:
+            Hop(self, observer: observer, scope: scope).start(request, hops: 0, lostCredentials: false)
         }
     }
 
-    typealias Exchange = @Sendable (TransportRequest, AttemptMonitoring.RedirectMark?) -> Signal<HTTPResponsePart, any Error>
-
-    /// One exchange on the transport (on one origin of a failover group); its failures carry the request (``HTTPClient/annotate(_:sentWith:events:)``).
+    /// One exchange on the transport (on one origin of a failover group); its failures carry the
+    /// request (`TransportError.annotating(_:sentWith:)`).
     private static func hop(_ request: TransportRequest, on transport: any HTTPTransport) -> Signal<HTTPResponsePart, any Error> {
         transport.exchange(request).mapError { TransportError.annotating($0, sentWith: request) }
     }
@@ -107,27 +104,23 @@ struct RedirectingExchange: Sendable {
     /// A class, not a struct: each hop's observer captures it with one reference instead of a
     /// copy of all its fields (a retain and a release of each).
     private final class Hop: Sendable {
-        let exchange: Exchange
-        let failover: HostFailover?
-        let scheduler: any Scheduler
-        let policy: RedirectPolicy
-        let sensitiveHeaders: Set<String>
-        let events: HTTPEventSink?
-        let onFinalHead: (@Sendable (HTTPResponseHead) -> Void)?
+        /// The transport, the policies and the monitors every hop goes through.
+        let route: RedirectingExchange
         let observer: Observer<HTTPResponsePart, any Error>
         let scope: CancellationToken
 
-        init(_ route: RedirectingExchange, exchange: @escaping Exchange, observer: Observer<HTTPResponsePart, any Error>, scope: CancellationToken) {
-            self.exchange = exchange
-            failover = route.failover
-            scheduler = route.scheduler
-            policy = route.policy
-            sensitiveHeaders = route.sensitiveHeaders
-            events = route.events
-            onFinalHead = route.onFinalHead
+        init(_ route: RedirectingExchange, observer: Observer<HTTPResponsePart, any Error>, scope: CancellationToken) {
+            self.route = route
             self.observer = observer
             self.scope = scope
         }
+
+        var failover: HostFailover? { route.failover }
+        var scheduler: any Scheduler { route.scheduler }
+        var policy: RedirectPolicy { route.policy }
+        var sensitiveHeaders: Set<String> { route.sensitiveHeaders }
+        var events: HTTPEventSink? { route.events }
+        var onFinalHead: (@Sendable (HTTPResponseHead) -> Void)? { route.onFinalHead }
 
         func start(_ request: TransportRequest, hops: Int, lostCredentials: Bool) {
             guard let failover, let plan = failover.plan(for: request.url, on: scheduler, forgettingRecovered: events != nil),
@@ -156,7 +149,7 @@ struct RedirectingExchange: Sendable {
             let mark = events.map { _ in AttemptMonitoring.RedirectMark() }
             let sent = failover.map { HostFailover.request(request, at: $0.plan.first!, from: $0.own) } ?? request
             let answered = failover.map { _ in Locked(false) }
-            self.exchange(sent, mark).observe(Observer { [self] event in
+            route.exchange(sent, mark: mark).observe(Observer { [self] event in
                 switch event {
                 case .value(.head(let head)):
                     answered?.withLock { $0 = true }

@@ -254,6 +254,32 @@ public struct TransportRequest: Sendable {
         })
     }
 
+    /// ``setValue(_:forHTTPHeaderField:)`` of `value` as the `Authorization`, then
+    /// ``append(_:)`` of `fields`, in one change: the fields of a request made of its own are
+    /// built in one array, sized once.
+    mutating func setAuthorization(_ value: String, appending fields: [HTTPField]) {
+        change(fields: { own in
+            var changed: [HTTPField] = []
+            changed.reserveCapacity(own.headerFields.count + 1 + fields.count)
+            var placed = false
+            for field in own.headerFields {
+                guard HTTPSyntax.sameFieldName(field.name, "Authorization") else {
+                    changed.append(field)
+                    continue
+                }
+                // The first `Authorization` is replaced where it was; any later one is dropped.
+                if !placed { changed.append(HTTPField(name: "Authorization", value: value)) }
+                placed = true
+            }
+            if !placed { changed.append(HTTPField(name: "Authorization", value: value)) }
+            changed += fields
+            own.headerFields = changed
+        }, urlRequest: { request in
+            request.setCheckedHeader(value, canonicalName: "Authorization")
+            for field in fields { request.setValue(field.value, forHTTPHeaderField: field.name) }
+        })
+    }
+
     /// The idle timeout a transport applies: the `timeoutInterval` of the `URLRequest` this
     /// request was made from, else Foundation's default of 60 seconds.
     public var timeoutInterval: TimeInterval {

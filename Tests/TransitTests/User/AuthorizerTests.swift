@@ -387,8 +387,8 @@ struct AuthorizerTests {
         #expect(transport.requests.count == 4)
     }
 
-    /// A request declared on the client gets the authoriser's value, never a default header's,
-    /// and the other default headers it lacks, on every attempt (a renewal's too).
+    /// A request declared on the client gets the authoriser's value, never a default header's nor
+    /// its own, and the other default headers it lacks, on every attempt (a renewal's too).
     @Test func aDeclaredRequestGetsTheCredentialsAndTheDefaultsItLacksOnEveryAttempt() {
         let transport = StubTransport(scheduler: scheduler)
         let served = SharedValue(0)
@@ -402,6 +402,8 @@ struct AuthorizerTests {
         }
         var request = TransportRequest(method: .get, url: URL(string: "https://api.example.com/me")!)
         request.setValue("mine", forHTTPHeaderField: "X-Own")
+        // The request's own credentials are replaced by the authoriser's, not sent beside them.
+        request.setValue("Key old", forHTTPHeaderField: "authorization")
         let probe = RequestProbe(client.send(request))
         scheduler.advance()
         #expect(probe.values.map(\.statusCode) == [200])
