@@ -166,10 +166,10 @@ final class BufferedExchange: @unchecked Sendable {
                 .observe(Observer { [self] event in answer(event) }, in: scope)
         }
         if let duration = plan.deadline {
-            let deadline = client.deadlines.add(after: duration) { [self] in
-                scope.cancel()
-                answer(.failed(TransportError.annotating(Deadlines.deadlinePassed(duration), sentWith: TransportRequest(form: form))))
-            }
+            let deadline = client.deadlines.arm(
+                duration, for: TransportRequest(form: form), events: events, cancelling: scope,
+                failing: Observer { [self] event in answer(event) }
+            )
             lock.withLock { state.deadline = deadline }
         }
         client.exchange(sent, options: plan.options, events: events, observer: Observer { [self] event in receive(event) }, in: scope)
@@ -213,18 +213,21 @@ final class BufferedExchange: @unchecked Sendable {
     private func answer(_ event: Event<HTTPResponse, any Error>) {
         switch event {
         case .value(let response):
+            // One decision: dropped after the end, held when it renews, else reported and delivered.
+            let delivers = lock.withLock { () -> Bool? in
+                if case .ended = state.phase { return nil }
+                guard case .first = state.phase, let authorizer = plan.authorizer, response.statusCode == 401,
+                      response.answersCredentials(sentIn: authorizer.scope)
+                else { return true }
+                state.phase = .renewing(response)
+                return false
+            }
+            guard let delivers else { return }
             if let events = plan.events {
                 events.noteStatus(response.statusCode)
                 events.emit(.responseReceived(response), form: response.sent.form)
             }
-            let renews = lock.withLock { () -> Bool in
-                guard case .first = state.phase, let authorizer = plan.authorizer, response.statusCode == 401,
-                      response.answersCredentials(sentIn: authorizer.scope)
-                else { return false }
-                state.phase = .renewing(response)
-                return true
-            }
-            if !renews, isLive { observer.send(response) }
+            if delivers { observer.send(response) }
         case .finished:
             let rejected = lock.withLock { () -> HTTPResponse? in
                 guard case .renewing(let rejected) = state.phase else { return nil }
@@ -234,14 +237,6 @@ final class BufferedExchange: @unchecked Sendable {
             end(.finished, reporting: false)
         case .failed:
             end(event, reporting: true)
-        }
-    }
-
-    /// Whether nothing ended the exchange yet.
-    private var isLive: Bool {
-        lock.withLock {
-            if case .ended = state.phase { return false }
-            return true
         }
     }
 
@@ -274,26 +269,26 @@ final class BufferedExchange: @unchecked Sendable {
             case .value:
                 // Stop waiting (releases this waiter), then send the request again, once.
                 waiting.cancel()
-                let proceeds = lock.withLock { () -> Bool in
-                    guard case .renewing = state.phase else { return false }
-                    state.phase = .second
-                    return true
-                }
-                if proceeds { attempt() }
+                if leavesRenewal() { attempt() }
             case .failed(let error):
                 end(.failed(error), reporting: false)
             case .finished:
                 // A renewal that ends without renewing: the 401 is the answer.
-                let delivers = lock.withLock { () -> Bool in
-                    guard case .renewing = state.phase else { return false }
-                    state.phase = .second
-                    return true
-                }
-                guard delivers else { return }
+                guard leavesRenewal() else { return }
                 observer.send(rejected)
                 end(.finished, reporting: false)
             }
         }, in: waiting)
+    }
+
+    /// Whether the renewal's outcome still counts (nothing ended the exchange meanwhile): the
+    /// exchange then goes on to its second attempt, or to the 401 as the answer.
+    private func leavesRenewal() -> Bool {
+        lock.withLock {
+            guard case .renewing = state.phase else { return false }
+            state.phase = .second
+            return true
+        }
     }
 }
 

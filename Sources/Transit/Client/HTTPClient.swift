@@ -395,15 +395,12 @@ public final class HTTPClient: Sendable {
     /// refusal, or the client's, and the default fields it lacks (never `Authorization`, which
     /// the authoriser's value takes). `nil` for a request made from a `URLRequest`.
     func precheck(authorizing request: borrowing TransportRequest) -> AuthorizedPrecheck? {
-        guard case .fields(let box) = request.form else { return nil }
-        let own = box.fields
-        if let error = Self.validate(own) ?? defaultHeaderError { return AuthorizedPrecheck(error: error, missing: []) }
-        let missing = defaultFields.filter { field in
-            !HTTPSyntax.sameFieldName(field.name, "Authorization") && !own.headerFields.contains { HTTPSyntax.sameFieldName($0.name, field.name) }
-        }
-        return AuthorizedPrecheck(error: nil, missing: missing)
+        guard !request.isMadeFromURLRequest else { return nil }
+        let (error, missing) = defaultFields(missingFrom: request)
+        return AuthorizedPrecheck(error: error, missing: missing.filter { !HTTPSyntax.sameFieldName($0.name, "Authorization") })
     }
 
+    /// For a request Transit built: why it cannot be sent, or else the default fields it lacks.
     private func defaultFields(missingFrom request: borrowing TransportRequest) -> (URLRequestError?, [HTTPField]) {
         guard case .fields(let box) = request.form else { return (nil, []) }
         let own = box.fields
