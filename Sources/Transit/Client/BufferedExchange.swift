@@ -166,10 +166,7 @@ final class BufferedExchange: @unchecked Sendable {
                 .observe(Observer { [self] event in answer(event) }, in: scope)
         }
         if let duration = plan.deadline {
-            let deadline = client.deadlines.arm(
-                duration, for: TransportRequest(form: form), events: events, cancelling: scope,
-                failing: Observer { [self] event in answer(event) }
-            )
+            let deadline = client.deadlines.arm(duration, for: sent, events: events, cancelling: scope, failing: Observer { [self] event in answer(event) })
             lock.withLock { state.deadline = deadline }
         }
         client.exchange(sent, options: plan.options, events: events, observer: Observer { [self] event in receive(event) }, in: scope)

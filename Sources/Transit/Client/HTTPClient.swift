@@ -395,17 +395,25 @@ public final class HTTPClient: Sendable {
     /// refusal, or the client's, and the default fields it lacks (never `Authorization`, which
     /// the authoriser's value takes). `nil` for a request made from a `URLRequest`.
     func precheck(authorizing request: borrowing TransportRequest) -> AuthorizedPrecheck? {
-        guard !request.isMadeFromURLRequest else { return nil }
-        let (error, missing) = defaultFields(missingFrom: request)
-        return AuthorizedPrecheck(error: error, missing: missing.filter { !HTTPSyntax.sameFieldName($0.name, "Authorization") })
+        guard case .fields(let box) = request.form else { return nil }
+        let (error, missing) = checkedDefaults(for: box.fields, authorizing: true)
+        return AuthorizedPrecheck(error: error, missing: missing)
     }
 
     /// For a request Transit built: why it cannot be sent, or else the default fields it lacks.
     private func defaultFields(missingFrom request: borrowing TransportRequest) -> (URLRequestError?, [HTTPField]) {
         guard case .fields(let box) = request.form else { return (nil, []) }
-        let own = box.fields
+        return checkedDefaults(for: box.fields, authorizing: false)
+    }
+
+    /// Why the fields `own` cannot be sent, or else the default fields they lack; without
+    /// `Authorization` when the authoriser's value will take its place.
+    private func checkedDefaults(for own: TransportRequest.Fields, authorizing: Bool) -> (URLRequestError?, [HTTPField]) {
         if let error = Self.validate(own) ?? defaultHeaderError { return (error, []) }
-        return (nil, defaultFields.filter { field in !own.headerFields.contains { HTTPSyntax.sameFieldName($0.name, field.name) } })
+        return (nil, defaultFields.filter { field in
+            !(authorizing && HTTPSyntax.sameFieldName(field.name, "Authorization"))
+                && !own.headerFields.contains { HTTPSyntax.sameFieldName($0.name, field.name) }
+        })
     }
 
     /// For a request made from a `URLRequest`: why it cannot be sent, or else its header

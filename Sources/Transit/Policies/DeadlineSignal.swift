@@ -33,9 +33,9 @@ extension Deadlines {
     /// cancelled and `observer` fails with `URLError(.timedOut)` in a ``TransportError`` for
     /// `request`. Returns the identifier for ``remove(_:)``, which the stage's teardown calls.
     ///
-    /// The one arming of both stages that time a request: `within(_:deadlines:for:events:)`
-    /// (streams and downloads) and `collectResponse(for:maxBytes:events:deadline:deadlines:)`
-    /// (the buffered send).
+    /// The one arming of every stage that times a request: `within(_:deadlines:for:events:)`
+    /// (streams and downloads), `collectResponse(for:maxBytes:events:deadline:deadlines:)` (a
+    /// coalesced flight) and the buffered exchange.
     func arm<Value>(
         _ deadline: Duration,
         for request: TransportRequest,
@@ -43,9 +43,11 @@ extension Deadlines {
         cancelling scope: CancellationToken,
         failing observer: Observer<Value, any Error>
     ) -> UInt64 {
-        add(after: deadline) {
+        // The failure keeps the request's form alone: the timer captures that, not the request.
+        let form = request.form
+        return add(after: deadline) {
             scope.cancel()
-            observer.fail(TransportError.annotating(Self.deadlinePassed(deadline), sentWith: request))
+            observer.fail(TransportError.annotating(Self.deadlinePassed(deadline), sentWith: TransportRequest(form: form)))
         }
     }
 
