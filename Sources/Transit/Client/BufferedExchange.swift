@@ -79,7 +79,7 @@ final class BufferedExchange: @unchecked Sendable {
                 // request lacks follow them, as `prepare` would have added them.
                 if let error = precheck.error ?? URLRequest.checkHeader("Authorization", value) { throw error }
                 var sent = request
-                sent.setAuthorization(value, appending: precheck.missing)
+                sent.setValue(value, forHTTPHeaderField: "Authorization", appending: precheck.missing)
                 return sent
             }
         }

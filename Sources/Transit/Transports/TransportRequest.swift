@@ -254,32 +254,6 @@ public struct TransportRequest: Sendable {
         })
     }
 
-    /// ``setValue(_:forHTTPHeaderField:)`` of `value` as the `Authorization`, then
-    /// ``append(_:)`` of `fields`, in one change: the fields of a request made of its own are
-    /// built in one array, sized once.
-    mutating func setAuthorization(_ value: String, appending fields: [HTTPField]) {
-        change(fields: { own in
-            var changed: [HTTPField] = []
-            changed.reserveCapacity(own.headerFields.count + 1 + fields.count)
-            var placed = false
-            for field in own.headerFields {
-                guard HTTPSyntax.sameFieldName(field.name, "Authorization") else {
-                    changed.append(field)
-                    continue
-                }
-                // The first `Authorization` is replaced where it was; any later one is dropped.
-                if !placed { changed.append(HTTPField(name: "Authorization", value: value)) }
-                placed = true
-            }
-            if !placed { changed.append(HTTPField(name: "Authorization", value: value)) }
-            changed += fields
-            own.headerFields = changed
-        }, urlRequest: { request in
-            request.setCheckedHeader(value, canonicalName: "Authorization")
-            for field in fields { request.setValue(field.value, forHTTPHeaderField: field.name) }
-        })
-    }
-
     /// The idle timeout a transport applies: the `timeoutInterval` of the `URLRequest` this
     /// request was made from, else Foundation's default of 60 seconds.
     public var timeoutInterval: TimeInterval {
@@ -306,20 +280,32 @@ public struct TransportRequest: Sendable {
     }
 
     /// Sets the header field `name` to `value` (both already checked), replacing every field of
-    /// that name in any case, at the place of the first one; a `nil` value removes them.
-    mutating func setValue(_ value: String?, forHTTPHeaderField name: String) {
+    /// that name in any case, at the place of the first one; a `nil` value removes them. Then
+    /// appends `fields` (as ``append(_:)``): the fields of a request made of its own are built
+    /// once, in one array sized for them.
+    mutating func setValue(_ value: String?, forHTTPHeaderField name: String, appending fields: [HTTPField] = []) {
         change(fields: { own in
-            let first = own.headerFields.firstIndex { HTTPSyntax.sameFieldName($0.name, name) }
-            if first != nil { own.headerFields.removeAll { HTTPSyntax.sameFieldName($0.name, name) } }
-            guard let value else { return }
-            // No field before `first` had the name, so it is still the place of the first one.
-            own.headerFields.insert(HTTPField(name: name, value: value), at: first ?? own.headerFields.endIndex)
+            var changed: [HTTPField] = []
+            changed.reserveCapacity(own.headerFields.count + 1 + fields.count)
+            var placed = value == nil
+            for field in own.headerFields {
+                guard HTTPSyntax.sameFieldName(field.name, name) else {
+                    changed.append(field)
+                    continue
+                }
+                if !placed, let value { changed.append(HTTPField(name: name, value: value)) }
+                placed = true
+            }
+            if !placed, let value { changed.append(HTTPField(name: name, value: value)) }
+            changed += fields
+            own.headerFields = changed
         }, urlRequest: { request in
             if let value {
                 request.setCheckedHeader(value, canonicalName: name)
             } else {
                 request.setValue(nil, forHTTPHeaderField: name)
             }
+            for field in fields { request.setValue(field.value, forHTTPHeaderField: field.name) }
         })
     }
 
