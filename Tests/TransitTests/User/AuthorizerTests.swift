@@ -175,7 +175,12 @@ struct AuthorizerTests {
         }
     }
 
-    private func client(answering answers: [StubResponse], authorizer: KeyAuthorizer, log: EventLog = EventLog()) -> (StubTransport, HTTPClient) {
+    private func client(
+        answering answers: [StubResponse],
+        authorizer: any Authorizer,
+        defaultHeaders: [String: String] = [:],
+        log: EventLog = EventLog()
+    ) -> (StubTransport, HTTPClient) {
         let transport = StubTransport(scheduler: scheduler)
         let served = SharedValue(0)
         transport.stub(.get, path: "/me").thenRespond { _ in
@@ -185,6 +190,7 @@ struct AuthorizerTests {
             $0.monitors = [log]
             $0.scheduler = scheduler
             $0.authorizer = authorizer
+            $0.defaultHeaders = defaultHeaders
         })
     }
 
@@ -365,15 +371,7 @@ struct AuthorizerTests {
     /// at once never pay for it.
     @Test func aRenewalIsMadeOnlyWhenA401CallsForIt() {
         let authorizer = CountingRenewalAuthorizer()
-        let transport = StubTransport(scheduler: scheduler)
-        let served = SharedValue(0)
-        transport.stub(.get, path: "/me").thenRespond { _ in
-            served.update { $0 += 1; return $0 } == 3 ? .status(401) : .text("hello")
-        }
-        let client = HTTPClient(transport: transport) {
-            $0.scheduler = scheduler
-            $0.authorizer = authorizer
-        }
+        let (transport, client) = client(answering: [.text("hello"), .text("hello"), .status(401), .text("hello")], authorizer: authorizer)
         let url = URL(string: "https://api.example.com/me")!
         let answered = RequestProbe(client.send(TransportRequest(method: .get, url: url)))
         let again = RequestProbe(client.send(URLRequest(url: url)))
@@ -390,16 +388,10 @@ struct AuthorizerTests {
     /// A request declared on the client gets the authoriser's value, never a default header's nor
     /// its own, and the other default headers it lacks, on every attempt (a renewal's too).
     @Test func aDeclaredRequestGetsTheCredentialsAndTheDefaultsItLacksOnEveryAttempt() {
-        let transport = StubTransport(scheduler: scheduler)
-        let served = SharedValue(0)
-        transport.stub(.get, path: "/me").thenRespond { _ in
-            served.update { $0 += 1; return $0 } == 1 ? .status(401) : .text("hello")
-        }
-        let client = HTTPClient(transport: transport) {
-            $0.scheduler = scheduler
-            $0.authorizer = CountingRenewalAuthorizer()
-            $0.defaultHeaders = ["Accept": "application/json", "Authorization": "Default x", "X-Own": "default"]
-        }
+        let (transport, client) = client(
+            answering: [.status(401), .text("hello")], authorizer: CountingRenewalAuthorizer(),
+            defaultHeaders: ["Accept": "application/json", "Authorization": "Default x", "X-Own": "default"]
+        )
         var request = TransportRequest(method: .get, url: URL(string: "https://api.example.com/me")!)
         request.setValue("mine", forHTTPHeaderField: "X-Own")
         // The request's own credentials are replaced by the authoriser's, not sent beside them.
