@@ -62,4 +62,25 @@ import TransitTesting
         }
         #expect(transport.requests.isEmpty)
     }
+
+    /// An endpoint and a base URL that `String` equality calls equal to ones already built
+    /// (canonical equivalence: U+212A KELVIN SIGN equals "K") but whose bytes differ are built
+    /// from their own bytes, and refused, not handed the URL of the other spelling.
+    @Test func aCanonicallyEquivalentSpellingIsNotHandedTheURLBuiltForAnother() {
+        let kelvin = "\u{212A}"
+        #expect("K" == kelvin)
+        let transport = StubTransport()
+        transport.stub(.get).thenRespond(.text("ok"))
+        let service = MovingService(base: SharedValue("https://kelvin.example.test/K"), client: HTTPClient(transport: transport))
+        for _ in 0..<2 {
+            #expect(send(service.get(endpoint: "K")) == nil)
+            #expect(URLError.matches(send(service.get(endpoint: kelvin)), .badURL))
+        }
+        service.base.value = "https://kelvin.example.test/" + kelvin
+        #expect(URLError.matches(send(service.get(endpoint: "K")), .badURL))
+        #expect(transport.requests.map { $0.url?.absoluteString } == [
+            "https://kelvin.example.test/K/K",
+            "https://kelvin.example.test/K/K",
+        ])
+    }
 }

@@ -18,16 +18,42 @@ enum BuiltURLs {
     /// The most pairs kept.
     static let capacity = 256
 
-    /// The pair's bytes: `String` equality is canonical equivalence ("K", U+212A KELVIN SIGN,
-    /// equals "K"), which would hand the URL built for one spelling to another that `URLBuilder`
-    /// refuses.
+    /// The pair, compared and hashed by its UTF-8 bytes: `String` equality is canonical
+    /// equivalence ("K", U+212A KELVIN SIGN, equals "K"), which would hand the URL built for one
+    /// spelling to another that `URLBuilder` refuses. The strings are kept as they are (no copy of
+    /// their bytes): a native string's bytes are read in place.
     private struct Key: Hashable {
-        let base: [UInt8]
-        let endpoint: [UInt8]
+        let base: String
+        let endpoint: String
 
-        init(base: String, endpoint: String) {
-            self.base = Array(base.utf8)
-            self.endpoint = Array(endpoint.utf8)
+        static func == (lhs: Key, rhs: Key) -> Bool {
+            sameBytes(lhs.base, rhs.base) && sameBytes(lhs.endpoint, rhs.endpoint)
+        }
+
+        /// Whether the two strings are the same UTF-8 bytes (read in place when both are native).
+        private static func sameBytes(_ lhs: String, _ rhs: String) -> Bool {
+            let compared = lhs.utf8.withContiguousStorageIfAvailable { left in
+                rhs.utf8.withContiguousStorageIfAvailable { right -> Bool in
+                    guard left.count == right.count else { return false }
+                    guard let leftBytes = left.baseAddress, let rightBytes = right.baseAddress else { return true }  // both empty
+                    return memcmp(leftBytes, rightBytes, left.count) == 0
+                }
+            }
+            return (compared ?? nil) ?? lhs.utf8.elementsEqual(rhs.utf8)
+        }
+
+        func hash(into hasher: inout Hasher) {
+            Self.combine(base, into: &hasher)
+            Self.combine(endpoint, into: &hasher)
+        }
+
+        /// The string's bytes and their count (so "ab" + "c" and "a" + "bc" differ).
+        private static func combine(_ string: String, into hasher: inout Hasher) {
+            let utf8 = string.utf8
+            hasher.combine(utf8.count)
+            if utf8.withContiguousStorageIfAvailable({ hasher.combine(bytes: UnsafeRawBufferPointer($0)) }) == nil {
+                Array(utf8).withUnsafeBytes { hasher.combine(bytes: $0) }
+            }
         }
     }
 
