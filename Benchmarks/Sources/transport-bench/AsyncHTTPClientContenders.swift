@@ -97,3 +97,34 @@ func asyncHTTPClientStreamingClient() -> Transit.HTTPClient {
 func asyncHTTPClientTransport() -> AsyncHTTPClientTransport {
     AsyncHTTPClientTransport()
 }
+
+/// The adapter's exchange with nothing above it: the request made of its own fields (as the
+/// client hands it to a transport), its parts observed as they stream, the body's bytes counted.
+/// What this costs beyond raw AsyncHTTPClient is the adapter's own floor: a Transit client on the
+/// adapter cannot cost less.
+func asyncHTTPClientExchangeStart(_ transport: AsyncHTTPClientTransport, url: URL, slot: TokenSlot) -> StartRequest {
+    { done in
+        let request = TransportRequest(
+            url: url,
+            headerFields: [
+                HTTPField(name: "Authorization", value: "Bearer \(bearerToken)"),
+                HTTPField(name: "Accept", value: "application/json"),
+            ]
+        )
+        let state = Mutex((status: 0, bytes: 0))
+        let token = CancellationToken()
+        slot.hold(token)
+        transport.exchange(request).observe(Observer { event in
+            switch event {
+            case .value(.head(let head)): state.withLock { $0.status = head.statusCode }
+            case .value(.body(let chunk)): state.withLock { $0.bytes += chunk.count }
+            case .finished:
+                let (status, bytes) = state.withLock { ($0.status, $0.bytes) }
+                done(status == 200 ? bytes : -1)
+            case .failed(let error):
+                FileHandle.standardError.write(Data("adapter exchange failed: \(error)\n".utf8))
+                done(-1)
+            }
+        }, in: token)
+    }
+}

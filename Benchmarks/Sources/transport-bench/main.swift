@@ -52,7 +52,7 @@ func usage() -> Never {
     usage: transport-bench [--repetitions N] [--big-runs N] [--quick] [--requests N]
                            [--url http://127.0.0.1:PORT] [--only requests|bodies|resumed]
                            [--contenders KEY,KEY…] (raw always runs)
-           transport-bench --profile raw|raw-plain|delegate|transport|client|chain|policies|ahc-raw|ahc-chain|ahc-policies|ahc-declared|ahc-observed|mem-chain|mem-policies|mem-declared|mem-declared-counted|mem-observed|mem-signal|mem-urlrequest|mem-urlrequest-consume --url URL [--requests N] [--concurrency C]
+           transport-bench --profile raw|raw-plain|delegate|transport|client|chain|policies|ahc-raw|ahc-exchange|ahc-chain|ahc-policies|ahc-declared|ahc-observed|mem-chain|mem-policies|mem-declared|mem-declared-counted|mem-observed|mem-signal|mem-urlrequest|mem-urlrequest-consume --url URL [--requests N] [--concurrency C]
     Without --url, nginx is started with nginx/nginx.sh and stopped at the end.
     """)
     exit(2)
@@ -417,6 +417,9 @@ func makeContenders(base: String) -> [(name: String, key: String, makeStart: (To
                 guard response.statusCode == 200 else { throw URLError(.badServerResponse) }
                 return response.data.count
             }
+        }),
+        ("AsyncHTTPClient adapter, its exchange observed as it streams (no client above it)", "ahc-exchange", { slot in
+            asyncHTTPClientExchangeStart(ahcTransport, url: url, slot: slot)
         }),
         ("README PostService chain on the AsyncHTTPClient adapter", "ahc-chain", signalStart {
             ahcService.posts.map(\.count)
