@@ -637,6 +637,11 @@ func requestsPerSecond(base: String, repetitions: Int, requestsPerRun: [Int: Int
             let cpuRatio = median(zip(rawCPU, chainCPU).map { $0 / $1 })
             print("\nThe README chain on the AsyncHTTPClient adapter against raw AsyncHTTPClient (median of rounds): \(fmt(ratio, 3))× the requests/s, \(fmt(cpuRatio, 3))× the CPU per request (above 1: cheaper).")
         }
+        if let exchange = rates["ahc-exchange"], let raw = rates["ahc-raw"], let exchangeCPU = cpu["ahc-exchange"], let rawCPU = cpu["ahc-raw"] {
+            let ratio = median(zip(exchange, raw).map { $0 / $1 })
+            let cpuRatio = median(zip(rawCPU, exchangeCPU).map { $0 / $1 })
+            print("\nThe AsyncHTTPClient adapter's exchange alone, no client above it, against raw AsyncHTTPClient (median of rounds): \(fmt(ratio, 3))× the requests/s, \(fmt(cpuRatio, 3))× the CPU per request (above 1: cheaper).")
+        }
         if let declared = rates["ahc-declared"], let raw = rates["ahc-raw"], let declaredCPU = cpu["ahc-declared"], let rawCPU = cpu["ahc-raw"] {
             let ratio = median(zip(declared, raw).map { $0 / $1 })
             let cpuRatio = median(zip(rawCPU, declaredCPU).map { $0 / $1 })

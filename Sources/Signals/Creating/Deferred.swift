@@ -42,9 +42,13 @@ extension Signal {
 extension Signal where Failure == any Error {
     /// A signal that builds a new signal for every subscription with a closure that may throw; a
     /// thrown error fails the signal.
+    @inlinable
     public init(tryDeferred factory: @escaping @Sendable () throws -> Signal<Output, any Error>) {
-        self.init(deferred: {
-            do { return try factory() } catch { return Signal(error: error) }
+        self.init(unchecked: { observer, token in
+            guard !token.isCancelled else { return }
+            let signal: Signal
+            do { signal = try factory() } catch { signal = Signal(error: error) }
+            signal.body(observer, token)
         })
     }
 }
