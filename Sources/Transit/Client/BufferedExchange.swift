@@ -27,7 +27,6 @@ final class BufferedExchange: @unchecked Sendable {
         /// The request as each attempt sends it.
         let request: Request
         let options: RequestOptions
-        let events: HTTPEventSink?
         let maxBytes: Int
         let deadline: Duration?
 
@@ -41,10 +40,9 @@ final class BufferedExchange: @unchecked Sendable {
             case authorized(TransportRequest, by: any Authorizer, precheck: AuthorizedPrecheck?)
         }
 
-        init(client: HTTPClient, request: consuming TransportRequest, options: RequestOptions, events: HTTPEventSink?) {
+        init(client: HTTPClient, request: consuming TransportRequest, options: RequestOptions) {
             self.client = client
             self.options = options
-            self.events = events
             maxBytes = options.maxResponseBytes ?? client.maxResponseBytes
             deadline = HTTPClient.timed(options.deadline ?? client.deadline)
             if let authorizer = client.authorizer, let url = request.url, authorizer.scope.allows(url) {
@@ -104,27 +102,43 @@ final class BufferedExchange: @unchecked Sendable {
         var sent: TransportRequest.Form?
         /// The running attempt's deadline in the client's table.
         var deadline: UInt64?
+        /// With monitors: how the request ended, once decided; whether an event is being
+        /// delivered; whether the subscription was torn down.
+        var outcome: HTTPEvent.RequestOutcome?
+        var delivering = false
+        var tornDown = false
+    }
+
+    /// For a client with monitors: the request's sink, and which of its subscriptions this is.
+    struct Monitored {
+        let sink: HTTPEventSink
+        let generation: UInt64
     }
 
     let plan: Plan
     let observer: Observer<HTTPResponse, any Error>
+    /// The request's sink, with monitors.
+    let events: HTTPEventSink?
+    private let monitored: Monitored?
     /// The scope every attempt and renewal of this subscription is observed in.
     let scope: CancellationToken
     private let lock = Lock()
     @exclusivity(unchecked) private var state: State
 
-    init(_ plan: Plan, _ observer: Observer<HTTPResponse, any Error>, _ context: SubscriptionContext) {
+    init(_ plan: Plan, _ observer: Observer<HTTPResponse, any Error>, _ context: SubscriptionContext, monitored: Monitored?) {
         self.plan = plan
         self.observer = observer
+        self.monitored = monitored
+        events = monitored?.sink
         scope = CancellationToken(context: context)
         state = State(buffer: ResponseBuffer(maxBytes: plan.maxBytes))
     }
 
-    /// Starts the first attempt. A client without monitors attaches its clock to the operators'
-    /// request context here (with monitors, the observed stage above did, with the request's sink).
+    /// Starts the first attempt, after attaching the client's clock, and with monitors the
+    /// request's sink, to the operators' request context.
     func start() {
-        if plan.events == nil, let chain = scope.context[RequestContext.Key.self] {
-            chain.attach(scheduler: plan.client.scheduler, request: nil)
+        if let chain = scope.context[RequestContext.Key.self] {
+            chain.attach(scheduler: plan.client.scheduler, request: events)
         }
         attempt()
     }
@@ -139,6 +153,14 @@ final class BufferedExchange: @unchecked Sendable {
         }
         if let deadline { plan.client.deadlines.remove(deadline) }
         scope.cancel()
+        guard let monitored else { return }
+        // Torn down while nothing is being delivered: the request ends now, as it ended or as
+        // cancelled (while an event is delivered, its delivery decides).
+        let end = lock.withLock { () -> HTTPEvent.RequestOutcome? in
+            state.tornDown = true
+            return state.delivering ? nil : state.outcome ?? .cancelled
+        }
+        if let end { monitored.sink.endSubscription(monitored.generation, end) }
     }
 
     /// One attempt: the request with the credentials and the default fields it lacks (both
@@ -155,7 +177,7 @@ final class BufferedExchange: @unchecked Sendable {
         }
         let form = sent.form
         lock.withLock { state.sent = form }
-        let events = plan.events
+        let events = self.events
         events?.startRequest(form)
         if client.coalescesRequests, sent.bodyFile == nil, sent.bodyProgress == nil, let key = Coalescer.key(for: sent) {
             // The flight buffers the response once for all who share it, under its own deadline.
@@ -220,11 +242,11 @@ final class BufferedExchange: @unchecked Sendable {
                 return false
             }
             guard let delivers else { return }
-            if let events = plan.events {
+            if let events {
                 events.noteStatus(response.statusCode)
                 events.emit(.responseReceived(response), form: response.sent.form)
             }
-            if delivers { observer.send(response) }
+            if delivers { deliver(.value(response)) }
         case .finished:
             let rejected = lock.withLock { () -> HTTPResponse? in
                 guard case .renewing(let rejected) = state.phase else { return nil }
@@ -246,10 +268,30 @@ final class BufferedExchange: @unchecked Sendable {
             return true
         }
         guard first else { return }
-        if reporting, case .failed(let error) = event, let events = plan.events {
+        if reporting, case .failed(let error) = event, let events {
             events.emit(.requestFailed(error), form: lock.withLock { state.sent })
         }
+        deliver(event)
+    }
+
+    /// Passes `event` on. With monitors, the request ends once, with it: after it is delivered,
+    /// so that an operator downstream that will subscribe again says so
+    /// (``HTTPEventSink/handOver()``) before the end is decided, even when it cancels this
+    /// subscription first.
+    private func deliver(_ event: Event<HTTPResponse, any Error>) {
+        guard let monitored else { return observer.send(event) }
+        let ended: HTTPEvent.RequestOutcome
+        switch event {
+        case .value, .finished: ended = .completed(statusCode: nil)
+        case .failed(let error): ended = .failed(error)
+        }
+        lock.withLock {
+            if state.outcome == nil { state.outcome = ended }
+            state.delivering = true
+        }
         observer.send(event)
+        lock.withLock { state.delivering = false }
+        monitored.sink.endSubscription(monitored.generation, ended)
     }
 
     /// Renews the credentials `rejected` was refused with, then sends the request once more; a
@@ -258,7 +300,7 @@ final class BufferedExchange: @unchecked Sendable {
         guard let authorizer = plan.authorizer else { return }
         let client = plan.client
         let renewal = authorizer.renewal(
-            in: CredentialRenewalContext(scheduler: client.scheduler, events: plan.events, subscription: scope.context)
+            in: CredentialRenewalContext(scheduler: client.scheduler, events: events, subscription: scope.context)
         )
         let waiting = scope.makeChild()
         renewal(rejected.request).observe(Observer { [self] event in
@@ -272,7 +314,7 @@ final class BufferedExchange: @unchecked Sendable {
             case .finished:
                 // A renewal that ends without renewing: the 401 is the answer.
                 guard leavesRenewal() else { return }
-                observer.send(rejected)
+                deliver(.value(rejected))
                 end(.finished, reporting: false)
             }
         }, in: waiting)
@@ -290,11 +332,25 @@ final class BufferedExchange: @unchecked Sendable {
 }
 
 extension HTTPClient {
-    /// `request` sent and buffered, as one stage (``BufferedExchange``).
-    func buffered(_ request: consuming TransportRequest, options: RequestOptions, events: HTTPEventSink?) -> Signal<HTTPResponse, any Error> {
-        let plan = BufferedExchange.Plan(client: self, request: request, options: options, events: events)
+    /// `request` sent and buffered, as one stage (``BufferedExchange``); with monitors, reported
+    /// as one request that ends once per subscription (completed, failed or cancelled), in the same
+    /// stage.
+    func buffered(_ request: consuming TransportRequest, options: RequestOptions) -> Signal<HTTPResponse, any Error> {
+        let plan = BufferedExchange.Plan(client: self, request: request, options: options)
+        guard let monitors = events else {
+            return Signal(subscribing: { observer, context in
+                let exchange = BufferedExchange(plan, observer, context, monitored: nil)
+                exchange.start()
+                return { exchange.tearDown() }
+            })
+        }
+        let operationName = options.operationName
         return Signal(subscribing: { observer, context in
-            let exchange = BufferedExchange(plan, observer, context)
+            // The request's sink: made here, or continued from the chain operator that subscribes
+            // again (see ``RequestContext``).
+            let sink = monitors.subscribedRequest(operationName: operationName, in: context[RequestContext.Key.self])
+            let monitored = BufferedExchange.Monitored(sink: sink, generation: sink.beginSubscription())
+            let exchange = BufferedExchange(plan, observer, context, monitored: monitored)
             exchange.start()
             return { exchange.tearDown() }
         })

@@ -172,10 +172,7 @@ public final class HTTPClient: Sendable {
     ///   - request: the method, URL, header fields and body.
     ///   - options: per-request limit, deadline and redirect policy.
     public func send(_ request: consuming TransportRequest, options: RequestOptions = RequestOptions()) -> Signal<HTTPResponse, any Error> {
-        // Without monitors the buffered exchange attaches to the operators' request context itself.
-        guard events != nil else { return buffered(request, options: options, events: nil) }
-        let request = request
-        return observed(options, endsWith: { _ in true }) { events in self.buffered(request, options: options, events: events) }
+        buffered(request, options: options)
     }
 
     /// The signal `build` makes for the sink of one request, reported to the monitors as that
