@@ -8,29 +8,35 @@ import Synchronization
 /// Watches one exchange with the transport and reports it as
 /// ``HTTPEvent/Kind/attemptStarted(id:)`` and one ``HTTPEvent/Kind/attemptEnded(_:)``.
 enum AttemptMonitoring {
-    /// Fired by the redirect-following hop when it follows the redirect of the exchange in
-    /// flight, just before it cancels it: that exchange ends at once as
-    /// ``HTTPAttemptMetrics/Outcome/redirected`` (rather than cancelled, and before the next
-    /// hop starts, even when the cancellation's teardown is deferred by a delivery in progress).
-    final class RedirectMark: Sendable {
-        private let end = Locked<(@Sendable () -> Void)?>(nil)
-
-        /// The exchange in flight registers how to end it; with failover, each attempt in turn.
-        func register(_ end: @escaping @Sendable () -> Void) {
-            // The previous attempt's closure is released after the lock.
-            let previous = self.end.withLock { current in
-                defer { current = end }
-                return current
+    /// The exchange of `request` that `exchange` makes, reported to `sink`, as a stage of its own:
+    /// for an exchange that no redirect-following hop drives (the hop reports its attempts
+    /// itself, with ``AttemptReport``).
+    static func signal(
+        request: TransportRequest,
+        sink: HTTPEventSink,
+        exchange: @escaping @Sendable (TransportRequest) -> Signal<HTTPResponsePart, any Error>
+    ) -> Signal<HTTPResponsePart, any Error> {
+        Signal { observer in
+            let (report, monitored) = AttemptReport.start(request, sink: sink)
+            let scope = CancellationToken()
+            exchange(monitored).observe(Observer { event in
+                report.receive(event)
+                observer.send(event)
+            }, in: scope)
+            return {
+                scope.cancel()
+                report.end(.cancelled)
             }
-            withExtendedLifetime(previous) {}
-        }
-
-        /// Ends the registered exchange as redirected.
-        func fire() {
-            end.withLock { $0 }?()
         }
     }
+}
 
+/// One attempt reported to the monitors: started when made, ended once — completed or failed
+/// when its exchange ends (before that end is passed on), redirected when the hop follows its
+/// redirect, cancelled when the scope it is registered in is cancelled first.
+///
+/// Thread safety: the mutable state is behind a lock; the end is claimed under it, once.
+final class AttemptReport: Cancellable, Sendable {
     private struct State {
         var head: HTTPResponseHead?
         var headAt: Duration?
@@ -38,73 +44,91 @@ enum AttemptMonitoring {
         var ended = false
     }
 
-    /// The exchange of `request` that `exchange` makes, reported to `sink`. A body the transport
-    /// writes to a file (``TransportRequest/responseBodyFile``) is counted from its progress.
-    static func signal(
-        request: TransportRequest,
-        sink: HTTPEventSink,
-        redirectMark: RedirectMark?,
-        exchange: @escaping @Sendable (TransportRequest) -> Signal<HTTPResponsePart, any Error>
-    ) -> Signal<HTTPResponsePart, any Error> {
-        Signal { observer in
-            var monitored = request
-            let id = sink.nextAttemptID()
-            let startedAt = sink.scheduler.now
-            let (resendCount, fields) = sink.startAttempt(id, request: request.form)
-            // The monitors' fields (trace context) replace any of the same name.
-            for field in fields where URLRequest.checkHeader(field.name, field.value) == nil {
-                monitored.setValue(field.value, forHTTPHeaderField: field.name)
-            }
-            let sent = (fields.isEmpty ? request : monitored).form
-            let sentBody = HTTPWireSize.requestBody(request)
-            let sentHead = HTTPWireSize.requestHead(monitored, bodyBytes: sentBody)
-            let state = Locked(State())
-            let end: @Sendable (HTTPAttemptMetrics.Outcome) -> Void = { outcome in
-                let now = sink.scheduler.now
-                guard let ended = state.withLock({ state -> State? in
-                    guard !state.ended else { return nil }
-                    state.ended = true
-                    return state
-                }) else { return }
-                let metrics = HTTPAttemptMetrics(
-                    id: id, head: ended.head,
-                    sentHeadBytes: sentHead, sentBodyBytes: sentBody,
-                    receivedHeadBytes: ended.head.map(HTTPWireSize.responseHead) ?? 0,
-                    receivedBodyBytes: ended.receivedBody,
-                    startedAt: startedAt, headAt: ended.headAt, endedAt: now, outcome: outcome
-                )
-                sink.endAttempt(metrics, request: sent, resendCount: resendCount)
-            }
-            redirectMark?.register { end(.redirected) }
-            let scope = CancellationToken()
-            if let file = request.responseBodyFile {
-                monitored.responseBodyFile = ResponseBodyFile(url: file.url) { written, expected in
-                    state.withLock { $0.receivedBody = max($0.receivedBody, written) }
-                    file.progress(written, expected)
-                }
-            }
-            exchange(monitored).observe(Observer { event in
-                switch event {
-                case .value(.head(let head)):
-                    let now = sink.scheduler.now
-                    state.withLock {
-                        $0.head = head
-                        $0.headAt = now
-                    }
-                case .value(.body(let chunk)):
-                    state.withLock { $0.receivedBody += Int64(chunk.count) }
-                case .finished:
-                    end(.completed)
-                case .failed(let error):
-                    end(.failed(error))
-                }
-                observer.send(event)
-            }, in: scope)
-            return {
-                scope.cancel()
-                end(.cancelled)
+    private let sink: HTTPEventSink
+    private let id: UInt64
+    private let startedAt: Duration
+    private let resendCount: Int
+    /// The request as it went out (with the monitors' fields), for the end's event.
+    private let sent: TransportRequest.Form
+    private let sentHead: Int
+    private let sentBody: Int64
+    private let state = Locked(State())
+
+    private init(sink: HTTPEventSink, id: UInt64, startedAt: Duration, resendCount: Int, sent: TransportRequest.Form, sentHead: Int, sentBody: Int64) {
+        self.sink = sink
+        self.id = id
+        self.startedAt = startedAt
+        self.resendCount = resendCount
+        self.sent = sent
+        self.sentHead = sentHead
+        self.sentBody = sentBody
+    }
+
+    /// Reports the start of an attempt to send `request`, and returns its report and the request
+    /// to send: with the monitors' fields (trace context), which replace any of the same name, and
+    /// a body the transport writes to a file counted from its progress.
+    static func start(_ request: TransportRequest, sink: HTTPEventSink) -> (report: AttemptReport, sent: TransportRequest) {
+        var monitored = request
+        let id = sink.nextAttemptID()
+        let startedAt = sink.scheduler.now
+        let (resendCount, fields) = sink.startAttempt(id, request: request.form)
+        for field in fields where URLRequest.checkHeader(field.name, field.value) == nil {
+            monitored.setValue(field.value, forHTTPHeaderField: field.name)
+        }
+        let sentBody = HTTPWireSize.requestBody(request)
+        let report = AttemptReport(
+            sink: sink, id: id, startedAt: startedAt, resendCount: resendCount,
+            sent: (fields.isEmpty ? request : monitored).form,
+            sentHead: HTTPWireSize.requestHead(monitored, bodyBytes: sentBody), sentBody: sentBody
+        )
+        if let file = request.responseBodyFile {
+            monitored.responseBodyFile = ResponseBodyFile(url: file.url) { [state = report.state] written, expected in
+                state.withLock { $0.receivedBody = max($0.receivedBody, written) }
+                file.progress(written, expected)
             }
         }
+        return (report, monitored)
+    }
+
+    /// An event of the attempt's exchange, before it is passed on: its end ends the attempt.
+    func receive(_ event: Event<HTTPResponsePart, any Error>) {
+        switch event {
+        case .value(.head(let head)):
+            let now = sink.scheduler.now
+            state.withLock {
+                $0.head = head
+                $0.headAt = now
+            }
+        case .value(.body(let chunk)):
+            state.withLock { $0.receivedBody += Int64(chunk.count) }
+        case .finished:
+            end(.completed)
+        case .failed(let error):
+            end(.failed(error))
+        }
+    }
+
+    /// Ends the attempt with `outcome`, unless it already ended.
+    func end(_ outcome: HTTPAttemptMetrics.Outcome) {
+        let now = sink.scheduler.now
+        guard let ended = state.withLock({ state -> State? in
+            guard !state.ended else { return nil }
+            state.ended = true
+            return state
+        }) else { return }
+        let metrics = HTTPAttemptMetrics(
+            id: id, head: ended.head,
+            sentHeadBytes: sentHead, sentBodyBytes: sentBody,
+            receivedHeadBytes: ended.head.map(HTTPWireSize.responseHead) ?? 0,
+            receivedBodyBytes: ended.receivedBody,
+            startedAt: startedAt, headAt: ended.headAt, endedAt: now, outcome: outcome
+        )
+        sink.endAttempt(metrics, request: sent, resendCount: resendCount)
+    }
+
+    /// The scope the attempt runs in was cancelled before its exchange ended.
+    func cancel() {
+        end(.cancelled)
     }
 }
 

@@ -33,13 +33,10 @@ struct RedirectingExchange: Sendable {
         guard policy.mode == .never, failover == nil, onFinalHead == nil else { return .hops }
         // Without monitors, the exchange is the transport's, untouched: no event is built. Its
         // failures are annotated here (with hops, the hop annotates them: one stage fewer).
-        return .direct(events == nil ? Self.hop(request, on: transport) : exchange(request, mark: nil))
-    }
-
-    /// One hop's exchange: the transport's own without monitors, measured as one attempt with them.
-    fileprivate func exchange(_ request: TransportRequest, mark: AttemptMonitoring.RedirectMark?) -> Signal<HTTPResponsePart, any Error> {
-        guard let events else { return transport.exchange(request) }
-        return Self.monitoredHop(request, on: transport, events: events, mark: mark)
+        guard let events else { return .direct(Self.hop(request, on: transport)) }
+        return .direct(AttemptMonitoring.signal(request: request, sink: events) { [transport] request in
+            Self.hop(request, on: transport)
+        })
     }
 
     /// The parts of the last response to `request`.
@@ -74,18 +71,6 @@ struct RedirectingExchange: Sendable {
     /// request (`TransportError.annotating(_:sentWith:)`).
     private static func hop(_ request: TransportRequest, on transport: any HTTPTransport) -> Signal<HTTPResponsePart, any Error> {
         transport.exchange(request).mapError { TransportError.annotating($0, sentWith: request) }
-    }
-
-    /// ``hop(_:on:)``, reported to the client's monitors as one attempt.
-    private static func monitoredHop(
-        _ request: TransportRequest,
-        on transport: any HTTPTransport,
-        events: HTTPEventSink,
-        mark: AttemptMonitoring.RedirectMark?
-    ) -> Signal<HTTPResponsePart, any Error> {
-        AttemptMonitoring.signal(request: request, sink: events, redirectMark: mark) { request in
-            transport.exchange(request).mapError { TransportError.annotating($0, sentWith: request) }
-        }
     }
 
     /// Where a hop whose origin is in the failover group goes: `plan`'s first origin, then the
@@ -146,12 +131,23 @@ struct RedirectingExchange: Sendable {
             lostCredentials: Bool
         ) {
             let exchange = scope.makeChild()
-            let mark = events.map { _ in AttemptMonitoring.RedirectMark() }
-            let sent = failover.map { HostFailover.request(request, at: $0.plan.first!, from: $0.own) } ?? request
+            let addressed = failover.map { HostFailover.request(request, at: $0.plan.first!, from: $0.own) } ?? request
+            // With monitors, the attempt is reported (and sent with the monitors' fields).
+            let attempt: AttemptReport?
+            let sent: TransportRequest
+            if let events {
+                let started = AttemptReport.start(addressed, sink: events)
+                attempt = started.report
+                sent = started.sent
+            } else {
+                attempt = nil
+                sent = addressed
+            }
             let answered = failover.map { _ in Locked(false) }
-            route.exchange(sent, mark: mark).observe(Observer { [self] event in
+            route.transport.exchange(sent).observe(Observer { [self] event in
                 switch event {
                 case .value(.head(let head)):
+                    attempt?.receive(event)
                     answered?.withLock { $0 = true }
                     switch policy.next(after: head, to: request, hops: hops, sensitiveHeaders: sensitiveHeaders) {
                     case nil:
@@ -159,8 +155,9 @@ struct RedirectingExchange: Sendable {
                         onFinalHead?(final)
                         observer.send(.head(final))
                     case .success(let next)?:
-                        // Nothing more of this hop is delivered once its token is cancelled.
-                        mark?.fire()
+                        // The attempt ends as redirected, before its cancellation and the next
+                        // hop; nothing more of this hop is delivered once its token is cancelled.
+                        attempt?.end(.redirected)
                         exchange.cancel()
                         if let events { report(head.statusCode, from: request, to: next, to: events) }
                         let lost = lostCredentials || !stripped(from: request, to: next).isEmpty
@@ -169,16 +166,21 @@ struct RedirectingExchange: Sendable {
                         exchange.cancel()
                         observer.fail(error)
                     }
-                case .failed(let error):
+                case .failed(let failure):
+                    // The failure carries the request of this hop, as sent.
+                    let error = TransportError.annotating(failure, sentWith: sent)
+                    attempt?.receive(.failed(error))
                     if let failover, let answered, !answered.withLock({ $0 }), failedOver(error, request: request, exchange: exchange, hops: hops, failover: failover, lostCredentials: lostCredentials) {
                         return
                     }
-                    // The failure carries the request of this hop (a monitored exchange's already does).
-                    observer.fail(TransportError.annotating(error, sentWith: sent))
+                    observer.fail(error)
                 default:
+                    attempt?.receive(event)
                     observer.send(event)
                 }
             }, in: exchange)
+            // Cancelled before its exchange ended: the attempt ends as cancelled.
+            if let attempt { exchange.add(attempt) }
         }
 
         /// After `error` from the first origin of `failover.plan`, before any head: quarantines
