@@ -102,11 +102,8 @@ final class BufferedExchange: @unchecked Sendable {
         var sent: TransportRequest.Form?
         /// The running attempt's deadline in the client's table.
         var deadline: UInt64?
-        /// With monitors: how the request ended, once decided; whether an event is being
-        /// delivered; whether the subscription was torn down.
-        var outcome: HTTPEvent.RequestOutcome?
-        var delivering = false
-        var tornDown = false
+        /// With monitors: when and how this subscription ends the request.
+        var ending = RequestEnding()
     }
 
     /// For a client with monitors: the request's sink, and which of its subscriptions this is.
@@ -117,8 +114,6 @@ final class BufferedExchange: @unchecked Sendable {
 
     let plan: Plan
     let observer: Observer<HTTPResponse, any Error>
-    /// The request's sink, with monitors.
-    let events: HTTPEventSink?
     private let monitored: Monitored?
     /// The scope every attempt and renewal of this subscription is observed in.
     let scope: CancellationToken
@@ -129,10 +124,12 @@ final class BufferedExchange: @unchecked Sendable {
         self.plan = plan
         self.observer = observer
         self.monitored = monitored
-        events = monitored?.sink
         scope = CancellationToken(context: context)
         state = State(buffer: ResponseBuffer(maxBytes: plan.maxBytes))
     }
+
+    /// The request's sink, with monitors.
+    var events: HTTPEventSink? { monitored?.sink }
 
     /// Starts the first attempt, after attaching the client's clock, and with monitors the
     /// request's sink, to the operators' request context.
@@ -154,13 +151,7 @@ final class BufferedExchange: @unchecked Sendable {
         if let deadline { plan.client.deadlines.remove(deadline) }
         scope.cancel()
         guard let monitored else { return }
-        // Torn down while nothing is being delivered: the request ends now, as it ended or as
-        // cancelled (while an event is delivered, its delivery decides).
-        let end = lock.withLock { () -> HTTPEvent.RequestOutcome? in
-            state.tornDown = true
-            return state.delivering ? nil : state.outcome ?? .cancelled
-        }
-        if let end { monitored.sink.endSubscription(monitored.generation, end) }
+        if let end = lock.withLock({ state.ending.tearDown() }) { monitored.sink.endSubscription(monitored.generation, end) }
     }
 
     /// One attempt: the request with the credentials and the default fields it lacks (both
@@ -274,10 +265,8 @@ final class BufferedExchange: @unchecked Sendable {
         deliver(event)
     }
 
-    /// Passes `event` on. With monitors, the request ends once, with it: after it is delivered,
-    /// so that an operator downstream that will subscribe again says so
-    /// (``HTTPEventSink/handOver()``) before the end is decided, even when it cancels this
-    /// subscription first.
+    /// Passes `event` on. With monitors, the request ends with it, as ``RequestEnding`` decides:
+    /// the response or the completion completes it, a failure fails it.
     private func deliver(_ event: Event<HTTPResponse, any Error>) {
         guard let monitored else { return observer.send(event) }
         let ended: HTTPEvent.RequestOutcome
@@ -285,13 +274,9 @@ final class BufferedExchange: @unchecked Sendable {
         case .value, .finished: ended = .completed(statusCode: nil)
         case .failed(let error): ended = .failed(error)
         }
-        lock.withLock {
-            if state.outcome == nil { state.outcome = ended }
-            state.delivering = true
-        }
+        lock.withLock { state.ending.willDeliver(ending: ended) }
         observer.send(event)
-        lock.withLock { state.delivering = false }
-        monitored.sink.endSubscription(monitored.generation, ended)
+        if let end = lock.withLock({ state.ending.didDeliver(ending: ended) }) { monitored.sink.endSubscription(monitored.generation, end) }
     }
 
     /// Renews the credentials `rejected` was refused with, then sends the request once more; a

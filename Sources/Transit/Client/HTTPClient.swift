@@ -195,7 +195,7 @@ public final class HTTPClient: Sendable {
             chain?.attach(scheduler: scheduler, request: request)
             let generation = request.beginSubscription()
             let scope = CancellationToken(context: context)
-            let stage = Locked(ObservedStage())
+            let ending = Locked(RequestEnding())
             build(request).observe(Observer { event in
                 var ended: HTTPEvent.RequestOutcome?
                 switch event {
@@ -203,27 +203,13 @@ public final class HTTPClient: Sendable {
                 case .finished: ended = .completed(statusCode: nil)
                 case .failed(let error): ended = .failed(error)
                 }
-                stage.withLock { stage in
-                    if stage.outcome == nil { stage.outcome = ended }
-                    stage.delivering = true
-                }
-                // Passed on first: an operator downstream that will subscribe again says so
-                // (``HTTPEventSink/handOver()``) before the request's end is decided, even when
-                // it cancels this subscription first.
+                ending.withLock { $0.willDeliver(ending: ended) }
                 observer.send(event)
-                let end = stage.withLock { stage -> HTTPEvent.RequestOutcome? in
-                    stage.delivering = false
-                    return ended ?? (stage.tornDown ? stage.outcome ?? .cancelled : nil)
-                }
-                if let end { request.endSubscription(generation, end) }
+                if let end = ending.withLock({ $0.didDeliver(ending: ended) }) { request.endSubscription(generation, end) }
             }, in: scope)
             return {
                 scope.cancel()
-                let end = stage.withLock { stage -> HTTPEvent.RequestOutcome? in
-                    stage.tornDown = true
-                    return stage.delivering ? nil : stage.outcome ?? .cancelled
-                }
-                if let end { request.endSubscription(generation, end) }
+                if let end = ending.withLock({ $0.tearDown() }) { request.endSubscription(generation, end) }
             }
         })
     }
@@ -575,13 +561,35 @@ public final class HTTPClient: Sendable {
     }
 }
 
-/// Where one subscription of ``HTTPClient/observed(_:endsWith:_:)`` is: how it ended, once
-/// known, and whether an event is being passed on (a teardown that runs meanwhile, from the
-/// downstream, leaves the request's end to be decided once it is passed on).
-private struct ObservedStage {
-    var outcome: HTTPEvent.RequestOutcome?
-    var delivering = false
-    var tornDown = false
+/// When one subscription of a monitored request ends it, and how: once the event that ends it
+/// was passed on (so that an operator downstream that will subscribe again says so first,
+/// ``HTTPEventSink/handOver()``, even when it cancels the subscription while handling it), or at
+/// the teardown, as it ended or as cancelled, when no event is being passed on. The state machine
+/// of ``HTTPClient/observed(_:endsWith:_:)`` and of a monitored ``BufferedExchange``; its driver
+/// holds it under a lock and ends the request with what it returns, outside the lock.
+struct RequestEnding {
+    private var outcome: HTTPEvent.RequestOutcome?
+    private var delivering = false
+    private var tornDown = false
+
+    /// An event is about to be passed on; `ended`: how it ends the request, if it does.
+    mutating func willDeliver(ending ended: HTTPEvent.RequestOutcome?) {
+        if outcome == nil { outcome = ended }
+        delivering = true
+    }
+
+    /// The event was passed on: how the request ends now, if it does.
+    mutating func didDeliver(ending ended: HTTPEvent.RequestOutcome?) -> HTTPEvent.RequestOutcome? {
+        delivering = false
+        return ended ?? (tornDown ? outcome ?? .cancelled : nil)
+    }
+
+    /// The subscription was torn down: how the request ends now, unless an event being passed on
+    /// decides it.
+    mutating func tearDown() -> HTTPEvent.RequestOutcome? {
+        tornDown = true
+        return delivering ? nil : outcome ?? .cancelled
+    }
 }
 
 extension Signal where Output == HTTPResponsePart, Failure == any Error {
